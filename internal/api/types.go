@@ -1,0 +1,228 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/sessiond/sessiond/internal/event"
+)
+
+// Capabilities the server offers (PROTOCOL.md).
+const (
+	CapAttach         = "agent-session.attach.v1"
+	CapStructuredHold = "agent-session.structured.hold.v1"
+	CapClose          = "agent-session.close.v1"
+	CapTurns          = "agent-session.turns.v1"
+	CapAdmin          = "daemon.admin.v1"
+)
+
+// ProtocolVersion is the wire protocol version this daemon speaks.
+const ProtocolVersion = 1
+
+// ExitInfo is SessionInfo.lastExit.
+type ExitInfo struct {
+	Root   string    `json:"root"`
+	Tree   string    `json:"tree"`
+	Code   *int      `json:"code"`
+	Signal *string   `json:"signal"`
+	At     time.Time `json:"at"`
+}
+
+// SessionInfo is the wire view of one session.
+type SessionInfo struct {
+	SessionID   string     `json:"sessionId"`
+	Provider    string     `json:"provider"`
+	Cwd         string     `json:"cwd"`
+	Title       string     `json:"title"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	State       string     `json:"state"` // stored|starting|live|evicting
+	Fence       uint64     `json:"fence"`
+	Lease       string     `json:"lease"` // released|reserved|live
+	Holders     []string   `json:"holders"`
+	Subscribers int        `json:"subscribers"`
+	PID         int        `json:"pid,omitempty"`
+	ThreadID    string     `json:"threadId,omitempty"`
+	TurnRunning bool       `json:"turnRunning"`
+	ReleaseAt   *time.Time `json:"releaseAt"`
+	LastSeq     uint64     `json:"lastSeq"`
+	LastExit    *ExitInfo  `json:"lastExit,omitempty"`
+}
+
+// CreateParams is agentSession.create's params.
+type CreateParams struct {
+	Provider string          `json:"provider"`
+	Cwd      string          `json:"cwd"`
+	Title    string          `json:"title,omitempty"`
+	Options  json.RawMessage `json:"options,omitempty"`
+}
+
+// SessionParams names one session.
+type SessionParams struct {
+	SessionID string `json:"sessionId"`
+}
+
+// ListResult is agentSession.list's result.
+type ListResult struct {
+	Sessions []SessionInfo `json:"sessions"`
+}
+
+// HoldParams is agentSession.hold's params.
+type HoldParams struct {
+	SessionID string `json:"sessionId"`
+	HolderID  string `json:"holderId"`
+	Surface   string `json:"surface,omitempty"`
+	TTLMs     *int64 `json:"ttlMs,omitempty"`
+}
+
+// HoldResult is agentSession.hold's result.
+type HoldResult struct {
+	SessionID string   `json:"sessionId"`
+	Fence     uint64   `json:"fence"`
+	State     string   `json:"state"`
+	Holders   []string `json:"holders"`
+	PID       int      `json:"pid"`
+	ThreadID  string   `json:"threadId"`
+	HoldToken string   `json:"holdToken"`
+}
+
+// ReleaseParams is agentSession.release's params.
+type ReleaseParams struct {
+	SessionID string `json:"sessionId"`
+	HolderID  string `json:"holderId"`
+	HoldToken string `json:"holdToken,omitempty"`
+}
+
+// ReleaseResult is agentSession.release's result.
+type ReleaseResult struct {
+	Released  bool       `json:"released"`
+	Holders   []string   `json:"holders"`
+	ReleaseAt *time.Time `json:"releaseAt"`
+}
+
+// StepResult is one eviction step as agentSession.close reports it.
+type StepResult struct {
+	Name string `json:"name"`
+	OK   bool   `json:"ok"`
+	Ms   int64  `json:"ms"`
+}
+
+// CloseResult is agentSession.close's result.
+type CloseResult struct {
+	Steps []StepResult `json:"steps"`
+}
+
+// AttachParams is agentSession.attach's params.
+type AttachParams struct {
+	SessionID string `json:"sessionId"`
+	AfterSeq  uint64 `json:"afterSeq,omitempty"`
+	Limit     int    `json:"limit,omitempty"`
+}
+
+// AttachResult is agentSession.attach's result.
+type AttachResult struct {
+	SubscriptionID string        `json:"subscriptionId"`
+	Session        SessionInfo   `json:"session"`
+	Events         []event.Event `json:"events"`
+	LastSeq        uint64        `json:"lastSeq"`
+	HasMore        bool          `json:"hasMore"`
+}
+
+// ReadParams is agentSession.read's params.
+type ReadParams struct {
+	SessionID string `json:"sessionId"`
+	AfterSeq  uint64 `json:"afterSeq"`
+	Limit     int    `json:"limit,omitempty"`
+}
+
+// ReadResult is agentSession.read's result.
+type ReadResult struct {
+	Events  []event.Event `json:"events"`
+	LastSeq uint64        `json:"lastSeq"`
+	HasMore bool          `json:"hasMore"`
+}
+
+// DetachParams is agentSession.detach's params.
+type DetachParams struct {
+	SubscriptionID string `json:"subscriptionId"`
+}
+
+// SendParams is agentSession.send's params.
+type SendParams struct {
+	SessionID       string `json:"sessionId"`
+	Text            string `json:"text"`
+	ClientMessageID string `json:"clientMessageId,omitempty"`
+}
+
+// SendResult is agentSession.send's result.
+type SendResult struct {
+	TurnID    string `json:"turnId"`
+	Duplicate bool   `json:"duplicate"`
+}
+
+// CancelResult is agentSession.cancel's result.
+type CancelResult struct {
+	Cancelled bool `json:"cancelled"`
+}
+
+// RespondParams is agentSession.respond's params.
+type RespondParams struct {
+	SessionID string `json:"sessionId"`
+	RequestID string `json:"requestId"`
+	Decision  string `json:"decision"` // approve|deny
+}
+
+// EventNotice is the params of the agentSession.event notification.
+type EventNotice struct {
+	SubscriptionID string      `json:"subscriptionId"`
+	Event          event.Event `json:"event"`
+}
+
+// LaggedNotice is the params of the agentSession.lagged notification.
+type LaggedNotice struct {
+	SubscriptionID   string `json:"subscriptionId"`
+	LastDeliveredSeq uint64 `json:"lastDeliveredSeq"`
+}
+
+// SessionCounts is daemon.status's sessions field.
+type SessionCounts struct {
+	Stored int `json:"stored"`
+	Live   int `json:"live"`
+}
+
+// Subscription is a live event feed handed to rpc by Attach. Next returns
+// events in seq order without gap or duplicate; it returns ErrLagged once
+// the subscriber was detached for a full queue (after the events queued
+// before that), and ErrSubscriptionClosed after Detach or shutdown.
+type Subscription interface {
+	ID() string
+	Next(ctx context.Context) (event.Event, error)
+}
+
+// Backend is what rpc needs from the host. ConnID names the connection a
+// call came on; holds and subscriptions taken on it end when rpc calls
+// ConnClosed.
+type Backend interface {
+	Create(ctx context.Context, p CreateParams) (SessionInfo, error)
+	List(ctx context.Context) (ListResult, error)
+	Get(ctx context.Context, id string) (SessionInfo, error)
+	Delete(ctx context.Context, id string) error
+	Hold(ctx context.Context, conn string, p HoldParams) (HoldResult, error)
+	Release(ctx context.Context, conn string, p ReleaseParams) (ReleaseResult, error)
+	Close(ctx context.Context, id string) (CloseResult, error)
+	// Attach subscribes; legacyHold makes the subscription a hold that
+	// starts the provider child (clients without structured.hold.v1).
+	Attach(ctx context.Context, conn string, p AttachParams, legacyHold bool) (AttachResult, Subscription, error)
+	Read(ctx context.Context, p ReadParams) (ReadResult, error)
+	Detach(ctx context.Context, conn string, subscriptionID string) error
+	Send(ctx context.Context, p SendParams) (SendResult, error)
+	Cancel(ctx context.Context, id string) (CancelResult, error)
+	Respond(ctx context.Context, p RespondParams) error
+	// ConnClosed ends the holds last taken on conn and its subscriptions.
+	ConnClosed(conn string)
+	// Counts is daemon.status's sessions; Providers the configured names.
+	Counts() SessionCounts
+	Providers() []string
+	// Stats is daemon.stats's host counters.
+	Stats() map[string]any
+}

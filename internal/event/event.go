@@ -1,0 +1,133 @@
+// Package event defines the journal record shared by the journal, the
+// provider adapters, the host and the wire: one Event per row, typed by a
+// dotted name, with a per-session gapless seq assigned by the journal.
+package event
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Event types, as PROTOCOL.md lists them.
+const (
+	SessionCreated        = "session.created"
+	LeaseAcquired         = "lease.acquired"
+	ProviderStarted       = "provider.started"
+	ProviderThreadReplace = "provider.thread_replaced"
+	TurnStarted           = "turn.started"
+	MessageDelta          = "message.delta"
+	MessageCompleted      = "message.completed"
+	ApprovalRequested     = "approval.requested"
+	ApprovalResolved      = "approval.resolved"
+	TurnCompleted         = "turn.completed"
+	ProviderExited        = "provider.exited"
+	SessionEnded          = "session.ended"
+	LeaseReleased         = "lease.released"
+)
+
+// Turn statuses carried by turn.completed.
+const (
+	StatusCompleted   = "completed"
+	StatusInterrupted = "interrupted"
+	StatusFailed      = "failed"
+)
+
+// Reasons carried by turn.completed and session.ended.
+const (
+	ReasonUserCancel     = "user_cancel"
+	ReasonProviderExited = "provider_exited"
+	ReasonProviderError  = "provider_error"
+	ReasonClosed         = "closed"
+	ReasonEvicted        = "evicted"
+	ReasonDaemonRestart  = "daemon_restart"
+	ReasonShutdown       = "shutdown"
+)
+
+// Event is one committed journal row.
+type Event struct {
+	SessionID string          `json:"sessionId"`
+	Seq       uint64          `json:"seq"`
+	At        time.Time       `json:"at"`
+	Type      string          `json:"type"`
+	TurnID    string          `json:"turnId,omitempty"`
+	Data      json.RawMessage `json:"data,omitempty"`
+}
+
+// Draft is an event before the journal has given it a seq and a time.
+type Draft struct {
+	Type   string
+	TurnID string
+	Data   json.RawMessage
+}
+
+// New builds a Draft, marshalling data (nil means no data). Data types are
+// plain structs and maps, so marshalling cannot fail; a failure panics as a
+// programming error.
+func New(typ, turnID string, data any) Draft {
+	d := Draft{Type: typ, TurnID: turnID}
+	if data != nil {
+		b, err := json.Marshal(data)
+		if err != nil {
+			panic("event: marshal " + typ + ": " + err.Error())
+		}
+		d.Data = b
+	}
+	return d
+}
+
+// Payloads of the event types whose shape others read back.
+
+// TurnStartedData is the data of turn.started.
+type TurnStartedData struct {
+	TurnID          string `json:"turnId"`
+	Text            string `json:"text"`
+	ClientMessageID string `json:"clientMessageId,omitempty"`
+}
+
+// TurnCompletedData is the data of turn.completed.
+type TurnCompletedData struct {
+	Status         string `json:"status"`
+	Reason         string `json:"reason,omitempty"`
+	ProviderTurnID string `json:"providerTurnId,omitempty"`
+	Error          string `json:"error,omitempty"`
+}
+
+// DeltaData is the data of message.delta and message.completed.
+type DeltaData struct {
+	Text           string `json:"text"`
+	ProviderTurnID string `json:"providerTurnId,omitempty"`
+}
+
+// ApprovalRequestedData is the data of approval.requested.
+type ApprovalRequestedData struct {
+	RequestID string          `json:"requestId"`
+	Kind      string          `json:"kind"`
+	Detail    json.RawMessage `json:"detail,omitempty"`
+}
+
+// ApprovalResolvedData is the data of approval.resolved.
+type ApprovalResolvedData struct {
+	RequestID string `json:"requestId"`
+	Decision  string `json:"decision"`
+}
+
+// ProviderExitedData is the data of provider.exited.
+type ProviderExitedData struct {
+	Root     string  `json:"root"`
+	Tree     string  `json:"tree"`
+	Code     *int    `json:"code"`
+	Signal   *string `json:"signal"`
+	Expected bool    `json:"expected"`
+}
+
+// SessionEndedData is the data of session.ended.
+type SessionEndedData struct {
+	Reason string `json:"reason"`
+}
+
+// ThreadReplacedData is the data of provider.thread_replaced.
+type ThreadReplacedData struct {
+	OldThreadID string `json:"oldThreadId"`
+	NewThreadID string `json:"newThreadId"`
+	Cause       string `json:"cause"`
+}

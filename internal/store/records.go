@@ -1,0 +1,102 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Record is a stored session: what create wrote plus what later holds
+// learned (the provider's thread id).
+type Record struct {
+	ID        string            `json:"id"`
+	Provider  string            `json:"provider"`
+	Cwd       string            `json:"cwd"`
+	Title     string            `json:"title,omitempty"`
+	CreatedAt time.Time         `json:"createdAt"`
+	ThreadID  string            `json:"threadId,omitempty"`
+	Env       map[string]string `json:"env,omitempty"` // provider env pinned at create
+	Options   json.RawMessage   `json:"options,omitempty"`
+	LastExit  json.RawMessage   `json:"lastExit,omitempty"`
+}
+
+// ErrNotFound means no record has that id.
+var ErrNotFound = errors.New("no such session record")
+
+// PutRecord writes r.
+func (s *Store) PutRecord(r Record) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("session %s: encode record: %w", r.ID, err)
+	}
+	return s.DB.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(BucketSessions).Put([]byte(r.ID), b)
+	})
+}
+
+// UpdateRecord applies fn to the stored record id in one transaction.
+func (s *Store) UpdateRecord(id string, fn func(*Record)) error {
+	return s.DB.Update(func(tx *bolt.Tx) error {
+		bk := tx.Bucket(BucketSessions)
+		raw := bk.Get([]byte(id))
+		if raw == nil {
+			return fmt.Errorf("session %s: %w", id, ErrNotFound)
+		}
+		var r Record
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return fmt.Errorf("session %s: decode record: %w", id, err)
+		}
+		fn(&r)
+		b, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		return bk.Put([]byte(id), b)
+	})
+}
+
+// GetRecord reads one record.
+func (s *Store) GetRecord(id string) (Record, error) {
+	var r Record
+	err := s.DB.View(func(tx *bolt.Tx) error {
+		raw := tx.Bucket(BucketSessions).Get([]byte(id))
+		if raw == nil {
+			return fmt.Errorf("session %s: %w", id, ErrNotFound)
+		}
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return fmt.Errorf("session %s: decode record: %w", id, err)
+		}
+		return nil
+	})
+	return r, err
+}
+
+// ListRecords reads every record in id order. A record that does not decode
+// is reported through bad and skipped, so one damaged row breaks nothing else.
+func (s *Store) ListRecords(bad func(id string, err error)) ([]Record, error) {
+	var out []Record
+	err := s.DB.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(BucketSessions).ForEach(func(k, v []byte) error {
+			var r Record
+			if err := json.Unmarshal(v, &r); err != nil {
+				if bad != nil {
+					bad(string(k), err)
+				}
+				return nil
+			}
+			out = append(out, r)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// DeleteRecord removes a record (absent is not an error).
+func (s *Store) DeleteRecord(id string) error {
+	return s.DB.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(BucketSessions).Delete([]byte(id))
+	})
+}

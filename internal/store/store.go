@@ -1,0 +1,160 @@
+// Package store opens the one bbolt file of a sessiond state directory,
+// keeps its schema version, and holds the durable session records.
+//
+// Bucket tree (integer keys are 8-byte big-endian):
+//
+//	meta/
+//	  schema_version        -> uint64 be
+//	  state_id              -> random id of this state dir (env tag SESSIOND_STATE_ID)
+//	sessions/
+//	  <sessionId>           -> Record (JSON)
+//	leases/
+//	  <sessionId>           -> lease.Record (JSON), see internal/lease
+//	journal/
+//	  <sessionId>/          -> one bucket per session, see internal/journal
+//	    events/<seq be64>   -> event.Event (JSON)
+//	    meta/...            -> lastSeq, oldestSeq, open turn, pending approvals
+//	    dedup/<clientMessageId> -> turnId
+package store
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Bucket names shared by the packages that own their contents.
+var (
+	BucketMeta     = []byte("meta")
+	BucketSessions = []byte("sessions")
+	BucketLeases   = []byte("leases")
+	BucketJournal  = []byte("journal")
+)
+
+var (
+	keySchemaVersion = []byte("schema_version")
+	keyStateID       = []byte("state_id")
+)
+
+// ErrLocked means another process holds the store's flock: another sessiond
+// runs on this state directory.
+var ErrLocked = errors.New("store is locked by another sessiond on this state directory")
+
+// ErrSchemaTooNew means the file was written by a newer sessiond.
+var ErrSchemaTooNew = errors.New("store schema is newer than this sessiond")
+
+// migration moves the schema from version i to i+1 (index i).
+type migration func(tx *bolt.Tx) error
+
+// migrations is ordered; SchemaVersion is its length.
+var migrations = []migration{
+	// 0 -> 1: the initial bucket tree and the state id.
+	func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{BucketMeta, BucketSessions, BucketLeases, BucketJournal} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket(BucketMeta)
+		if meta.Get(keyStateID) == nil {
+			var b [8]byte
+			if _, err := rand.Read(b[:]); err != nil {
+				return err
+			}
+			return meta.Put(keyStateID, []byte(hex.EncodeToString(b[:])))
+		}
+		return nil
+	},
+}
+
+// SchemaVersion is the version this build writes.
+var SchemaVersion = uint64(len(migrations))
+
+// Store is the opened database.
+type Store struct {
+	DB      *bolt.DB
+	Path    string
+	StateID string
+}
+
+// Open opens (creating if needed) <dir>/sessiond.db, taking its flock within
+// lockTimeout, and migrates it to SchemaVersion.
+func Open(dir string, lockTimeout time.Duration) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("state dir %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, "sessiond.db")
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("%s: %w", path, ErrLocked)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	s := &Store{DB: db, Path: path}
+	if err := s.migrate(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	if err := db.View(func(tx *bolt.Tx) error {
+		s.StateID = string(tx.Bucket(BucketMeta).Get(keyStateID))
+		return nil
+	}); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the database and its flock.
+func (s *Store) Close() error { return s.DB.Close() }
+
+func (s *Store) migrate() error {
+	return s.DB.Update(func(tx *bolt.Tx) error {
+		v := Version(tx)
+		if v > SchemaVersion {
+			return fmt.Errorf("version %d > %d: %w", v, SchemaVersion, ErrSchemaTooNew)
+		}
+		for ; v < SchemaVersion; v++ {
+			if err := migrations[v](tx); err != nil {
+				return fmt.Errorf("migration %d -> %d: %w", v, v+1, err)
+			}
+		}
+		return tx.Bucket(BucketMeta).Put(keySchemaVersion, U64(SchemaVersion))
+	})
+}
+
+// Version reads the schema version inside tx (0 for a new file).
+func Version(tx *bolt.Tx) uint64 {
+	meta := tx.Bucket(BucketMeta)
+	if meta == nil {
+		return 0
+	}
+	b := meta.Get(keySchemaVersion)
+	if len(b) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(b)
+}
+
+// U64 encodes v as an 8-byte big-endian key.
+func U64(v uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	return b[:]
+}
+
+// FromU64 decodes an 8-byte big-endian key (0 for anything else).
+func FromU64(b []byte) uint64 {
+	if len(b) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(b)
+}
