@@ -1,0 +1,208 @@
+// Package config loads sessiond's TOML configuration (PROTOCOL.md,
+// "Command line and configuration") and fills in the defaults.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// ProtocolCodexAppServer is the only provider protocol implemented.
+const ProtocolCodexAppServer = "codex-app-server"
+
+// Defaults of PROTOCOL.md.
+const (
+	DefaultIdleTimeout     = 60 * time.Second
+	DefaultStartTimeout    = 15 * time.Second
+	DefaultStepTimeout     = 10 * time.Second
+	DefaultWriteTimeout    = 30 * time.Second
+	DefaultMaxMessageBytes = 1 << 20
+	DefaultGrace           = 1500 * time.Millisecond
+	DefaultTermTimeout     = 2 * time.Second
+	DefaultKillTimeout     = 1 * time.Second
+)
+
+// ErrUnknownKey: the file names a key this version does not know.
+var ErrUnknownKey = errors.New("unknown config key")
+
+// ErrBadValue: a key holds a value that does not parse or is out of range.
+var ErrBadValue = errors.New("bad config value")
+
+// ErrNotFound: a config file named explicitly does not exist.
+var ErrNotFound = errors.New("config file not found")
+
+// Provider is one configured provider. An empty Command for "echo" means
+// this executable + "provider echo" (the daemon fills it in).
+type Provider struct {
+	Command  []string
+	Env      map[string]string
+	Protocol string
+}
+
+// Ladder is the close ladder's timing.
+type Ladder struct {
+	Grace, TermTimeout, KillTimeout time.Duration
+}
+
+// Config is the daemon's configuration with defaults applied.
+type Config struct {
+	IdleTimeout, StartTimeout, StepTimeout, WriteTimeout time.Duration
+	MaxMessageBytes                                      int
+	Ladder                                               Ladder
+	Providers                                            map[string]Provider
+}
+
+// lookPath finds codex; a variable so tests can pretend it is (not) installed.
+var lookPath = exec.LookPath
+
+// Default is the configuration used when no file exists: the built-in echo
+// provider, and codex when `codex` is on PATH.
+func Default() Config {
+	c := Config{
+		IdleTimeout:     DefaultIdleTimeout,
+		StartTimeout:    DefaultStartTimeout,
+		StepTimeout:     DefaultStepTimeout,
+		WriteTimeout:    DefaultWriteTimeout,
+		MaxMessageBytes: DefaultMaxMessageBytes,
+		Ladder:          Ladder{Grace: DefaultGrace, TermTimeout: DefaultTermTimeout, KillTimeout: DefaultKillTimeout},
+		Providers: map[string]Provider{
+			"echo": {Protocol: ProtocolCodexAppServer},
+		},
+	}
+	if _, err := lookPath("codex"); err == nil {
+		c.Providers["codex"] = Provider{Command: []string{"codex", "app-server"}, Protocol: ProtocolCodexAppServer}
+	}
+	return c
+}
+
+// ProviderNames returns the configured provider names, sorted.
+func (c Config) ProviderNames() []string {
+	names := make([]string, 0, len(c.Providers))
+	for n := range c.Providers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+type fileLadder struct {
+	Grace       *string `toml:"grace"`
+	TermTimeout *string `toml:"term_timeout"`
+	KillTimeout *string `toml:"kill_timeout"`
+}
+
+type fileProvider struct {
+	Command  []string          `toml:"command"`
+	Env      map[string]string `toml:"env"`
+	Protocol string            `toml:"protocol"`
+}
+
+type file struct {
+	IdleTimeout     *string                 `toml:"idle_timeout"`
+	StartTimeout    *string                 `toml:"start_timeout"`
+	StepTimeout     *string                 `toml:"step_timeout"`
+	WriteTimeout    *string                 `toml:"write_timeout"`
+	MaxMessageBytes *int64                  `toml:"max_message_bytes"`
+	Ladder          fileLadder              `toml:"ladder"`
+	Providers       map[string]fileProvider `toml:"providers"`
+}
+
+// Load reads path over the defaults. explicit says the path was named
+// (--config or $SESSIOND_CONFIG): then a missing file is ErrNotFound;
+// a missing default file means the defaults.
+func Load(path string, explicit bool) (Config, error) {
+	c := Default()
+	if path == "" {
+		return c, nil
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if explicit {
+			return c, fmt.Errorf("config %s: %w", path, ErrNotFound)
+		}
+		return c, nil
+	}
+	if err != nil {
+		return c, fmt.Errorf("config %s: %w", path, err)
+	}
+	if err := Parse(string(b), &c); err != nil {
+		return c, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse applies TOML text over c.
+func Parse(text string, c *Config) error {
+	var f file
+	md, err := toml.Decode(text, &f)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrBadValue, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		return fmt.Errorf("%w: %s", ErrUnknownKey, strings.Join(keys, ", "))
+	}
+	durs := []struct {
+		key string
+		src *string
+		dst *time.Duration
+	}{
+		{"idle_timeout", f.IdleTimeout, &c.IdleTimeout},
+		{"start_timeout", f.StartTimeout, &c.StartTimeout},
+		{"step_timeout", f.StepTimeout, &c.StepTimeout},
+		{"write_timeout", f.WriteTimeout, &c.WriteTimeout},
+		{"ladder.grace", f.Ladder.Grace, &c.Ladder.Grace},
+		{"ladder.term_timeout", f.Ladder.TermTimeout, &c.Ladder.TermTimeout},
+		{"ladder.kill_timeout", f.Ladder.KillTimeout, &c.Ladder.KillTimeout},
+	}
+	for _, d := range durs {
+		if d.src == nil {
+			continue
+		}
+		v, err := time.ParseDuration(*d.src)
+		if err != nil || v < 0 {
+			return fmt.Errorf("%w: %s = %q: want a duration such as \"1500ms\" or \"2s\"", ErrBadValue, d.key, *d.src)
+		}
+		*d.dst = v
+	}
+	if f.MaxMessageBytes != nil {
+		if *f.MaxMessageBytes < 1024 || *f.MaxMessageBytes > 1<<30 {
+			return fmt.Errorf("%w: max_message_bytes = %d: want 1024 .. 1073741824", ErrBadValue, *f.MaxMessageBytes)
+		}
+		c.MaxMessageBytes = int(*f.MaxMessageBytes)
+	}
+	for name, fp := range f.Providers {
+		p := c.Providers[name]
+		if fp.Command != nil {
+			p.Command = fp.Command
+		}
+		if fp.Env != nil {
+			p.Env = fp.Env
+		}
+		if fp.Protocol != "" {
+			p.Protocol = fp.Protocol
+		}
+		if p.Protocol == "" {
+			p.Protocol = ProtocolCodexAppServer
+		}
+		if p.Protocol != ProtocolCodexAppServer {
+			return fmt.Errorf("%w: providers.%s.protocol = %q: want %q", ErrBadValue, name, p.Protocol, ProtocolCodexAppServer)
+		}
+		if len(p.Command) == 0 && name != "echo" {
+			return fmt.Errorf("%w: providers.%s.command: must name a program", ErrBadValue, name)
+		}
+		c.Providers[name] = p
+	}
+	return nil
+}

@@ -1,0 +1,165 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func noCodex(t *testing.T) {
+	t.Helper()
+	old := lookPath
+	lookPath = func(string) (string, error) { return "", errors.New("not found") }
+	t.Cleanup(func() { lookPath = old })
+}
+
+func TestDefaults(t *testing.T) {
+	noCodex(t)
+	c := Default()
+	want := Config{
+		IdleTimeout: 60 * time.Second, StartTimeout: 15 * time.Second, StepTimeout: 10 * time.Second,
+		WriteTimeout: 30 * time.Second, MaxMessageBytes: 1 << 20,
+		Ladder: Ladder{Grace: 1500 * time.Millisecond, TermTimeout: 2 * time.Second, KillTimeout: time.Second},
+	}
+	c2 := c
+	c2.Providers = nil
+	if c2.IdleTimeout != want.IdleTimeout || c2.StartTimeout != want.StartTimeout || c2.StepTimeout != want.StepTimeout ||
+		c2.WriteTimeout != want.WriteTimeout || c2.MaxMessageBytes != want.MaxMessageBytes || c2.Ladder != want.Ladder {
+		t.Fatalf("defaults = %+v, want %+v", c2, want)
+	}
+	if got := strings.Join(c.ProviderNames(), ","); got != "echo" {
+		t.Fatalf("providers = %s, want echo only when codex is not on PATH", got)
+	}
+	lookPath = func(string) (string, error) { return "/usr/bin/codex", nil }
+	if got := strings.Join(Default().ProviderNames(), ","); got != "codex,echo" {
+		t.Fatalf("providers = %s, want codex,echo when codex is on PATH", got)
+	}
+}
+
+func TestLoadFiles(t *testing.T) {
+	noCodex(t)
+	dir := filepath.Join("..", "..", "testdata", "configs")
+	tests := []struct {
+		name     string
+		path     string
+		explicit bool
+		wantErr  error
+		errHas   string
+		check    func(t *testing.T, c Config)
+	}{
+		{name: "full", path: filepath.Join(dir, "full.toml"), check: func(t *testing.T, c Config) {
+			if c.IdleTimeout != 90*time.Second || c.StepTimeout != 5*time.Second || c.WriteTimeout != 10*time.Second ||
+				c.MaxMessageBytes != 2<<20 || c.Ladder.Grace != 500*time.Millisecond || c.Ladder.KillTimeout != 750*time.Millisecond {
+				t.Fatalf("got %+v", c)
+			}
+			p := c.Providers["codex"]
+			if strings.Join(p.Command, " ") != "codex app-server" || p.Env["CODEX_HOME"] != "/home/me/.codex" {
+				t.Fatalf("codex = %+v", p)
+			}
+			if _, ok := c.Providers["echo"]; !ok {
+				t.Fatal("echo provider lost")
+			}
+		}},
+		{name: "unknown key", path: filepath.Join(dir, "unknown-key.toml"), wantErr: ErrUnknownKey, errHas: "idle_timout"},
+		{name: "bad duration", path: filepath.Join(dir, "bad-duration.toml"), wantErr: ErrBadValue, errHas: "ladder.grace"},
+		{name: "missing default", path: filepath.Join(t.TempDir(), "none.toml"), check: func(t *testing.T, c Config) {
+			if c.IdleTimeout != DefaultIdleTimeout {
+				t.Fatalf("got %+v", c)
+			}
+		}},
+		{name: "missing named", path: filepath.Join(t.TempDir(), "none.toml"), explicit: true, wantErr: ErrNotFound, errHas: "none.toml"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Load(tc.path, tc.explicit)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) || !strings.Contains(err.Error(), tc.errHas) {
+					t.Fatalf("err = %v, want %v naming %q", err, tc.wantErr, tc.errHas)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, c)
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	noCodex(t)
+	tests := []struct {
+		name, text, errHas string
+		wantErr            error
+	}{
+		{"nested unknown", "[ladder]\nwait = \"1s\"\n", "ladder.wait", ErrUnknownKey},
+		{"provider unknown", "[providers.x]\ncommand=[\"x\"]\nshell = true\n", "providers.x.shell", ErrUnknownKey},
+		{"negative", "idle_timeout = \"-1s\"\n", "idle_timeout", ErrBadValue},
+		{"tiny max", "max_message_bytes = 3\n", "max_message_bytes", ErrBadValue},
+		{"protocol", "[providers.x]\ncommand=[\"x\"]\nprotocol=\"acp\"\n", "providers.x.protocol", ErrBadValue},
+		{"no command", "[providers.x]\nenv={A=\"b\"}\n", "providers.x.command", ErrBadValue},
+		{"syntax", "idle_timeout = \n", "", ErrBadValue},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Default()
+			err := Parse(tc.text, &c)
+			if !errors.Is(err, tc.wantErr) || !strings.Contains(err.Error(), tc.errHas) {
+				t.Fatalf("err = %v, want %v naming %q", err, tc.wantErr, tc.errHas)
+			}
+		})
+	}
+}
+
+func TestPaths(t *testing.T) {
+	env := func(m map[string]string) Getenv { return func(k string) string { return m[k] } }
+	cfg := []struct {
+		name     string
+		flag     string
+		env      map[string]string
+		want     string
+		explicit bool
+	}{
+		{"flag", "/f.toml", map[string]string{"SESSIOND_CONFIG": "/e.toml"}, "/f.toml", true},
+		{"env", "", map[string]string{"SESSIOND_CONFIG": "/e.toml", "XDG_CONFIG_HOME": "/x"}, "/e.toml", true},
+		{"xdg", "", map[string]string{"XDG_CONFIG_HOME": "/x", "HOME": "/h"}, "/x/sessiond/config.toml", false},
+		{"home", "", map[string]string{"HOME": "/h"}, "/h/.config/sessiond/config.toml", false},
+	}
+	for _, tc := range cfg {
+		t.Run("config "+tc.name, func(t *testing.T) {
+			p, ex := ConfigPath(tc.flag, env(tc.env))
+			if p != tc.want || ex != tc.explicit {
+				t.Fatalf("got %s %v, want %s %v", p, ex, tc.want, tc.explicit)
+			}
+		})
+	}
+	st := []struct {
+		name, flag string
+		env        map[string]string
+		want       string
+	}{
+		{"flag", "/s", map[string]string{"SESSIOND_STATE_DIR": "/e"}, "/s"},
+		{"env", "", map[string]string{"SESSIOND_STATE_DIR": "/e", "XDG_STATE_HOME": "/x"}, "/e"},
+		{"xdg", "", map[string]string{"XDG_STATE_HOME": "/x", "HOME": "/h"}, "/x/sessiond"},
+		{"home", "", map[string]string{"HOME": "/h"}, "/h/.local/state/sessiond"},
+	}
+	for _, tc := range st {
+		t.Run("state "+tc.name, func(t *testing.T) {
+			d, err := StateDir(tc.flag, env(tc.env))
+			if err != nil || d != tc.want {
+				t.Fatalf("got %s %v, want %s", d, err, tc.want)
+			}
+		})
+	}
+	wd, _ := os.Getwd()
+	if d, _ := StateDir("rel", env(nil)); d != filepath.Join(wd, "rel") {
+		t.Fatalf("relative state dir = %s, want absolute", d)
+	}
+}
