@@ -1,0 +1,181 @@
+package echo
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// directives are the test switches found in a message's text.
+type directives struct {
+	sleep      time.Duration
+	crash      bool
+	approve    bool
+	orphan     bool
+	forget     bool
+	floodN     int
+	floodBytes int
+}
+
+func parseDirectives(text string) directives {
+	var d directives
+	f := strings.Fields(text)
+	num := func(i int) (int, bool) {
+		if i >= len(f) {
+			return 0, false
+		}
+		n, err := strconv.Atoi(f[i])
+		return n, err == nil && n >= 0
+	}
+	for i := 0; i < len(f); i++ {
+		switch f[i] {
+		case "/sleep":
+			if n, ok := num(i + 1); ok {
+				d.sleep = time.Duration(n) * time.Millisecond
+				i++
+			}
+		case "/crash":
+			d.crash = true
+		case "/approve":
+			d.approve = true
+		case "/orphan":
+			d.orphan = true
+		case "/forget":
+			d.forget = true
+		case "/flood":
+			if n, ok := num(i + 1); ok {
+				d.floodN, d.floodBytes = n, 8
+				i++
+				if b, ok := num(i + 1); ok && b > 0 {
+					d.floodBytes = b
+					i++
+				}
+			}
+		}
+	}
+	return d
+}
+
+// splitAnswer cuts an answer into a few deltas (3 when long enough).
+func splitAnswer(a string) []string {
+	const parts = 3
+	if len(a) < parts {
+		return []string{a}
+	}
+	var out []string
+	step := (len(a) + parts - 1) / parts
+	for len(a) > 0 {
+		n := min(step, len(a))
+		out = append(out, a[:n])
+		a = a[n:]
+	}
+	return out
+}
+
+// runTurn plays one turn: turn/started, item/started, deltas,
+// item/completed, turn/completed; interrupts end it "interrupted".
+func (s *server) runTurn(th *thread, tu *activeTurn, text string) {
+	d := parseDirectives(text)
+	itemID := tu.id + "_msg"
+	with := func(kv ...any) map[string]any {
+		m := map[string]any{"threadId": th.id, "turnId": tu.id}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	}
+	s.w.notify("turn/started", map[string]any{"threadId": th.id, "turn": map[string]any{"id": tu.id, "status": "inProgress"}})
+	s.w.notify("item/started", with("item", map[string]any{"type": "agentMessage", "id": itemID, "text": ""}))
+	if d.orphan {
+		s.spawnOrphan()
+	}
+	answer := "echo: " + text
+	if d.approve {
+		ch := s.requestApproval(with("itemId", tu.id+"_cmd", "command", "echo approve",
+			"cwd", th.cwd, "reason", "the echo provider asks (/approve)"))
+		select {
+		case dec := <-ch:
+			if dec != "accept" && dec != "acceptForSession" {
+				answer = "declined"
+			}
+		case <-tu.cancel:
+			s.dropApproval(ch)
+			s.finishTurn(th, tu, text, "", "interrupted")
+			return
+		case <-s.eof:
+			return
+		}
+	}
+	if d.sleep > 0 {
+		t := time.NewTimer(d.sleep)
+		select {
+		case <-t.C:
+		case <-tu.cancel:
+			t.Stop()
+			s.finishTurn(th, tu, text, "", "interrupted")
+			return
+		case <-s.eof:
+			t.Stop()
+			return
+		}
+	}
+	deltas := splitAnswer(answer)
+	if d.floodN > 0 && answer != "declined" {
+		chunk := strings.Repeat("x", d.floodBytes)
+		deltas = make([]string, d.floodN)
+		for i := range deltas {
+			deltas[i] = chunk
+		}
+		answer = strings.Repeat(chunk, d.floodN)
+	}
+	for i, delta := range deltas {
+		s.w.send(map[string]any{"method": "item/agentMessage/delta", "params": with("itemId", itemID, "delta", delta)}, d.floodN == 0)
+		if d.crash && i == 0 {
+			s.w.flush()
+			s.log.Warn("crashing mid-turn (/crash)", "turn_id", tu.id)
+			s.exit <- exitCrashed
+			return
+		}
+	}
+	s.w.notify("item/completed", with("item", map[string]any{"type": "agentMessage", "id": itemID, "text": answer}))
+	s.finishTurn(th, tu, text, answer, "completed")
+	if d.forget {
+		if err := s.store.remove(th.id); err != nil {
+			s.log.Warn("forget thread", "thread_id", th.id, "err", err)
+		}
+	}
+}
+
+// finishTurn records the turn in the thread's history, marks the thread
+// idle and sends turn/completed (which also flushes any flood).
+func (s *server) finishTurn(th *thread, tu *activeTurn, text, answer, status string) {
+	if err := s.store.appendTurn(th.id, turnRecord{TurnID: tu.id, Input: text, Answer: answer, Status: status}); err != nil {
+		s.log.Warn("append turn", "thread_id", th.id, "err", err)
+	}
+	s.mu.Lock()
+	if th.active == tu {
+		th.active = nil
+	}
+	s.mu.Unlock()
+	s.w.notify("turn/completed", map[string]any{
+		"threadId": th.id,
+		"turn":     map[string]any{"id": tu.id, "status": status, "items": []any{}, "error": nil},
+	})
+}
+
+// spawnOrphan starts a descendant that outlives us: a new session, stdio on
+// /dev/null, SIGTERM ignored, sleeping forever. It re-executes our own
+// binary with our arguments plus the hidden --orphan-child flag.
+func (s *server) spawnOrphan() {
+	cmd := exec.Command("/proc/self/exe", append(append([]string{}, os.Args[1:]...), orphanFlag)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		s.log.Warn("spawn orphan", "err", err)
+		return
+	}
+	s.log.Info("spawned orphan (/orphan)", "orphan_pid", cmd.Process.Pid)
+	_ = cmd.Process.Release()
+}

@@ -1,0 +1,81 @@
+package echo
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"sync"
+)
+
+// inMsg is any line the client sends: a request (id+method), a notification
+// (method only) or a response to one of our requests (id+result|error).
+type inMsg struct {
+	ID     json.RawMessage `json:"id,omitempty"`
+	Method string          `json:"method,omitempty"`
+	Params json.RawMessage `json:"params,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  json.RawMessage `json:"error,omitempty"`
+}
+
+func (m *inMsg) hasID() bool { return len(m.ID) > 0 && string(m.ID) != "null" }
+
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data,omitempty"`
+}
+
+// JSON-RPC error codes the echo provider answers with.
+const (
+	codeInvalidRequest = -32600
+	codeMethodNotFound = -32601
+	codeInvalidParams  = -32602
+)
+
+// writer serializes every message to stdout: turns run concurrently with
+// the read loop (interrupts, approval answers). Messages are buffered and
+// flushed per message, except floods, which flush at the end of the turn.
+type writer struct {
+	mu  sync.Mutex
+	bw  *bufio.Writer
+	err error
+}
+
+func newWriter(w io.Writer) *writer { return &writer{bw: bufio.NewWriterSize(w, 64<<10)} }
+
+// send writes one message as a line; flush pushes it out at once.
+func (w *writer) send(v any, flush bool) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("echo: marshal: " + err.Error())
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return
+	}
+	b = append(b, '\n')
+	if _, w.err = w.bw.Write(b); w.err == nil && flush {
+		w.err = w.bw.Flush()
+	}
+}
+
+func (w *writer) flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err == nil {
+		w.err = w.bw.Flush()
+	}
+}
+
+func (w *writer) result(id json.RawMessage, result any) {
+	w.send(map[string]any{"id": id, "result": result}, true)
+}
+
+func (w *writer) fail(id json.RawMessage, e rpcError) {
+	w.send(map[string]any{"id": id, "error": e}, true)
+}
+
+func (w *writer) notify(method string, params any) {
+	w.send(map[string]any{"method": method, "params": params}, true)
+}

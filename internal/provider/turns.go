@@ -1,0 +1,110 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/sessiond/sessiond/internal/event"
+)
+
+type turnResult struct {
+	Turn struct {
+		ID string `json:"id"`
+	} `json:"turn"`
+}
+
+// StartTurn sends turn/start with text on the thread and binds the
+// provider's turn id to turnID (ours): every event of the turn carries
+// TurnID = turnID and data.providerTurnId. On error no turn is open and
+// nothing was emitted for it; completing it in the journal is the caller's.
+func (a *Adapter) StartTurn(ctx context.Context, turnID, text string) error {
+	a.mu.Lock()
+	switch {
+	case a.threadID == "":
+		a.mu.Unlock()
+		return fmt.Errorf("turn %s: %w", turnID, ErrNotStarted)
+	case a.turn != nil:
+		open := a.turn.ours
+		a.mu.Unlock()
+		return fmt.Errorf("turn %s (open: %s): %w", turnID, open, ErrTurnRunning)
+	}
+	t := &openTurn{ours: turnID}
+	a.turn = t
+	thread := a.threadID
+	a.mu.Unlock()
+
+	params := map[string]any{
+		"threadId": thread,
+		"input":    []map[string]any{{"type": "text", "text": text}},
+	}
+	// Bind on the reader goroutine, before the lines after the response.
+	bind := func(raw json.RawMessage, rerr *RPCError) {
+		var tr turnResult
+		if rerr != nil || json.Unmarshal(raw, &tr) != nil || tr.Turn.ID == "" {
+			return
+		}
+		a.mu.Lock()
+		if a.turn == t && t.provider == "" {
+			t.provider = tr.Turn.ID
+		}
+		a.mu.Unlock()
+	}
+	if _, err := a.request(ctx, "turn/start", params, bind); err != nil {
+		a.mu.Lock()
+		if a.turn == t {
+			a.turn = nil
+		}
+		a.mu.Unlock()
+		return fmt.Errorf("turn %s: %w", turnID, err)
+	}
+	return nil
+}
+
+// Interrupt asks the provider to interrupt the open turn (turn/interrupt).
+// It reports false when no turn is open. The turn ends later with the
+// provider's turn/completed, emitted with reason user_cancel.
+func (a *Adapter) Interrupt(ctx context.Context) (bool, error) {
+	a.mu.Lock()
+	t := a.turn
+	if t == nil {
+		a.mu.Unlock()
+		return false, nil
+	}
+	t.interrupted = true
+	params := map[string]any{"threadId": a.threadID, "turnId": t.provider}
+	a.mu.Unlock()
+	if _, err := a.request(ctx, "turn/interrupt", params, nil); err != nil {
+		return false, fmt.Errorf("interrupt turn %s: %w", t.ours, err)
+	}
+	return true, nil
+}
+
+// Respond answers the pending approval requestID with decision "accept"
+// (approve) or "decline" and emits approval.resolved. An unknown id is
+// ErrRequestNotFound. The write is not bounded by ctx: a provider that
+// stopped reading its stdin is ended by the close ladder, which unblocks it.
+func (a *Adapter) Respond(_ context.Context, requestID string, approve bool) error {
+	a.mu.Lock()
+	ap, ok := a.approvals[requestID]
+	delete(a.approvals, requestID)
+	a.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("request %s: %w", requestID, ErrRequestNotFound)
+	}
+	wire, decision := "decline", "deny"
+	if approve {
+		wire, decision = "accept", "approve"
+	}
+	// Hold emitMu across the write so that nothing the provider sends in
+	// reaction to the answer (turn/completed) is emitted before it.
+	a.emitMu.Lock()
+	defer a.emitMu.Unlock()
+	if err := a.write(outResult{ID: ap.rawID, Result: map[string]string{"decision": wire}}); err != nil {
+		return fmt.Errorf("request %s: %w", requestID, err)
+	}
+	if !a.stopped {
+		a.o.Emit(event.New(event.ApprovalResolved, ap.turnID, event.ApprovalResolvedData{RequestID: requestID, Decision: decision}))
+	}
+	return nil
+}

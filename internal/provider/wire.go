@@ -1,0 +1,137 @@
+package provider
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// message is any line of the wire: a request (id+method), a notification
+// (method only) or a response (id + result|error). Unknown fields, including
+// "jsonrpc", are ignored.
+type message struct {
+	ID     json.RawMessage `json:"id,omitempty"`
+	Method string          `json:"method,omitempty"`
+	Params json.RawMessage `json:"params,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *RPCError       `json:"error,omitempty"`
+}
+
+func (m *message) hasID() bool { return len(m.ID) > 0 && string(m.ID) != "null" }
+
+// RPCError is a JSON-RPC error object, as the provider answered it.
+type RPCError struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *RPCError) Error() string {
+	return fmt.Sprintf("provider error %d: %s", e.Code, e.Message)
+}
+
+// codeMethodNotFound answers a server request the adapter does not know.
+const codeMethodNotFound = -32601
+
+// idKey normalizes a request id: a string's contents, a number's text.
+func idKey(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var n json.Number
+	if json.Unmarshal(raw, &n) == nil {
+		if i, err := strconv.ParseInt(n.String(), 10, 64); err == nil {
+			return strconv.FormatInt(i, 10)
+		}
+		return n.String()
+	}
+	return string(raw)
+}
+
+// errLineTooLong: a line exceeded MaxLineBytes; its rest was skipped.
+var errLineTooLong = errors.New("line too long")
+
+// lineReader returns newline-terminated lines of at most max bytes. A longer
+// line is skipped up to its newline without buffering it whole.
+type lineReader struct {
+	br  *bufio.Reader
+	max int
+	buf []byte
+}
+
+func newLineReader(r io.Reader, max int) *lineReader {
+	return &lineReader{br: bufio.NewReaderSize(r, min(64<<10, max+1)), max: max}
+}
+
+// next returns the next line without its newline. errLineTooLong reports a
+// skipped line (the reader stays usable); other errors end the stream. A
+// final line without a newline is returned before io.EOF.
+func (lr *lineReader) next() ([]byte, error) {
+	lr.buf = lr.buf[:0]
+	tooLong := false
+	for {
+		chunk, err := lr.br.ReadSlice('\n')
+		if !tooLong {
+			if len(lr.buf)+len(chunk) > lr.max+1 { // +1: the newline
+				tooLong = true
+				lr.buf = lr.buf[:0]
+			} else {
+				lr.buf = append(lr.buf, chunk...)
+			}
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err != nil && (tooLong || len(lr.buf) == 0):
+			if tooLong && errors.Is(err, io.EOF) {
+				return nil, errLineTooLong
+			}
+			return nil, err
+		case err != nil:
+			return lr.buf, nil // final unterminated line; EOF comes next call
+		case tooLong:
+			return nil, errLineTooLong
+		}
+		return lr.buf[:len(lr.buf)-1], nil
+	}
+}
+
+// write sends one message as a line. Write failures wrap ErrExited.
+func (a *Adapter) write(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("provider: marshal: %w", err)
+	}
+	b = append(b, '\n')
+	a.writeMu.Lock()
+	defer a.writeMu.Unlock()
+	if _, err := a.o.In.Write(b); err != nil {
+		return fmt.Errorf("provider: write stdin: %w: %w", ErrExited, err)
+	}
+	return nil
+}
+
+type outRequest struct {
+	ID     int64  `json:"id"`
+	Method string `json:"method"`
+	Params any    `json:"params,omitempty"`
+}
+
+type outNotification struct {
+	Method string `json:"method"`
+	Params any    `json:"params,omitempty"`
+}
+
+type outResult struct {
+	ID     json.RawMessage `json:"id"`
+	Result any             `json:"result"`
+}
+
+type outError struct {
+	ID    json.RawMessage `json:"id"`
+	Error RPCError        `json:"error"`
+}
