@@ -1,0 +1,148 @@
+package rpc
+
+import (
+	"context"
+	"sync"
+
+	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/event"
+)
+
+// fakeBackend is a tiny api.Backend: sessions in a map, hooks for the
+// behaviours a test needs, and a record of ConnClosed/Detach calls.
+type fakeBackend struct {
+	mu         sync.Mutex
+	sessions   map[string]api.SessionInfo
+	closed     map[string]int
+	closedCh   chan string
+	detached   chan string
+	holdHook   func(ctx context.Context) error
+	attachHook func(conn string, p api.AttachParams, legacy bool) (api.AttachResult, api.Subscription, error)
+	panicOn    string
+}
+
+func newFake() *fakeBackend {
+	return &fakeBackend{
+		sessions: map[string]api.SessionInfo{"s_aaaaaaaa": {SessionID: "s_aaaaaaaa", Provider: "echo", Cwd: "/", State: "stored"}},
+		closed:   map[string]int{}, closedCh: make(chan string, 64), detached: make(chan string, 64),
+	}
+}
+
+func (f *fakeBackend) Create(_ context.Context, p api.CreateParams) (api.SessionInfo, error) {
+	if p.Provider != "echo" {
+		return api.SessionInfo{}, api.Errorf(api.KindUnknownProvider, map[string]any{"provider": p.Provider, "known": []string{"echo"}}, "unknown provider %s", p.Provider)
+	}
+	if f.panicOn == "create" {
+		panic("boom")
+	}
+	s := api.SessionInfo{SessionID: "s_bbbbbbbb", Provider: p.Provider, Cwd: p.Cwd, State: "stored"}
+	f.mu.Lock()
+	f.sessions[s.SessionID] = s
+	f.mu.Unlock()
+	return s, nil
+}
+
+func (f *fakeBackend) List(context.Context) (api.ListResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var r api.ListResult
+	for _, s := range f.sessions {
+		r.Sessions = append(r.Sessions, s)
+	}
+	return r, nil
+}
+
+func (f *fakeBackend) Get(_ context.Context, id string) (api.SessionInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, ok := f.sessions[id]
+	if !ok {
+		return s, api.Errorf(api.KindSessionNotFound, nil, "session %s not found", id)
+	}
+	return s, nil
+}
+
+func (f *fakeBackend) Delete(context.Context, string) error { return nil }
+
+func (f *fakeBackend) Hold(ctx context.Context, conn string, p api.HoldParams) (api.HoldResult, error) {
+	if f.holdHook != nil {
+		if err := f.holdHook(ctx); err != nil {
+			return api.HoldResult{}, err
+		}
+	}
+	return api.HoldResult{SessionID: p.SessionID, Fence: 1, State: "live", Holders: []string{p.HolderID}}, nil
+}
+
+func (f *fakeBackend) Release(context.Context, string, api.ReleaseParams) (api.ReleaseResult, error) {
+	return api.ReleaseResult{Holders: []string{}}, nil
+}
+
+func (f *fakeBackend) Close(context.Context, string) (api.CloseResult, error) {
+	return api.CloseResult{}, nil
+}
+
+func (f *fakeBackend) Attach(_ context.Context, conn string, p api.AttachParams, legacy bool) (api.AttachResult, api.Subscription, error) {
+	if f.attachHook != nil {
+		return f.attachHook(conn, p, legacy)
+	}
+	sub := &fakeSub{id: "sub-1"}
+	return api.AttachResult{SubscriptionID: sub.id}, sub, nil
+}
+
+func (f *fakeBackend) Read(context.Context, api.ReadParams) (api.ReadResult, error) {
+	return api.ReadResult{}, nil
+}
+
+func (f *fakeBackend) Detach(_ context.Context, _ string, id string) error {
+	f.detached <- id
+	return nil
+}
+
+func (f *fakeBackend) Send(context.Context, api.SendParams) (api.SendResult, error) {
+	return api.SendResult{TurnID: "t_1"}, nil
+}
+
+func (f *fakeBackend) Cancel(context.Context, string) (api.CancelResult, error) {
+	return api.CancelResult{}, nil
+}
+
+func (f *fakeBackend) Respond(context.Context, api.RespondParams) error { return nil }
+
+func (f *fakeBackend) ConnClosed(conn string) {
+	f.mu.Lock()
+	f.closed[conn]++
+	f.mu.Unlock()
+	f.closedCh <- conn
+}
+
+func (f *fakeBackend) closedCount(conn string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.closed[conn]
+}
+
+func (f *fakeBackend) Counts() api.SessionCounts { return api.SessionCounts{Stored: 1} }
+func (f *fakeBackend) Providers() []string       { return []string{"echo"} }
+func (f *fakeBackend) Stats() map[string]any     { return map[string]any{"evictions": 0} }
+
+// fakeSub delivers evs, then err (nil: block until ctx ends).
+type fakeSub struct {
+	id  string
+	evs []event.Event
+	err error
+	i   int
+}
+
+func (s *fakeSub) ID() string { return s.id }
+
+func (s *fakeSub) Next(ctx context.Context) (event.Event, error) {
+	if s.i < len(s.evs) {
+		s.i++
+		return s.evs[s.i-1], nil
+	}
+	if s.err != nil {
+		return event.Event{}, s.err
+	}
+	<-ctx.Done()
+	return event.Event{}, api.ErrSubscriptionClosed
+}

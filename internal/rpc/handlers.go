@@ -1,0 +1,239 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"time"
+
+	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/event"
+)
+
+func hInitialize(_ context.Context, c *conn, params json.RawMessage) (any, error) {
+	var p InitializeParams
+	if err := decode(params, &p); err != nil {
+		return nil, err
+	}
+	if p.ProtocolVersion == nil {
+		return nil, api.InvalidParam("protocolVersion", "required")
+	}
+	if *p.ProtocolVersion != api.ProtocolVersion {
+		return nil, api.Errorf(api.KindUnsupportedProtocol, map[string]any{"supported": []int{api.ProtocolVersion}},
+			"protocol version %d is not supported", *p.ProtocolVersion)
+	}
+	return c.initialize(p), nil
+}
+
+func hStatus(_ context.Context, c *conn, params json.RawMessage) (any, error) {
+	s := c.srv
+	providers := s.o.Backend.Providers()
+	if providers == nil {
+		providers = []string{}
+	}
+	return Status{
+		Version: s.o.Version, ProtocolVersion: api.ProtocolVersion, PID: os.Getpid(),
+		StartedAt: s.o.StartedAt.UTC().Format(time.RFC3339Nano), Socket: s.o.Socket,
+		StateDir: s.o.StateDir, StateID: s.o.StateID, Sessions: s.o.Backend.Counts(),
+		Connections: s.openConns(), Providers: providers,
+	}, nil
+}
+
+func hStats(_ context.Context, c *conn, _ json.RawMessage) (any, error) {
+	out := map[string]any{}
+	for k, v := range c.srv.o.Backend.Stats() {
+		out[k] = v
+	}
+	for k, v := range c.srv.stats.snapshot(c.srv.openConns()) {
+		out[k] = v
+	}
+	return out, nil
+}
+
+func hShutdown(_ context.Context, c *conn, _ json.RawMessage) (any, error) {
+	c.srv.log.Info("shutdown requested", "conn_id", c.id)
+	return &afterReply{result: struct{}{}, then: func() {
+		if c.srv.o.OnShutdown != nil {
+			go c.srv.o.OnShutdown() // it may close this server, which waits for this handler
+		}
+	}}, nil
+}
+
+func hCreate(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
+	var p api.CreateParams
+	if err := decode(params, &p); err != nil {
+		return nil, err
+	}
+	if err := required("provider", p.Provider); err != nil {
+		return nil, err
+	}
+	if err := checkCwd(p.Cwd); err != nil {
+		return nil, err
+	}
+	return c.srv.o.Backend.Create(ctx, p)
+}
+
+func hList(ctx context.Context, c *conn, _ json.RawMessage) (any, error) {
+	r, err := c.srv.o.Backend.List(ctx)
+	if r.Sessions == nil {
+		r.Sessions = []api.SessionInfo{}
+	}
+	return r, err
+}
+
+func sessionParams(params json.RawMessage) (api.SessionParams, error) {
+	var p api.SessionParams
+	if err := decode(params, &p); err != nil {
+		return p, err
+	}
+	return p, checkSessionID("sessionId", p.SessionID)
+}
+
+func hGet(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
+	p, err := sessionParams(params)
+	if err != nil {
+		return nil, err
+	}
+	return c.srv.o.Backend.Get(ctx, p.SessionID)
+}
+
+func hDelete(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
+	p, err := sessionParams(params)
+	if err != nil {
+		return nil, err
+	}
+	return struct{}{}, c.srv.o.Backend.Delete(ctx, p.SessionID)
+}
+
+func hHold(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
+	var p api.HoldParams
+	if err := decode(params, &p); err != nil {
+		return nil, err
+	}
+	if err := checkSessionID("sessionId", p.SessionID); err != nil {
+		return nil, err
+	}
+	if err := required("holderId", p.HolderID); err != nil {
+		return nil, err
+	}
+	if p.TTLMs != nil && *p.TTLMs <= 0 {
+		return nil, api.InvalidParam("ttlMs", "must be positive")
+	}
+	return c.srv.o.Backend.Hold(ctx, c.id, p)
+}
+
+func hRelease(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
+	var p api.ReleaseParams
+	if err := decode(params, &p); err != nil {
+		return nil, err
+	}
+	if err := checkSessionID("sessionId", p.SessionID); err != nil {
+		return nil, err
+	}
+	if err := required("holderId", p.HolderID); err != nil {
+		return nil, err
+	}
+	return c.srv.o.Backend.Release(ctx, c.id, p)
+}
+
+func hClose(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
+	p, err := sessionParams(params)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.srv.o.Backend.Close(ctx, p.SessionID)
+	if err == nil && r.Steps == nil {
+		r.Steps = []api.StepResult{}
+	}
+	return r, err
+}
+
+func hAttach(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
+	var p api.AttachParams
+	if err := decode(params, &p); err != nil {
+		return nil, err
+	}
+	if err := checkSessionID("sessionId", p.SessionID); err != nil {
+		return nil, err
+	}
+	if err := checkLimit(p.Limit); err != nil {
+		return nil, err
+	}
+	legacy := !c.has(api.CapStructuredHold)
+	r, sub, err := c.srv.o.Backend.Attach(ctx, c.id, p, legacy)
+	if err != nil {
+		return nil, err
+	}
+	if r.Events == nil {
+		r.Events = []event.Event{}
+	}
+	return &afterReply{result: r, then: func() { c.startPump(sub, r.LastSeq) }}, nil
+}
+
+func hRead(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
+	var p api.ReadParams
+	if err := decode(params, &p); err != nil {
+		return nil, err
+	}
+	if err := checkSessionID("sessionId", p.SessionID); err != nil {
+		return nil, err
+	}
+	if err := checkLimit(p.Limit); err != nil {
+		return nil, err
+	}
+	r, err := c.srv.o.Backend.Read(ctx, p)
+	if err == nil && r.Events == nil {
+		r.Events = []event.Event{}
+	}
+	return r, err
+}
+
+func hDetach(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
+	var p api.DetachParams
+	if err := decode(params, &p); err != nil {
+		return nil, err
+	}
+	if err := required("subscriptionId", p.SubscriptionID); err != nil {
+		return nil, err
+	}
+	return struct{}{}, c.srv.o.Backend.Detach(ctx, c.id, p.SubscriptionID)
+}
+
+func hSend(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
+	var p api.SendParams
+	if err := decode(params, &p); err != nil {
+		return nil, err
+	}
+	if err := checkSessionID("sessionId", p.SessionID); err != nil {
+		return nil, err
+	}
+	if err := required("text", p.Text); err != nil {
+		return nil, err
+	}
+	return c.srv.o.Backend.Send(ctx, p)
+}
+
+func hCancel(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
+	p, err := sessionParams(params)
+	if err != nil {
+		return nil, err
+	}
+	return c.srv.o.Backend.Cancel(ctx, p.SessionID)
+}
+
+func hRespond(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
+	var p api.RespondParams
+	if err := decode(params, &p); err != nil {
+		return nil, err
+	}
+	if err := checkSessionID("sessionId", p.SessionID); err != nil {
+		return nil, err
+	}
+	if err := required("requestId", p.RequestID); err != nil {
+		return nil, err
+	}
+	if p.Decision != "approve" && p.Decision != "deny" {
+		return nil, api.InvalidParam("decision", "must be \"approve\" or \"deny\", got %q", p.Decision)
+	}
+	return struct{}{}, c.srv.o.Backend.Respond(ctx, p)
+}

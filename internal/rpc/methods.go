@@ -1,0 +1,83 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+
+	"github.com/sessiond/sessiond/internal/api"
+)
+
+// Capabilities is every capability the server offers, sorted.
+var Capabilities = []string{api.CapAttach, api.CapClose, api.CapStructuredHold, api.CapTurns, api.CapAdmin}
+
+// Notification methods and the capability each needs.
+const (
+	NotifyEvent  = "agentSession.event"
+	NotifyLagged = "agentSession.lagged"
+)
+
+var notifyCaps = map[string]string{NotifyEvent: api.CapAttach, NotifyLagged: api.CapAttach}
+
+// handlerFunc answers one request. The result may be an *afterReply to run
+// something once the reply is on the wire.
+type handlerFunc func(ctx context.Context, c *conn, params json.RawMessage) (any, error)
+
+// afterReply is a result whose then runs after the reply was written
+// (attach starts its pump; shutdown calls OnShutdown).
+type afterReply struct {
+	result any
+	then   func()
+}
+
+// method is one row of the method table.
+type method struct {
+	name       string
+	capability string // "" = open to every initialized client
+	slow       bool   // runs in its own goroutine once initialized
+	handle     handlerFunc
+}
+
+// methodList is THE method table, sorted by name (a test keeps it sorted
+// and in step with docs/protocol.md).
+var methodList = []method{
+	{name: "agentSession.attach", capability: api.CapAttach, slow: true, handle: hAttach},
+	{name: "agentSession.cancel", capability: api.CapTurns, handle: hCancel},
+	{name: "agentSession.close", capability: api.CapClose, slow: true, handle: hClose},
+	{name: "agentSession.create", handle: hCreate},
+	{name: "agentSession.delete", slow: true, handle: hDelete},
+	{name: "agentSession.detach", capability: api.CapAttach, handle: hDetach},
+	{name: "agentSession.get", handle: hGet},
+	{name: "agentSession.hold", capability: api.CapStructuredHold, slow: true, handle: hHold},
+	{name: "agentSession.list", handle: hList},
+	{name: "agentSession.read", capability: api.CapAttach, handle: hRead},
+	{name: "agentSession.release", capability: api.CapStructuredHold, slow: true, handle: hRelease},
+	{name: "agentSession.respond", capability: api.CapTurns, handle: hRespond},
+	{name: "agentSession.send", capability: api.CapTurns, slow: true, handle: hSend},
+	{name: "daemon.shutdown", capability: api.CapAdmin, handle: hShutdown},
+	{name: "daemon.stats", capability: api.CapAdmin, handle: hStats},
+	{name: "daemon.status", handle: hStatus},
+	{name: "initialize", handle: hInitialize},
+}
+
+// newTable indexes ms by name; a duplicate is a programming error.
+func newTable(ms []method) map[string]method {
+	t := make(map[string]method, len(ms))
+	for _, m := range ms {
+		if _, dup := t[m.name]; dup {
+			panic("rpc: method registered twice: " + m.name)
+		}
+		t[m.name] = m
+	}
+	return t
+}
+
+// MethodNames lists the table's methods, sorted.
+func MethodNames() []string {
+	names := make([]string, len(methodList))
+	for i, m := range methodList {
+		names[i] = m.name
+	}
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,256 @@
+package rpc
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/config"
+)
+
+// ServerOptions configure a Server.
+type ServerOptions struct {
+	Backend         api.Backend
+	MaxMessageBytes int           // 0: config.DefaultMaxMessageBytes
+	WriteTimeout    time.Duration // 0: config.DefaultWriteTimeout
+	Version         string
+	Socket          string
+	StateDir        string
+	StateID         string
+	StartedAt       time.Time
+	// OnShutdown runs (in its own goroutine) after daemon.shutdown's reply
+	// was written.
+	OnShutdown func()
+	Logger     *slog.Logger
+}
+
+// Server answers JSON-RPC on accepted connections.
+type Server struct {
+	o      ServerOptions
+	log    *slog.Logger
+	table  map[string]method
+	euid   atomic.Int64 // peers must match; a field so tests can pretend to be someone else
+	ctx    context.Context
+	cancel context.CancelFunc
+	nextID atomic.Uint64
+	stats  stats
+
+	mu        sync.Mutex
+	closed    bool
+	listeners map[net.Listener]struct{}
+	conns     map[net.Conn]*conn // value nil until framed
+	wg        sync.WaitGroup     // one per accepted connection
+}
+
+// NewServer builds a server; Serve starts it.
+func NewServer(o ServerOptions) *Server {
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = config.DefaultMaxMessageBytes
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = config.DefaultWriteTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		o: o, log: o.Logger, table: newTable(methodList),
+		ctx: ctx, cancel: cancel,
+		listeners: map[net.Listener]struct{}{}, conns: map[net.Conn]*conn{},
+	}
+	s.euid.Store(int64(os.Geteuid()))
+	return s
+}
+
+// Serve accepts on l until Close; it returns nil after Close.
+func (s *Server) Serve(l net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.listeners[l] = struct{}{}
+	s.mu.Unlock()
+	backoff := 5 * time.Millisecond
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			s.log.Warn("accept failed", "err", err.Error(), "retry_in", backoff)
+			time.Sleep(backoff)
+			backoff = min(2*backoff, time.Second)
+			continue
+		}
+		backoff = 5 * time.Millisecond
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			nc.Close()
+			return nil
+		}
+		s.conns[nc] = nil
+		s.wg.Add(1)
+		s.mu.Unlock()
+		s.stats.connsTotal.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.serveConn(nc)
+			s.mu.Lock()
+			delete(s.conns, nc)
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// Close stops accepting, closes every connection (each runs ConnClosed)
+// and waits for them.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.wg.Wait()
+		return nil
+	}
+	s.closed = true
+	for l := range s.listeners {
+		l.Close()
+	}
+	for nc := range s.conns {
+		nc.Close()
+	}
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}
+
+func (s *Server) openConns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.conns {
+		if c != nil {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *Server) serveConn(nc net.Conn) {
+	defer nc.Close()
+	id := "c-" + strconv.FormatUint(s.nextID.Add(1), 10)
+	log := s.log.With("conn_id", id)
+	cred, err := peerCred(nc)
+	if err != nil || int64(cred.Uid) != s.euid.Load() {
+		s.stats.refusedPeers.Add(1)
+		if err != nil {
+			log.Warn("peer refused: credentials unreadable", "err", err.Error())
+		} else {
+			log.Warn("peer refused: uid differs", "peer_uid", cred.Uid, "peer_pid", cred.Pid, "euid", s.euid.Load())
+		}
+		return
+	}
+	log = log.With("peer_pid", cred.Pid)
+	br := bufio.NewReaderSize(nc, 64<<10)
+	framing, err := sniff(br)
+	if err != nil {
+		s.readFault(log, err)
+		return
+	}
+	st := newStream(nc, br, framing, s.o.MaxMessageBytes, s.o.WriteTimeout)
+	st.onBatch = func() {
+		s.stats.batchesRefused.Add(1)
+		log.Info("batch refused", "reason", "batch_not_supported")
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	c := &conn{srv: s, id: id, framing: framing, log: log, ready: make(chan struct{}), ctx: ctx}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.conns[nc] = c
+	s.mu.Unlock()
+	log.Debug("connection framed", "framing", framing.String())
+	c.jc = jsonrpc2.NewConn(ctx, st, c, jsonrpc2.SetLogger(debugLogger{log}))
+	close(c.ready)
+	<-c.jc.DisconnectNotify()
+	cancel() // handlers' and pumps' ctx
+	c.finish()
+	if rerr, werr := st.errs(); werr != nil {
+		s.writeFault(log, werr)
+	} else if !s.isClosed() {
+		s.readFault(log, rerr)
+	}
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// readFault logs, once, why a connection's reading ended.
+func (s *Server) readFault(log *slog.Logger, err error) {
+	reason := ""
+	switch {
+	case err == nil, errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+		log.Debug("connection closed")
+		return
+	case errors.Is(err, ErrTooLarge):
+		reason = "message_too_large"
+	case errors.Is(err, ErrBadHeader):
+		reason = "bad_header"
+	case errors.Is(err, ErrTruncated):
+		reason = "truncated_frame"
+	case errors.Is(err, ErrBatchOpen):
+		reason = "batch_not_supported"
+	case errors.Is(err, ErrBadFraming):
+		reason = "bad_framing"
+	default:
+		reason = "malformed_json"
+	}
+	s.stats.framingFaults.Add(1)
+	log.Warn("closing connection", "reason", reason, "err", err.Error())
+}
+
+func (s *Server) writeFault(log *slog.Logger, err error) {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		s.stats.writeTimeouts.Add(1)
+		log.Warn("closing connection: peer stopped reading", "reason", "write_timeout", "write_timeout", s.o.WriteTimeout)
+		return
+	}
+	log.Debug("connection closed while writing", "err", err.Error())
+}
+
+// debugLogger routes jsonrpc2's own log lines to debug level: the server
+// logs each fault once itself.
+type debugLogger struct{ log *slog.Logger }
+
+func (d debugLogger) Printf(format string, v ...any) {
+	if len(v) > 0 {
+		d.log.Debug("jsonrpc2", "detail", sprintf(format, v...))
+	}
+}
+
+func sprintf(format string, v ...any) string { return fmt.Sprintf(format, v...) }

@@ -1,0 +1,307 @@
+package rpc
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Framing is how JSON-RPC messages are delimited on one connection.
+type Framing int
+
+// Framings: newline-delimited JSON (scripts) and Content-Length headers
+// (LSP / vscode-jsonrpc).
+const (
+	FramingLines Framing = iota
+	FramingHeader
+)
+
+var framingNames = [...]string{FramingLines: "lines", FramingHeader: "header"}
+
+func (f Framing) String() string {
+	if int(f) < len(framingNames) {
+		return framingNames[f]
+	}
+	return "framing(" + strconv.Itoa(int(f)) + ")"
+}
+
+// Framing faults; each closes the connection.
+var (
+	// ErrBadFraming: the first non-blank byte is neither '{' nor 'C'/'c'.
+	ErrBadFraming = errors.New("unrecognised framing")
+	// ErrBatchOpen: the connection opened with a batch ('[').
+	ErrBatchOpen = errors.New("connection opened with a batch")
+	// ErrTooLarge: a message is larger than max_message_bytes.
+	ErrTooLarge = errors.New("message larger than max_message_bytes")
+	// ErrBadHeader: a header line that is not "Name: value", or no Content-Length.
+	ErrBadHeader = errors.New("bad message header")
+	// ErrTruncated: the stream ended inside a message.
+	ErrTruncated = errors.New("truncated message")
+	// ErrMalformed: a message is not valid JSON-RPC.
+	ErrMalformed = errors.New("malformed JSON")
+)
+
+const (
+	maxHeaderLine  = 4096
+	maxHeaderLines = 32
+)
+
+func isBlank(b byte) bool { return b == ' ' || b == '\t' || b == '\r' || b == '\n' }
+
+// sniff skips blanks and names the framing from the first byte.
+func sniff(br *bufio.Reader) (Framing, error) {
+	for {
+		b, err := br.Peek(1)
+		if err != nil {
+			return 0, err
+		}
+		switch c := b[0]; {
+		case isBlank(c):
+			br.ReadByte()
+		case c == '{':
+			return FramingLines, nil
+		case c == 'C' || c == 'c':
+			return FramingHeader, nil
+		case c == '[':
+			return 0, ErrBatchOpen
+		default:
+			return 0, fmt.Errorf("first byte %q: %w", c, ErrBadFraming)
+		}
+	}
+}
+
+// stream is a jsonrpc2.ObjectStream over one connection in one framing.
+// Reads enforce the size limit before buffering a body; a batch is
+// answered here (-32600 batch_not_supported) and reading goes on; every
+// write carries a deadline, and a failed write closes the connection.
+type stream struct {
+	conn         net.Conn
+	br           *bufio.Reader
+	framing      Framing
+	max          int
+	writeTimeout time.Duration
+	onBatch      func() // counts and logs a refused batch
+
+	wmu sync.Mutex
+
+	emu     sync.Mutex
+	readErr error // why reading ended
+	wrErr   error // why writing failed
+}
+
+func (s *stream) errs() (read, write error) {
+	s.emu.Lock()
+	defer s.emu.Unlock()
+	return s.readErr, s.wrErr
+}
+
+func (s *stream) setErr(read bool, err error) error {
+	s.emu.Lock()
+	defer s.emu.Unlock()
+	if read && s.readErr == nil {
+		s.readErr = err
+	}
+	if !read && s.wrErr == nil {
+		s.wrErr = err
+	}
+	return err
+}
+
+func newStream(conn net.Conn, br *bufio.Reader, f Framing, max int, wt time.Duration) *stream {
+	return &stream{conn: conn, br: br, framing: f, max: max, writeTimeout: wt}
+}
+
+// ReadObject implements jsonrpc2.ObjectStream.
+func (s *stream) ReadObject(v any) error {
+	if err := s.readObject(v); err != nil {
+		return s.setErr(true, err)
+	}
+	return nil
+}
+
+func (s *stream) readObject(v any) error {
+	for {
+		body, err := s.readFrame()
+		if err != nil {
+			return err
+		}
+		b := bytes.TrimLeft(body, " \t\r\n")
+		if len(b) == 0 {
+			if s.framing == FramingHeader {
+				return fmt.Errorf("empty body: %w", ErrMalformed)
+			}
+			continue
+		}
+		if !json.Valid(b) {
+			return ErrMalformed
+		}
+		if b[0] == '[' {
+			if s.onBatch != nil {
+				s.onBatch()
+			}
+			if err := s.writeBytes(batchErrorJSON); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := json.Unmarshal(b, v); err != nil {
+			return fmt.Errorf("%w: %w", ErrMalformed, err)
+		}
+		return nil
+	}
+}
+
+var batchErrorJSON = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batches are not supported","data":{"reason":"batch_not_supported"}}}`)
+
+func (s *stream) readFrame() ([]byte, error) {
+	if s.framing == FramingHeader {
+		return s.readHeaderFrame()
+	}
+	return s.readLine()
+}
+
+// readLine reads one newline-terminated message, cut off as soon as it
+// passes the limit (whatever has arrived is examined, not a full buffer).
+func (s *stream) readLine() ([]byte, error) {
+	buf, err := readUntilNewline(s.br, s.max)
+	if errors.Is(err, errLineTooLong) {
+		return nil, fmt.Errorf("over %d bytes: %w", s.max, ErrTooLarge)
+	}
+	if errors.Is(err, io.EOF) && len(bytes.TrimSpace(buf)) > 0 {
+		return nil, fmt.Errorf("%d bytes without newline: %w", len(buf), ErrTruncated)
+	}
+	return buf, err
+}
+
+var errLineTooLong = errors.New("line too long")
+
+// readUntilNewline returns a line (with its "\n"); more than limit bytes
+// before the newline (a trailing "\r" not counted) is errLineTooLong, found
+// as soon as those bytes have arrived. At EOF it returns what it read.
+func readUntilNewline(br *bufio.Reader, limit int) ([]byte, error) {
+	var buf []byte
+	for {
+		if br.Buffered() == 0 {
+			if _, err := br.Peek(1); err != nil {
+				return buf, err
+			}
+		}
+		avail, _ := br.Peek(br.Buffered())
+		if i := bytes.IndexByte(avail, '\n'); i >= 0 {
+			buf = append(buf, avail[:i+1]...)
+			br.Discard(i + 1)
+			if len(bytes.TrimRight(buf, "\r\n")) > limit {
+				return nil, errLineTooLong
+			}
+			return buf, nil
+		}
+		buf = append(buf, avail...)
+		br.Discard(len(avail))
+		if len(bytes.TrimRight(buf, "\r")) > limit {
+			return nil, errLineTooLong
+		}
+	}
+}
+
+// readHeaderLine reads a line ending in "\n" or "\r\n", without it.
+func (s *stream) readHeaderLine() (string, error) {
+	buf, err := readUntilNewline(s.br, maxHeaderLine)
+	switch {
+	case errors.Is(err, errLineTooLong):
+		return "", fmt.Errorf("header line over %d bytes: %w", maxHeaderLine, ErrBadHeader)
+	case errors.Is(err, io.EOF) && len(buf) > 0:
+		return "", fmt.Errorf("inside header: %w", ErrTruncated)
+	case err != nil:
+		return "", err
+	}
+	return strings.TrimRight(string(buf), "\r\n"), nil
+}
+
+// readHeaderFrame reads tolerant LSP headers (names case-insensitive,
+// Content-Type and unknown headers ignored, "\n" or "\r\n") and then a body
+// of at most max bytes, checked before the body is read.
+func (s *stream) readHeaderFrame() ([]byte, error) {
+	length, lines := int64(-1), 0
+	for {
+		line, err := s.readHeaderLine()
+		if err != nil {
+			return nil, err
+		}
+		if strings.TrimSpace(line) == "" {
+			if lines == 0 {
+				continue // blanks between messages
+			}
+			break
+		}
+		lines++
+		if lines > maxHeaderLines {
+			return nil, fmt.Errorf("over %d header lines: %w", maxHeaderLines, ErrBadHeader)
+		}
+		name, val, ok := strings.Cut(line, ":")
+		if !ok {
+			return nil, fmt.Errorf("header %.40q: %w", line, ErrBadHeader)
+		}
+		if strings.EqualFold(strings.TrimSpace(name), "Content-Length") {
+			n, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
+			if err != nil || n < 0 {
+				return nil, fmt.Errorf("Content-Length %.40q: %w", val, ErrBadHeader)
+			}
+			length = n
+		}
+	}
+	if length < 0 {
+		return nil, fmt.Errorf("no Content-Length: %w", ErrBadHeader)
+	}
+	if length > int64(s.max) {
+		return nil, fmt.Errorf("Content-Length %d over %d: %w", length, s.max, ErrTooLarge)
+	}
+	body := make([]byte, length)
+	if _, err := io.ReadFull(s.br, body); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("body of %d bytes: %w", length, ErrTruncated)
+		}
+		return nil, err
+	}
+	return body, nil
+}
+
+// WriteObject implements jsonrpc2.ObjectStream.
+func (s *stream) WriteObject(obj any) error {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	return s.writeBytes(b)
+}
+
+func (s *stream) writeBytes(b []byte) error {
+	var frame []byte
+	if s.framing == FramingHeader {
+		frame = append([]byte("Content-Length: "+strconv.Itoa(len(b))+"\r\n\r\n"), b...)
+	} else {
+		frame = append(append(make([]byte, 0, len(b)+1), b...), '\n')
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.writeTimeout > 0 {
+		s.conn.SetWriteDeadline(time.Now().Add(s.writeTimeout))
+	}
+	if _, err := s.conn.Write(frame); err != nil {
+		// A peer that stopped reading: close, so the read loop ends and
+		// the connection's holds go through ConnClosed.
+		s.conn.Close()
+		return s.setErr(false, fmt.Errorf("write: %w", err))
+	}
+	return nil
+}
+
+// Close implements jsonrpc2.ObjectStream.
+func (s *stream) Close() error { return s.conn.Close() }
