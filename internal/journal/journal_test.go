@@ -1,0 +1,413 @@
+package journal
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/store"
+	bolt "go.etcd.io/bbolt"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) != "" {
+		os.Exit(crashHelper())
+	}
+	goleak.VerifyTestMain(m)
+}
+
+var fixedNow = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+
+// syncBuf is a log sink safe for the writer goroutine and the test.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func openStore(t testing.TB, dir string) *store.Store {
+	t.Helper()
+	s, err := store.Open(dir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// open returns a journal over a fresh store, closed at cleanup.
+func open(t testing.TB, opts Options) (*Journal, *store.Store) {
+	t.Helper()
+	st := openStore(t, t.TempDir())
+	if opts.Now == nil {
+		opts.Now = func() time.Time { return fixedNow }
+	}
+	j, err := Open(st.DB, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close(); st.Close() })
+	return j, st
+}
+
+func delta(turn, text string) event.Draft {
+	return event.New(event.MessageDelta, turn, event.DeltaData{Text: text})
+}
+
+func seqs(evs []event.Event) []uint64 {
+	out := make([]uint64, len(evs))
+	for i, e := range evs {
+		out[i] = e.Seq
+	}
+	return out
+}
+
+func seqRange(from, to uint64) []uint64 {
+	var out []uint64
+	for s := from; s <= to; s++ {
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestAppendAssignsGaplessSeqs(t *testing.T) {
+	j, _ := open(t, Options{})
+	ctx := context.Background()
+	for _, id := range []string{"sess-aaaa", "sess-bbbb"} {
+		evs, err := j.Append(ctx, id, event.New(event.SessionCreated, "", nil), delta("t1", "a"), delta("t1", "b"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(seqs(evs), []uint64{1, 2, 3}) || evs[0].SessionID != id || !evs[0].At.Equal(fixedNow) {
+			t.Fatalf("%s: %+v", id, evs)
+		}
+	}
+	evs, _ := j.Append(ctx, "sess-aaaa", delta("t1", "c"))
+	if evs[0].Seq != 4 {
+		t.Fatalf("seq = %d", evs[0].Seq)
+	}
+	got, last, more, err := j.Read("sess-aaaa", 0, 0)
+	if err != nil || last != 4 || more || !slices.Equal(seqs(got), []uint64{1, 2, 3, 4}) {
+		t.Fatalf("read: %v %d %v %v", seqs(got), last, more, err)
+	}
+	if got[3].Type != event.MessageDelta || got[3].TurnID != "t1" || string(got[3].Data) != `{"text":"c"}` {
+		t.Fatalf("event: %+v", got[3])
+	}
+	ids := j.Sessions()
+	slices.Sort(ids)
+	if !slices.Equal(ids, []string{"sess-aaaa", "sess-bbbb"}) {
+		t.Fatalf("sessions: %v", ids)
+	}
+	if st := j.Stats(); st.Appends != 7 || st.Commits == 0 {
+		t.Fatalf("stats: %+v", st)
+	}
+}
+
+func TestAppendRejectsBadDrafts(t *testing.T) {
+	j, _ := open(t, Options{})
+	tests := []struct {
+		name string
+		id   string
+		ds   []event.Draft
+	}{
+		{"empty id", "", []event.Draft{delta("t", "x")}},
+		{"no type", "sess-x", []event.Draft{{TurnID: "t"}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := j.Append(context.Background(), tc.id, tc.ds...); !errors.Is(err, ErrBadDraft) {
+				t.Fatalf("err = %v", err)
+			}
+		})
+	}
+}
+
+func TestReadPagingAndCursorErrors(t *testing.T) {
+	j, _ := open(t, Options{MaxEvents: 10})
+	ctx := context.Background()
+	for i := range 25 {
+		if _, err := j.Append(ctx, "sess-page", delta("", fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := j.State("sess-page")
+	if st.LastSeq != 25 || st.OldestSeq != 16 {
+		t.Fatalf("state: %+v", st)
+	}
+	tests := []struct {
+		name     string
+		after    uint64
+		limit    int
+		want     []uint64
+		more     bool
+		kind     api.Kind
+		dataKey  string
+		dataWant uint64
+	}{
+		{"page", 15, 4, seqRange(16, 19), true, 0, "", 0},
+		{"rest", 19, 100, seqRange(20, 25), false, 0, "", 0},
+		{"at end", 25, 10, nil, false, 0, "", 0},
+		{"ahead", 26, 10, nil, false, api.KindCursorAhead, "lastSeq", 25},
+		{"compacted", 3, 10, nil, false, api.KindCursorCompacted, "oldestSeq", 16},
+		{"just compacted", 14, 10, nil, false, api.KindCursorCompacted, "oldestSeq", 16},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			evs, last, more, err := j.Read("sess-page", tc.after, tc.limit)
+			if tc.kind != 0 {
+				var ae *api.Error
+				if !errors.As(err, &ae) || ae.Kind != tc.kind || ae.Data[tc.dataKey] != tc.dataWant {
+					t.Fatalf("err = %#v", err)
+				}
+				return
+			}
+			if err != nil || last != 25 || more != tc.more || !slices.Equal(seqs(evs), tc.want) {
+				t.Fatalf("read: %v %d %v %v", seqs(evs), last, more, err)
+			}
+		})
+	}
+	if _, _, _, err := j.Read("sess-none", 1, 10); !errors.Is(err, api.ErrCursorAhead) {
+		t.Fatalf("unknown session ahead: %v", err)
+	}
+}
+
+func TestRetentionKeepsOpenTurnStart(t *testing.T) {
+	j, st := open(t, Options{MaxEvents: 5})
+	ctx := context.Background()
+	mustAppend(t, j, "sess-ret", delta("", "before"))
+	mustAppend(t, j, "sess-ret", event.New(event.TurnStarted, "t1", event.TurnStartedData{TurnID: "t1", Text: "hi"}))
+	for i := range 10 {
+		mustAppend(t, j, "sess-ret", delta("t1", fmt.Sprint(i)))
+	}
+	s := j.State("sess-ret")
+	if s.OldestSeq != 2 || s.LastSeq != 12 || s.OpenTurn != "t1" || s.OpenTurnSeq != 2 {
+		t.Fatalf("state with an open turn: %+v", s)
+	}
+	evs, _, _, err := j.Read("sess-ret", 1, 100)
+	if err != nil || evs[0].Type != event.TurnStarted || len(evs) != 11 {
+		t.Fatalf("read: %v %v", seqs(evs), err)
+	}
+	if _, err := j.Append(ctx, "sess-ret", event.New(event.TurnCompleted, "t1", event.TurnCompletedData{Status: event.StatusCompleted})); err != nil {
+		t.Fatal(err)
+	}
+	s = j.State("sess-ret")
+	if s.OldestSeq != 9 || s.LastSeq != 13 || s.OpenTurn != "" {
+		t.Fatalf("state after the turn: %+v", s)
+	}
+	// The dropped rows are gone from the file, not only hidden.
+	n := 0
+	_ = st.DB.View(func(tx *bolt.Tx) error {
+		n = sessionBucket(tx, "sess-ret").Bucket(keyEvents).Stats().KeyN
+		return nil
+	})
+	if n != 5 {
+		t.Fatalf("%d rows kept, want 5", n)
+	}
+}
+
+func mustAppend(t testing.TB, j *Journal, id string, ds ...event.Draft) []event.Event {
+	t.Helper()
+	evs, err := j.Append(context.Background(), id, ds...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+func TestDerivedStatePersists(t *testing.T) {
+	dir := t.TempDir()
+	st := openStore(t, dir)
+	j, err := Open(st.DB, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := "sess-derived"
+	mustAppend(t, j, id, event.New(event.TurnStarted, "t1", event.TurnStartedData{TurnID: "t1", Text: "a", ClientMessageID: "cm-1"}))
+	mustAppend(t, j, id,
+		event.New(event.ApprovalRequested, "t1", event.ApprovalRequestedData{RequestID: "r1", Kind: "exec"}),
+		event.New(event.ApprovalRequested, "t1", event.ApprovalRequestedData{RequestID: "r2", Kind: "exec"}),
+		event.New(event.ApprovalResolved, "t1", event.ApprovalResolvedData{RequestID: "r1", Decision: "approve"}),
+		event.New(event.TurnCompleted, "t0", event.TurnCompletedData{Status: event.StatusCompleted}), // another turn: no match
+	)
+	want := State{LastSeq: 5, OldestSeq: 1, OpenTurn: "t1", OpenTurnSeq: 1, PendingApprovals: []string{"r2"}}
+	check := func(j *Journal, when string) {
+		t.Helper()
+		if got := j.State(id); !stateEqual(got, want) {
+			t.Fatalf("%s: state %+v, want %+v", when, got, want)
+		}
+		if turn, ok := j.LookupClientMessage(id, "cm-1"); !ok || turn != "t1" {
+			t.Fatalf("%s: dedup: %q %v", when, turn, ok)
+		}
+		if _, ok := j.LookupClientMessage(id, "cm-2"); ok {
+			t.Fatalf("%s: unknown client message found", when)
+		}
+	}
+	check(j, "live")
+	j.Close()
+	st.Close()
+
+	st = openStore(t, dir)
+	defer st.Close()
+	// The reopened journal must not scan the events: erase them, keep meta.
+	if err := st.DB.Update(func(tx *bolt.Tx) error {
+		return sessionBucket(tx, id).DeleteBucket(keyEvents)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	j, err = Open(st.DB, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	check(j, "reopened")
+	evs := mustAppend(t, j, id, event.New(event.TurnCompleted, "t1", event.TurnCompletedData{Status: event.StatusInterrupted}))
+	if evs[0].Seq != 6 {
+		t.Fatalf("seq after reopen = %d", evs[0].Seq)
+	}
+	if s := j.State(id); s.OpenTurn != "" || len(s.PendingApprovals) != 0 {
+		t.Fatalf("after turn.completed: %+v", s)
+	}
+}
+
+func stateEqual(a, b State) bool {
+	return a.LastSeq == b.LastSeq && a.OldestSeq == b.OldestSeq && a.OpenTurn == b.OpenTurn &&
+		a.OpenTurnSeq == b.OpenTurnSeq && slices.Equal(a.PendingApprovals, b.PendingApprovals)
+}
+
+func TestGarbageRowsSkippedAndLoggedOnce(t *testing.T) {
+	var logs syncBuf
+	j, st := open(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	id := "sess-garbage"
+	mustAppend(t, j, id, delta("", "a"), delta("", "b"), delta("", "c"))
+	if err := st.DB.Update(func(tx *bolt.Tx) error {
+		return sessionBucket(tx, id).Bucket(keyEvents).Put(store.U64(2), []byte("\x00not json"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		evs, last, more, err := j.Read(id, 0, 10)
+		if err != nil || last != 3 || more || !slices.Equal(seqs(evs), []uint64{1, 3}) {
+			t.Fatalf("read: %v %d %v %v", seqs(evs), last, more, err)
+		}
+	}
+	if n := strings.Count(logs.String(), "does not decode"); n != 1 {
+		t.Fatalf("logged %d times:\n%s", n, logs.String())
+	}
+}
+
+func TestAppendCancelledIsNotCommitted(t *testing.T) {
+	j, _ := open(t, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := j.Append(ctx, "sess-cancel", delta("", "x")); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	if st := j.State("sess-cancel"); st.LastSeq != 0 {
+		t.Fatalf("a cancelled append was committed: %+v", st)
+	}
+}
+
+// TestAppendCancelWhileQueued: a request still queued when its ctx ends is
+// withdrawn (never committed); one the writer took is committed.
+func TestAppendCancelWhileQueued(t *testing.T) {
+	j, st := open(t, Options{})
+	mustAppend(t, j, "sess-q", delta("", "first"))
+	// Block the writer inside its next commit: hold bbolt's writer lock.
+	tx, err := st.DB.Begin(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, _ := newRequest("sess-q", []event.Draft{delta("", "taken")})
+	if err := j.enqueue(r1); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { j.qmu.Lock(); defer j.qmu.Unlock(); return r1.taken })
+	ctx, cancel := context.WithCancel(context.Background())
+	res := make(chan error, 1)
+	go func() { _, err := j.Append(ctx, "sess-q", delta("", "withdrawn")); res <- err }()
+	waitFor(t, func() bool { j.qmu.Lock(); defer j.qmu.Unlock(); return len(j.queue) == 1 })
+	cancel()
+	if err := <-res; !errors.Is(err, context.Canceled) {
+		t.Fatalf("withdrawn append: %v", err)
+	}
+	_ = tx.Rollback()
+	<-r1.done
+	if r1.err != nil {
+		t.Fatal(r1.err)
+	}
+	evs, _, _, _ := j.Read("sess-q", 0, 10)
+	if len(evs) != 2 || string(evs[1].Data) != `{"text":"taken"}` {
+		t.Fatalf("journal: %+v", evs)
+	}
+}
+
+// waitFor polls cond until it holds (no signal exists for "the writer took
+// the queue"); it fails the test after 10 s.
+func waitFor(t testing.TB, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestDeleteAndClose(t *testing.T) {
+	j, _ := open(t, Options{})
+	id := "sess-del"
+	mustAppend(t, j, id, delta("", "a"), event.New(event.TurnStarted, "t", event.TurnStartedData{TurnID: "t", ClientMessageID: "c"}))
+	_, _, _, sub, err := j.Subscribe(id, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Delete(id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sub.Next(context.Background()); !errors.Is(err, api.ErrSubscriptionClosed) {
+		t.Fatalf("subscription after delete: %v", err)
+	}
+	if st := j.State(id); st.LastSeq != 0 || len(j.Sessions()) != 0 {
+		t.Fatalf("after delete: %+v %v", st, j.Sessions())
+	}
+	if _, ok := j.LookupClientMessage(id, "c"); ok {
+		t.Fatal("dedup index survived delete")
+	}
+	j.Close()
+	if _, err := j.Append(context.Background(), id, delta("", "x")); !errors.Is(err, ErrClosed) {
+		t.Fatalf("append after close: %v", err)
+	}
+}
+
+func TestDataRoundTrip(t *testing.T) {
+	j, _ := open(t, Options{})
+	raw := json.RawMessage(`{"requestId":"r9","kind":"exec","detail":{"cmd":["ls","-l"]}}`)
+	mustAppend(t, j, "sess-rt", event.Draft{Type: event.ApprovalRequested, TurnID: "t", Data: raw})
+	evs, _, _, _ := j.Read("sess-rt", 0, 1)
+	if !bytes.Equal(evs[0].Data, raw) {
+		t.Fatalf("data %s", evs[0].Data)
+	}
+}

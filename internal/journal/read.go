@@ -1,0 +1,156 @@
+package journal
+
+import (
+	"fmt"
+
+	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/store"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Read returns the events with seq > afterSeq, at most limit (0: 256; capped
+// at 4096), the journal's end and whether more events follow up to it.
+// afterSeq beyond the end is an *api.Error of kind KindCursorAhead
+// (data.lastSeq); events after afterSeq dropped by retention are
+// KindCursorCompacted (data.oldestSeq). The read transaction is closed
+// before Read returns.
+func (j *Journal) Read(sessionID string, afterSeq uint64, limit int) (evs []event.Event, lastSeq uint64, hasMore bool, err error) {
+	j.mu.Lock()
+	var d derived
+	if s := j.sessions[sessionID]; s != nil {
+		d = s.d
+	}
+	j.mu.Unlock()
+	if err := cursorCheck(sessionID, afterSeq, d); err != nil {
+		return nil, d.LastSeq, false, err
+	}
+	evs, hasMore, err = j.readRange(sessionID, afterSeq, d.LastSeq, limit)
+	return evs, d.LastSeq, hasMore, err
+}
+
+// Subscribe is atomic with publication: under the journal lock it takes the
+// session's lastSeq and registers the subscription, which is then handed
+// every event with seq > lastSeq; the snapshot (afterSeq, lastSeq] (at most
+// limit) is read after the lock is released, so no event is in both or in
+// neither. Errors as Read's.
+func (j *Journal) Subscribe(sessionID string, afterSeq uint64, limit int) (snap []event.Event, lastSeq uint64, hasMore bool, sub *Subscription, err error) {
+	j.mu.Lock()
+	if j.closed {
+		j.mu.Unlock()
+		return nil, 0, false, nil, fmt.Errorf("session %s: subscribe: %w", sessionID, ErrClosed)
+	}
+	s := j.sessions[sessionID]
+	if s == nil {
+		s = &session{subs: map[*Subscription]struct{}{}}
+		j.sessions[sessionID] = s
+	}
+	d := s.d
+	if err := cursorCheck(sessionID, afterSeq, d); err != nil {
+		j.mu.Unlock()
+		return nil, d.LastSeq, false, nil, err
+	}
+	sub = newSubscription(j, sessionID)
+	s.subs[sub] = struct{}{}
+	j.mu.Unlock()
+
+	snap, hasMore, err = j.readRange(sessionID, afterSeq, d.LastSeq, limit)
+	if err != nil {
+		sub.Close()
+		return nil, d.LastSeq, false, nil, err
+	}
+	return snap, d.LastSeq, hasMore, sub, nil
+}
+
+func cursorCheck(id string, after uint64, d derived) error {
+	if after > d.LastSeq {
+		return api.Errorf(api.KindCursorAhead, map[string]any{"lastSeq": d.LastSeq},
+			"session %s: cursor %d ahead of the journal's end %d", id, after, d.LastSeq)
+	}
+	if d.OldestSeq > 0 && after+1 < d.OldestSeq {
+		return compacted(id, after, d.OldestSeq)
+	}
+	return nil
+}
+
+func compacted(id string, after, oldest uint64) error {
+	return api.Errorf(api.KindCursorCompacted, map[string]any{"oldestSeq": oldest},
+		"session %s: events after %d compacted; oldest is %d", id, after, oldest)
+}
+
+// readRange copies out the events in (after, upto], at most limit, in one
+// short read transaction. Rows that do not decode are logged once and
+// skipped.
+func (j *Journal) readRange(id string, after, upto uint64, limit int) ([]event.Event, bool, error) {
+	if limit <= 0 {
+		limit = DefaultReadLimit
+	}
+	limit = min(limit, MaxReadLimit)
+	if upto <= after {
+		return nil, false, nil
+	}
+	n := min(uint64(limit), upto-after)
+	out := make([]event.Event, 0, n)
+	var scanned uint64 // seq of the last row looked at
+	gap := false
+	err := j.db.View(func(tx *bolt.Tx) error {
+		b := sessionBucket(tx, id)
+		if b == nil {
+			return nil
+		}
+		evb := b.Bucket(keyEvents)
+		if evb == nil {
+			return nil
+		}
+		c := evb.Cursor()
+		for k, v := c.Seek(store.U64(after + 1)); k != nil && len(out) < limit; k, v = c.Next() {
+			seq := store.FromU64(k)
+			if len(k) != 8 || seq > upto {
+				break
+			}
+			if scanned == 0 && seq != after+1 {
+				gap = true
+			}
+			scanned = seq
+			ev, err := decodeEvent(v)
+			if err != nil {
+				j.garbageRow(id, seq, err)
+				continue
+			}
+			ev.Seq, ev.SessionID = seq, id
+			out = append(out, ev)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("session %s: read after %d: %w", id, after, err)
+	}
+	if gap || scanned == 0 {
+		// Retention may have run since the cursor was checked.
+		j.mu.Lock()
+		var oldest uint64
+		if s := j.sessions[id]; s != nil {
+			oldest = s.d.OldestSeq
+		}
+		j.mu.Unlock()
+		if oldest > after+1 {
+			return nil, false, compacted(id, after, oldest)
+		}
+	}
+	if scanned == 0 {
+		return out, false, nil
+	}
+	return out, scanned < upto, nil
+}
+
+// garbageRow logs an undecodable row once.
+func (j *Journal) garbageRow(id string, seq uint64, err error) {
+	key := fmt.Sprintf("%s/%d", id, seq)
+	j.garbageMu.Lock()
+	seen := j.garbage[key]
+	j.garbage[key] = true
+	j.garbageMu.Unlock()
+	if !seen {
+		j.log.Warn("journal row does not decode; skipped", "session_id", id, "seq", seq, "err", err)
+	}
+}

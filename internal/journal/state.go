@@ -1,0 +1,171 @@
+package journal
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/store"
+	bolt "go.etcd.io/bbolt"
+)
+
+var (
+	keyEvents      = []byte("events")
+	keyMeta        = []byte("meta")
+	keyDedup       = []byte("dedup")
+	keyLastSeq     = []byte("last_seq")
+	keyOldestSeq   = []byte("oldest_seq")
+	keyOpenTurn    = []byte("open_turn")
+	keyOpenTurnSeq = []byte("open_turn_seq")
+	keyApprovals   = []byte("approvals")
+)
+
+// approval is a pending approval.requested.
+type approval struct {
+	RequestID string `json:"requestId"`
+	TurnID    string `json:"turnId,omitempty"`
+}
+
+// derived is what the journal knows about a session without scanning it.
+// Only the writer goroutine changes it (on a copy, installed after commit).
+type derived struct {
+	LastSeq, OldestSeq uint64
+	OpenTurn           string
+	OpenTurnSeq        uint64
+	Approvals          []approval
+}
+
+func (d *derived) clone() *derived {
+	c := *d
+	c.Approvals = slices.Clone(d.Approvals)
+	return &c
+}
+
+func (d *derived) state() State {
+	st := State{LastSeq: d.LastSeq, OldestSeq: d.OldestSeq, OpenTurn: d.OpenTurn, OpenTurnSeq: d.OpenTurnSeq}
+	for _, a := range d.Approvals {
+		st.PendingApprovals = append(st.PendingApprovals, a.RequestID)
+	}
+	return st
+}
+
+// apply updates the derived state for a committed event and reports the
+// dedup entry (clientMessageId -> turnId) it carries, if any.
+func (d *derived) apply(ev *event.Event) (cmid, turn string) {
+	switch ev.Type {
+	case event.TurnStarted:
+		var data event.TurnStartedData
+		_ = json.Unmarshal(ev.Data, &data)
+		turn = ev.TurnID
+		if turn == "" {
+			turn = data.TurnID
+		}
+		d.OpenTurn, d.OpenTurnSeq = turn, ev.Seq
+		return data.ClientMessageID, turn
+	case event.TurnCompleted:
+		if ev.TurnID != "" && ev.TurnID == d.OpenTurn {
+			d.OpenTurn, d.OpenTurnSeq = "", 0
+		}
+		if ev.TurnID != "" {
+			// A finished turn's approvals can no longer be answered.
+			d.Approvals = slices.DeleteFunc(d.Approvals, func(a approval) bool { return a.TurnID == ev.TurnID })
+		}
+	case event.ApprovalRequested:
+		var data event.ApprovalRequestedData
+		if json.Unmarshal(ev.Data, &data) == nil && data.RequestID != "" &&
+			!slices.ContainsFunc(d.Approvals, func(a approval) bool { return a.RequestID == data.RequestID }) {
+			d.Approvals = append(d.Approvals, approval{RequestID: data.RequestID, TurnID: ev.TurnID})
+		}
+	case event.ApprovalResolved:
+		var data event.ApprovalResolvedData
+		if json.Unmarshal(ev.Data, &data) == nil {
+			d.Approvals = slices.DeleteFunc(d.Approvals, func(a approval) bool { return a.RequestID == data.RequestID })
+		}
+	}
+	return "", ""
+}
+
+// save writes the derived state into the session's meta bucket.
+func (d *derived) save(meta *bolt.Bucket) error {
+	apps, err := json.Marshal(d.Approvals)
+	if err != nil {
+		return err
+	}
+	for _, kv := range [][2][]byte{
+		{keyLastSeq, store.U64(d.LastSeq)},
+		{keyOldestSeq, store.U64(d.OldestSeq)},
+		{keyOpenTurn, []byte(d.OpenTurn)},
+		{keyOpenTurnSeq, store.U64(d.OpenTurnSeq)},
+		{keyApprovals, apps},
+	} {
+		if err := meta.Put(kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loadDerived reads a session's meta; when it is missing or behind the
+// events bucket (a file written by something else), the state is rebuilt
+// from the events.
+func (j *Journal) loadDerived(id string, b *bolt.Bucket) derived {
+	var d derived
+	meta := b.Bucket(keyMeta)
+	if meta != nil {
+		d.LastSeq = store.FromU64(meta.Get(keyLastSeq))
+		d.OldestSeq = store.FromU64(meta.Get(keyOldestSeq))
+		d.OpenTurn = string(meta.Get(keyOpenTurn))
+		d.OpenTurnSeq = store.FromU64(meta.Get(keyOpenTurnSeq))
+		if v := meta.Get(keyApprovals); v != nil {
+			if err := json.Unmarshal(v, &d.Approvals); err != nil {
+				j.log.Warn("journal meta approvals unreadable", "session_id", id, "err", err)
+			}
+		}
+	}
+	evb := b.Bucket(keyEvents)
+	if evb == nil {
+		return d
+	}
+	c := evb.Cursor()
+	lk, _ := c.Last()
+	fk, _ := c.First()
+	last, first := store.FromU64(lk), store.FromU64(fk)
+	if meta != nil && last <= d.LastSeq && (d.OldestSeq <= first || first == 0) {
+		return d
+	}
+	j.log.Warn("journal meta missing or behind its events; rebuilding", "session_id", id,
+		"last_seq", d.LastSeq, "last_key", last)
+	r := derived{OldestSeq: first, LastSeq: max(last, d.LastSeq)}
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		ev, err := decodeEvent(v)
+		if err != nil {
+			continue
+		}
+		ev.Seq = store.FromU64(k)
+		r.apply(&ev)
+	}
+	return r
+}
+
+// load reads every session's derived state (at Open).
+func (j *Journal) load() error {
+	return j.db.View(func(tx *bolt.Tx) error {
+		jb := tx.Bucket(store.BucketJournal)
+		if jb == nil {
+			return ErrNoBucket
+		}
+		return jb.ForEach(func(k, v []byte) error {
+			if v != nil {
+				return nil // not a session bucket
+			}
+			id := string(k)
+			b := jb.Bucket(k)
+			if b == nil {
+				return fmt.Errorf("session %s: journal bucket vanished", id)
+			}
+			j.sessions[id] = &session{d: j.loadDerived(id, b), subs: map[*Subscription]struct{}{}}
+			return nil
+		})
+	})
+}
