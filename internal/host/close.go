@@ -1,0 +1,38 @@
+package host
+
+import (
+	"context"
+
+	"github.com/sessiond/sessiond/internal/api"
+)
+
+// Close drops every hold and runs the eviction steps now. The record and
+// journal stay; a later hold resumes the provider thread. After a failure
+// the session stays indexed with its child loaded, the daemon retries with
+// backoff, and a later Close retries at once.
+func (h *Host) Close(ctx context.Context, id string) (api.CloseResult, error) {
+	if _, err := h.record(id); err != nil {
+		return api.CloseResult{}, err
+	}
+	e := h.lockEntry(id, false)
+	if e == nil {
+		return api.CloseResult{Steps: []api.StepResult{}}, nil
+	}
+	defer e.mu.Unlock()
+	h.mu.Lock()
+	for holder, hd := range e.holds {
+		h.dropHoldMapLocked(e, holder, hd.token, "close")
+	}
+	h.disarmLocked(e)
+	live := e.state == StateLive
+	h.mu.Unlock()
+	if !live {
+		return api.CloseResult{Steps: []api.StepResult{}}, nil
+	}
+	steps, err := h.evictLocked(context.WithoutCancel(ctx), e, evictClosed)
+	if err != nil {
+		h.scheduleRetryLocked(e)
+		return api.CloseResult{Steps: steps}, err
+	}
+	return api.CloseResult{Steps: steps}, nil
+}

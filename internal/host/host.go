@@ -1,0 +1,291 @@
+// Package host is the authoritative session map: it turns holds into live
+// provider children and lets them go, through the eviction steps, when
+// nobody wants them any more.
+//
+// The map holds only sessions with a child or a pending teardown; a stored
+// session lives on disk. Each entry has a session lock (entry.mu) that
+// serializes its lifecycle: start, send, eviction. The map lock (Host.mu)
+// guards the map, the holds, the subscriptions, the connections and the
+// entry fields that readers (list, get) need, and is held only briefly.
+//
+// Lock order: session lock, then map lock. Never take a session lock while
+// holding the map lock; functions named …Locked need the session lock held.
+package host
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sessiond/sessiond/internal/journal"
+	"github.com/sessiond/sessiond/internal/lease"
+	"github.com/sessiond/sessiond/internal/proc"
+	"github.com/sessiond/sessiond/internal/provider"
+	"github.com/sessiond/sessiond/internal/store"
+)
+
+// Provider is a configured provider profile.
+type Provider struct {
+	Name     string
+	Command  []string
+	Env      map[string]string
+	Protocol string
+}
+
+// Options configures a Host.
+type Options struct {
+	Store        *store.Store
+	Journal      *journal.Journal
+	Providers    map[string]Provider
+	IdleTimeout  time.Duration
+	StartTimeout time.Duration
+	StepTimeout  time.Duration
+	Ladder       proc.Ladder
+	StateDir     string
+	Logger       *slog.Logger
+	Clock        Clock // nil: real time
+	// MaxHoldsPerConn and MaxSubsPerConn are the per-connection limits
+	// (defaults 1024 and 256).
+	MaxHoldsPerConn int
+	MaxSubsPerConn  int
+}
+
+// State is where a session is in its lifecycle.
+type State int
+
+// Session states; the map only holds starting, live and evicting entries.
+const (
+	StateStored State = iota
+	StateStarting
+	StateLive
+	StateEvicting
+)
+
+var stateNames = [...]string{"stored", "starting", "live", "evicting"}
+
+func (s State) String() string { return stateNames[s] }
+
+// Host is the session map. It implements api.Backend.
+type Host struct {
+	o       Options
+	log     *slog.Logger
+	st      *store.Store
+	j       *journal.Journal
+	leases  *lease.Manager
+	cleanup *proc.Cleanup
+	clock   Clock
+	bootID  string
+
+	// stopChild runs the close ladder; tests replace it to simulate a root
+	// that cannot be proven exited.
+	stopChild func(ctx context.Context, c *proc.Child, l proc.Ladder) proc.Verdict
+
+	mu       sync.Mutex // map lock
+	sessions map[string]*entry
+	subs     map[string]*subscription
+	conns    map[string]*connState
+	closing  bool
+
+	stats counters
+	wg    sync.WaitGroup // watchers and timers' work
+}
+
+// entry is one session in the map.
+type entry struct {
+	id string
+	mu sync.Mutex // session lock
+
+	// Guarded by the map lock (written with both locks held where noted).
+	state     State
+	gone      bool // forgotten: a waiter must look the session up again
+	holds     map[string]*hold
+	idle      Timer // release clock, nil when not armed
+	releaseAt *time.Time
+	retry     int // failed evictions in a row
+	exited    bool
+	pid       int
+	fence     uint64
+	threadID  string
+
+	// Guarded by the session lock.
+	rec      store.Record
+	token    string
+	child    *proc.Child
+	adapter  *provider.Adapter
+	sink     *journal.Sink
+	verdict  *proc.Verdict
+	tailDone map[string]bool // eviction tail rows already written (idempotent retries)
+}
+
+// hold is one holder of a session.
+type hold struct {
+	conn  string
+	token string
+	ttl   Timer
+}
+
+// connState tracks a connection's holds and subscriptions.
+type connState struct {
+	closed   bool
+	inflight int // holds and attaches in progress
+	holds    int
+	subs     int
+}
+
+// New builds a Host on an opened store and journal.
+func New(o Options) (*Host, error) {
+	if o.Store == nil || o.Journal == nil {
+		return nil, errors.New("host: store and journal are required")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Clock == nil {
+		o.Clock = realClock{}
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 60 * time.Second
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 15 * time.Second
+	}
+	if o.StepTimeout <= 0 {
+		o.StepTimeout = 10 * time.Second
+	}
+	if o.MaxHoldsPerConn <= 0 {
+		o.MaxHoldsPerConn = 1024
+	}
+	if o.MaxSubsPerConn <= 0 {
+		o.MaxSubsPerConn = 256
+	}
+	boot, err := proc.BootID()
+	if err != nil {
+		o.Logger.Warn("boot id unavailable; owner probes will be unverifiable", "err", err)
+	}
+	h := &Host{
+		o:        o,
+		log:      o.Logger,
+		st:       o.Store,
+		j:        o.Journal,
+		clock:    o.Clock,
+		bootID:   boot,
+		sessions: make(map[string]*entry),
+		subs:     make(map[string]*subscription),
+		conns:    make(map[string]*connState),
+	}
+	h.stopChild = func(ctx context.Context, c *proc.Child, l proc.Ladder) proc.Verdict { return c.Stop(ctx, l) }
+	h.leases = lease.New(o.Store.DB, probeOwner, o.Clock.Now)
+	h.cleanup = proc.NewCleanup(o.Ladder, procClock{o.Clock}, o.Logger)
+	return h, nil
+}
+
+// probeOwner answers the lease manager's question about a recorded owner.
+func probeOwner(o lease.Owner) lease.Liveness {
+	switch proc.Probe(proc.Identity{PID: o.PID, StartTicks: o.StartTicks, BootID: o.BootID}) {
+	case proc.Alive:
+		return lease.Alive
+	case proc.PidAbsent:
+		return lease.PidAbsent
+	case proc.IdentityMismatch:
+		return lease.IdentityMismatch
+	case proc.BootChanged:
+		return lease.BootChanged
+	default:
+		return lease.Unverifiable
+	}
+}
+
+// Providers lists the configured provider names, sorted.
+func (h *Host) Providers() []string {
+	out := make([]string, 0, len(h.o.Providers))
+	for n := range h.o.Providers {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// lookup returns the map entry of id, or nil.
+func (h *Host) lookup(id string) *entry {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sessions[id]
+}
+
+// lockEntry looks up (or, with create, inserts) the entry of id and takes
+// its session lock, retrying when the entry was forgotten while waiting.
+// It returns nil when there is no entry and create is false.
+func (h *Host) lockEntry(id string, create bool) *entry {
+	for {
+		h.mu.Lock()
+		e := h.sessions[id]
+		if e == nil {
+			if !create {
+				h.mu.Unlock()
+				return nil
+			}
+			e = &entry{id: id, state: StateStored, holds: make(map[string]*hold)}
+			h.sessions[id] = e
+		}
+		h.mu.Unlock()
+		e.mu.Lock()
+		h.mu.Lock()
+		gone := e.gone
+		h.mu.Unlock()
+		if !gone {
+			return e
+		}
+		e.mu.Unlock()
+	}
+}
+
+// forgetLocked deletes e from the map iff it is still the map's entry for
+// its id. Needs the session lock.
+func (h *Host) forgetLocked(e *entry) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sessions[e.id] == e {
+		delete(h.sessions, e.id)
+	}
+	e.gone = true
+	e.state = StateStored
+	if e.idle != nil {
+		e.idle.Stop()
+		e.idle = nil
+	}
+	e.releaseAt = nil
+	for _, hd := range e.holds {
+		if hd.ttl != nil {
+			hd.ttl.Stop()
+		}
+		if cs := h.conns[hd.conn]; cs != nil {
+			cs.holds--
+		}
+	}
+	e.holds = map[string]*hold{}
+}
+
+// setState records e's state under the map lock.
+func (h *Host) setState(e *entry, s State) {
+	h.mu.Lock()
+	e.state = s
+	h.mu.Unlock()
+}
+
+var idEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)
+
+// newID returns prefix + 20 random base32 characters.
+func newID(prefix string) string {
+	var b [13]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("host: random id: %v", err))
+	}
+	return prefix + strings.ToUpper(idEncoding.EncodeToString(b[:])[:20])
+}

@@ -1,0 +1,217 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+
+	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/lease"
+	"github.com/sessiond/sessiond/internal/store"
+)
+
+var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{8,128}$`)
+
+// checkID validates a session id from a client.
+func checkID(id string) error {
+	if id == "" {
+		return api.InvalidParam("sessionId", "required")
+	}
+	if !sessionIDPattern.MatchString(id) {
+		return api.InvalidParam("sessionId", "%q does not match ^[A-Za-z0-9_-]{8,128}$", id)
+	}
+	return nil
+}
+
+// record reads a stored session, translating absence to session_not_found.
+func (h *Host) record(id string) (store.Record, error) {
+	if err := checkID(id); err != nil {
+		return store.Record{}, err
+	}
+	r, err := h.st.GetRecord(id)
+	if errors.Is(err, store.ErrNotFound) {
+		return r, &api.Error{Kind: api.KindSessionNotFound, Msg: "session " + id + " not found",
+			Data: map[string]any{"sessionId": id}}
+	}
+	if err != nil {
+		return r, fmt.Errorf("session %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// Create stores a new session record; no child starts.
+func (h *Host) Create(ctx context.Context, p api.CreateParams) (api.SessionInfo, error) {
+	prov, ok := h.o.Providers[p.Provider]
+	if p.Provider == "" {
+		return api.SessionInfo{}, api.InvalidParam("provider", "required")
+	}
+	if !ok {
+		return api.SessionInfo{}, &api.Error{Kind: api.KindUnknownProvider,
+			Msg:  fmt.Sprintf("unknown provider %q", p.Provider),
+			Data: map[string]any{"provider": p.Provider, "known": h.Providers()}}
+	}
+	if p.Cwd == "" {
+		return api.SessionInfo{}, api.InvalidParam("cwd", "required")
+	}
+	if !filepath.IsAbs(p.Cwd) {
+		return api.SessionInfo{}, api.InvalidParam("cwd", "%q is not an absolute path", p.Cwd)
+	}
+	if fi, err := os.Stat(p.Cwd); err != nil || !fi.IsDir() {
+		return api.SessionInfo{}, api.InvalidParam("cwd", "%q is not an existing directory", p.Cwd)
+	}
+	if len(p.Options) > 0 && !json.Valid(p.Options) {
+		return api.SessionInfo{}, api.InvalidParam("options", "not valid JSON")
+	}
+	rec := store.Record{
+		ID:        newID("s_"),
+		Provider:  p.Provider,
+		Cwd:       filepath.Clean(p.Cwd),
+		Title:     p.Title,
+		CreatedAt: h.clock.Now().UTC(),
+		Env:       maps.Clone(prov.Env), // pinned: a resume runs under this account
+		Options:   p.Options,
+	}
+	if err := h.st.PutRecord(rec); err != nil {
+		return api.SessionInfo{}, err
+	}
+	if _, err := h.j.Append(ctx, rec.ID, event.New(event.SessionCreated, "", map[string]any{
+		"provider": rec.Provider, "cwd": rec.Cwd, "title": rec.Title})); err != nil {
+		return api.SessionInfo{}, fmt.Errorf("session %s: journal: %w", rec.ID, err)
+	}
+	h.log.Info("session created", "session_id", rec.ID, "provider", rec.Provider, "cwd", rec.Cwd)
+	return h.info(rec), nil
+}
+
+// Get returns one session.
+func (h *Host) Get(ctx context.Context, id string) (api.SessionInfo, error) {
+	r, err := h.record(id)
+	if err != nil {
+		return api.SessionInfo{}, err
+	}
+	return h.info(r), nil
+}
+
+// List returns every stored session, oldest first.
+func (h *Host) List(ctx context.Context) (api.ListResult, error) {
+	recs, err := h.st.ListRecords(func(id string, err error) {
+		h.log.Error("session record unreadable; skipped", "session_id", id, "err", err)
+	})
+	if err != nil {
+		return api.ListResult{}, err
+	}
+	sort.SliceStable(recs, func(i, k int) bool { return recs[i].CreatedAt.Before(recs[k].CreatedAt) })
+	out := api.ListResult{Sessions: make([]api.SessionInfo, 0, len(recs))}
+	for _, r := range recs {
+		out.Sessions = append(out.Sessions, h.info(r))
+	}
+	return out, nil
+}
+
+// Delete removes a stored session's record, lease and journal. Refused while
+// the session is live, held or subscribed.
+func (h *Host) Delete(ctx context.Context, id string) error {
+	if _, err := h.record(id); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	if e := h.sessions[id]; e != nil {
+		h.mu.Unlock()
+		return &api.Error{Kind: api.KindInvalidState, Msg: "session " + id + " is " + e.state.String() + ": close it first"}
+	}
+	for _, s := range h.subs {
+		if s.session == id {
+			h.mu.Unlock()
+			return &api.Error{Kind: api.KindInvalidState, Msg: "session " + id + " has subscribers: detach them first"}
+		}
+	}
+	// A placeholder entry keeps a concurrent hold out while we delete.
+	e := &entry{id: id, state: StateEvicting, holds: map[string]*hold{}}
+	h.sessions[id] = e
+	e.mu.Lock()
+	h.mu.Unlock()
+	defer e.mu.Unlock()
+	defer h.forgetLocked(e)
+
+	if rec, err := h.leases.Get(id); err == nil && rec.Status != lease.Released {
+		return &api.Error{Kind: api.KindInvalidState, Msg: "session " + id + " lease is " + rec.Status.String()}
+	}
+	if err := h.st.DeleteRecord(id); err != nil {
+		return fmt.Errorf("session %s: delete record: %w", id, err)
+	}
+	if err := h.j.Delete(id); err != nil {
+		return fmt.Errorf("session %s: delete journal: %w", id, err)
+	}
+	if err := h.leases.Delete(id); err != nil {
+		return fmt.Errorf("session %s: delete lease: %w", id, err)
+	}
+	h.log.Info("session deleted", "session_id", id)
+	return nil
+}
+
+// info builds the wire view of a record merged with its live state.
+func (h *Host) info(r store.Record) api.SessionInfo {
+	si := api.SessionInfo{
+		SessionID: r.ID, Provider: r.Provider, Cwd: r.Cwd, Title: r.Title,
+		CreatedAt: r.CreatedAt, State: StateStored.String(), ThreadID: r.ThreadID,
+		Holders: []string{}, Lease: lease.Released.String(),
+	}
+	if lr, err := h.leases.Get(r.ID); err == nil {
+		si.Fence = lr.Fence
+		si.Lease = lr.Status.String()
+	}
+	js := h.j.State(r.ID)
+	si.LastSeq = js.LastSeq
+	si.TurnRunning = js.OpenTurn != ""
+	if len(r.LastExit) > 0 {
+		var ex api.ExitInfo
+		if json.Unmarshal(r.LastExit, &ex) == nil {
+			si.LastExit = &ex
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e := h.sessions[r.ID]; e != nil && !e.gone {
+		si.State = e.state.String()
+		if e.exited && e.state == StateLive {
+			si.State = StateEvicting.String()
+		}
+		si.PID = e.pid
+		if e.threadID != "" {
+			si.ThreadID = e.threadID
+		}
+		for hid := range e.holds {
+			si.Holders = append(si.Holders, hid)
+		}
+		sort.Strings(si.Holders)
+		si.ReleaseAt = e.releaseAt
+	}
+	for _, s := range h.subs {
+		if s.session == r.ID {
+			si.Subscribers++
+		}
+	}
+	return si
+}
+
+// Counts is daemon.status's session counts.
+func (h *Host) Counts() api.SessionCounts {
+	var c api.SessionCounts
+	if recs, err := h.st.ListRecords(nil); err == nil {
+		c.Stored = len(recs)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, e := range h.sessions {
+		if e.state == StateLive && !e.exited {
+			c.Live++
+		}
+	}
+	return c
+}

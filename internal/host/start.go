@@ -1,0 +1,163 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/lease"
+	"github.com/sessiond/sessiond/internal/proc"
+	"github.com/sessiond/sessiond/internal/provider"
+	"github.com/sessiond/sessiond/internal/store"
+)
+
+// startLocked acquires the lease, spawns the provider child, starts or
+// resumes its thread and commits the lease. On any failure nothing is left:
+// no live lease, no process, no map entry. Needs the session lock.
+func (h *Host) startLocked(ctx context.Context, e *entry) (err error) {
+	rec, err := h.record(e.id)
+	if err != nil {
+		h.forgetLocked(e)
+		return err
+	}
+	prov, ok := h.o.Providers[rec.Provider]
+	if !ok {
+		h.forgetLocked(e)
+		return &api.Error{Kind: api.KindUnknownProvider, Msg: fmt.Sprintf("session %s: provider %q is no longer configured", e.id, rec.Provider),
+			Data: map[string]any{"provider": rec.Provider, "known": h.Providers()}}
+	}
+	h.setState(e, StateStarting)
+	e.rec = rec
+	e.tailDone = map[string]bool{}
+
+	grant, err := h.leases.Acquire(e.id)
+	if err != nil {
+		h.forgetLocked(e)
+		return leaseError(e.id, err)
+	}
+	e.token = grant.SpawnToken
+	h.mu.Lock()
+	e.fence = grant.Fence
+	h.mu.Unlock()
+	e.sink = h.j.Sink(e.id)
+	acq := map[string]any{"fence": grant.Fence}
+	if grant.Evidence != nil {
+		acq["deathEvidence"] = grant.Evidence
+	}
+	e.sink.Append(event.New(event.LeaseAcquired, "", acq))
+
+	// From here on a failure runs the same teardown as any eviction, so the
+	// journal gets its tail and the lease is released.
+	fail := func(cause error) error {
+		stderr := ""
+		if e.child != nil {
+			stderr = e.child.StderrTail()
+		}
+		if _, eerr := h.evictLocked(context.WithoutCancel(ctx), e, evictStartFailed); eerr != nil {
+			h.log.Error("teardown after failed start", "session_id", e.id, "err", eerr)
+		}
+		h.log.Warn("provider failed to start", "session_id", e.id, "provider", rec.Provider, "err", cause)
+		return &api.Error{Kind: api.KindProviderFailed, Msg: fmt.Sprintf("session %s: provider %s", e.id, rec.Provider),
+			Err: cause, Data: map[string]any{"stderrTail": stderr, "cause": cause.Error()}}
+	}
+
+	child, err := proc.Spawn(h.spec(rec, prov, grant.Fence))
+	if err != nil {
+		return fail(err)
+	}
+	e.child = child
+	e.adapter = provider.NewAdapter(provider.Options{
+		In: child.Stdin(), Out: child.Stdout(), Cwd: rec.Cwd, ThreadID: rec.ThreadID,
+		Emit: e.sink.Append, Logger: h.log.With("session_id", e.id),
+	})
+	h.mu.Lock()
+	e.pid = child.Identity().PID
+	h.mu.Unlock()
+	h.wg.Add(1)
+	go h.watch(e, child)
+
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.o.StartTimeout)
+	defer cancel()
+	res, err := e.adapter.Start(sctx)
+	if err != nil {
+		return fail(err)
+	}
+	id := child.Identity()
+	if err := h.leases.Commit(e.id, grant.Fence, grant.SpawnToken, lease.Owner{
+		PID: id.PID, StartTicks: id.StartTicks, BootID: id.BootID, SpawnToken: grant.SpawnToken}); err != nil {
+		return fail(fmt.Errorf("commit lease: %w", err))
+	}
+	if res.ThreadID != rec.ThreadID {
+		if err := h.st.UpdateRecord(e.id, func(r *store.Record) { r.ThreadID = res.ThreadID }); err != nil {
+			return fail(fmt.Errorf("record thread id: %w", err))
+		}
+		e.rec.ThreadID = res.ThreadID
+	}
+	if _, err := e.sink.Commit(ctx, event.New(event.ProviderStarted, "", map[string]any{
+		"pid": id.PID, "threadId": res.ThreadID, "resumed": res.Resumed})); err != nil {
+		return fail(fmt.Errorf("journal: %w", err))
+	}
+	h.mu.Lock()
+	e.state = StateLive
+	e.threadID = res.ThreadID
+	h.stats.starts++
+	h.mu.Unlock()
+	h.log.Info("provider started", "session_id", e.id, "fence", grant.Fence, "pid", id.PID,
+		"thread_id", res.ThreadID, "resumed", res.Resumed)
+	return nil
+}
+
+// spec builds the spawn spec of a session's child: the daemon's env, the
+// profile's env, then the env pinned into the record at create.
+func (h *Host) spec(rec store.Record, prov Provider, fence uint64) proc.Spec {
+	env := os.Environ()
+	for k, v := range prov.Env {
+		env = append(env, k+"="+v)
+	}
+	for k, v := range rec.Env {
+		env = append(env, k+"="+v)
+	}
+	return proc.Spec{
+		Path: prov.Command[0], Args: prov.Command[1:], Env: env, Dir: rec.Cwd,
+		Tags:        proc.Tags{SessionID: rec.ID, Fence: fence, StateID: h.st.StateID},
+		StderrBytes: 16 << 10,
+	}
+}
+
+// watch learns the child's exit and runs the session's teardown.
+func (h *Host) watch(e *entry, child *proc.Child) {
+	defer h.wg.Done()
+	<-child.Exited()
+	h.mu.Lock()
+	e.exited = true
+	h.mu.Unlock()
+	ex := child.Exit()
+	h.log.Info("provider exited", "session_id", e.id, "pid", child.Identity().PID,
+		"code", ex.Code, "signal", ex.Signal)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.child != child || e.state != StateLive {
+		return // torn down, or failed to start, under someone else's hand
+	}
+	if _, err := h.evictLocked(context.Background(), e, evictExited); err != nil {
+		h.scheduleRetryLocked(e)
+	}
+}
+
+// leaseError translates a lease refusal into the wire's kinds.
+func leaseError(id string, err error) error {
+	var owned *lease.OwnedError
+	if errors.As(err, &owned) {
+		return &api.Error{Kind: api.KindSessionOwned, Msg: "session " + id + " is owned by pid " + strconv.Itoa(owned.PID),
+			Err: err, Data: map[string]any{"pid": owned.PID}}
+	}
+	if errors.Is(err, lease.ErrUnverifiable) {
+		return &api.Error{Kind: api.KindSessionOwned, Msg: "session " + id + ": lease owner cannot be verified",
+			Err: err, Data: map[string]any{"reason_detail": "owner_unverifiable"}}
+	}
+	return fmt.Errorf("session %s: lease: %w", id, err)
+}

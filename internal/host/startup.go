@@ -1,0 +1,205 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/eviction"
+	"github.com/sessiond/sessiond/internal/lease"
+	"github.com/sessiond/sessiond/internal/proc"
+)
+
+// Startup names of the daemon's start sequence, in order.
+const (
+	StepReapOrphans    = "reap-orphans"
+	StepCloseOpenTurns = "close-open-turns"
+	StepRestore        = "restore"
+	StepListen         = "listen"
+)
+
+// Startup brings the state left by a previous daemon to rest, then calls
+// listen: no orphan survives, no journal ends with an open turn, and no
+// child is started (a provider runs only because a surface holds it).
+func (h *Host) Startup(ctx context.Context, listen func(context.Context) error) error {
+	step := func(name string, run func(ctx context.Context) (string, int, error)) eviction.Step {
+		return eviction.Step{Name: name, Run: func(ctx context.Context) error {
+			start := time.Now()
+			what, n, err := run(ctx)
+			h.log.Info("startup step", "step", name, what, n, "ms", time.Since(start).Milliseconds(), "err", err)
+			return err
+		}}
+	}
+	steps := []eviction.Step{
+		step(StepReapOrphans, h.reapOrphans),
+		step(StepCloseOpenTurns, h.closeOpenTurns),
+		step(StepRestore, h.restore),
+		step(StepListen, func(ctx context.Context) (string, int, error) { return "ok", 1, listen(ctx) }),
+	}
+	_, err := eviction.Run(ctx, steps)
+	return err
+}
+
+// reapOrphans stops every process a previous daemon left: owners of leases
+// still live or reserved, and any process carrying one of our tags.
+func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
+	leases, err := h.leases.List()
+	if err != nil {
+		return "reaped", 0, fmt.Errorf("list leases: %w", err)
+	}
+	tagged, scanErr := proc.ScanTagged(h.st.StateID)
+	if scanErr != nil {
+		h.log.Warn("cannot enumerate processes: tagged orphans are not checked", "err", scanErr)
+	}
+	bySession := map[string][]proc.Tagged{}
+	for _, t := range tagged {
+		bySession[t.SessionID] = append(bySession[t.SessionID], t)
+	}
+	reaped := 0
+	for id, rec := range leases {
+		if rec.Status == lease.Released {
+			continue
+		}
+		v := proc.Verdict{Root: proc.Exited, Tree: proc.Exited}
+		evidence := lease.Evidence{Kind: lease.EvidencePidAbsent, At: h.clock.Now().UTC()}
+		if o := rec.Owner; o != nil && o.PID > 0 {
+			oid := proc.Identity{PID: o.PID, StartTicks: o.StartTicks, BootID: o.BootID}
+			switch proc.Probe(oid) {
+			case proc.Alive:
+				v = proc.Reap(ctx, oid, proc.Tags{SessionID: id, Fence: rec.Fence, StateID: h.st.StateID}, h.o.Ladder)
+				evidence.Kind = lease.EvidenceExitObserved
+				reaped++
+				h.log.Info("orphan reaped", "session_id", id, "fence", rec.Fence, "pid", o.PID, "root", v.Root.String(), "tree", v.Tree.String())
+			case proc.IdentityMismatch:
+				evidence.Kind = lease.EvidenceIdentityMismatch
+			case proc.BootChanged:
+				evidence.Kind = lease.EvidenceBootChanged
+			case proc.Unverifiable:
+				v.Root = proc.Unverifiable
+			}
+		}
+		for _, t := range bySession[id] {
+			tv := proc.Reap(ctx, t.Identity, proc.Tags{SessionID: id, Fence: t.Fence, StateID: h.st.StateID}, h.o.Ladder)
+			reaped++
+			if tv.Root != proc.Exited {
+				v.Tree = tv.Root
+			}
+		}
+		delete(bySession, id)
+		if v.Root != proc.Exited {
+			// Cannot prove the owner gone: keep the lease, never a second owner.
+			h.log.Error("orphan not proven gone; lease kept", "session_id", id, "fence", rec.Fence, "root", v.Root.String())
+			continue
+		}
+		if err := h.restartTail(ctx, id, v, true); err != nil {
+			return "reaped", reaped, err
+		}
+		if _, err := h.leases.Release(id, rec.Fence, &evidence); err != nil && !errors.Is(err, lease.ErrStaleFence) {
+			return "reaped", reaped, fmt.Errorf("session %s: release lease: %w", id, err)
+		}
+		if _, err := h.j.Append(ctx, id, event.New(event.LeaseReleased, "", map[string]any{"fence": rec.Fence})); err != nil {
+			return "reaped", reaped, fmt.Errorf("session %s: %w", id, err)
+		}
+	}
+	// Tagged processes of ours that no lease names.
+	for id, ts := range bySession {
+		for _, t := range ts {
+			v := proc.Reap(ctx, t.Identity, proc.Tags{SessionID: id, Fence: t.Fence, StateID: h.st.StateID}, h.o.Ladder)
+			reaped++
+			h.log.Info("tagged orphan reaped", "session_id", id, "pid", t.PID, "root", v.Root.String())
+		}
+	}
+	h.count(func(c *counters) { c.orphans += reaped })
+	return "reaped", reaped, nil
+}
+
+// restartTail journals the end of a session the daemon lost: the open turn
+// interrupted, provider.exited (unless withExit is false) and session.ended,
+// all with reason daemon_restart.
+func (h *Host) restartTail(ctx context.Context, id string, v proc.Verdict, withExit bool) error {
+	var tail []event.Draft
+	if st := h.j.State(id); st.OpenTurn != "" {
+		tail = append(tail, event.New(event.TurnCompleted, st.OpenTurn, event.TurnCompletedData{
+			Status: event.StatusInterrupted, Reason: event.ReasonDaemonRestart}))
+	}
+	if withExit {
+		tail = append(tail, event.New(event.ProviderExited, "", event.ProviderExitedData{
+			Root: v.Root.String(), Tree: v.Tree.String(), Code: v.Code, Expected: false}))
+	}
+	tail = append(tail, event.New(event.SessionEnded, "", event.SessionEndedData{Reason: event.ReasonDaemonRestart}))
+	if _, err := h.j.Append(ctx, id, tail...); err != nil {
+		return fmt.Errorf("session %s: journal restart tail: %w", id, err)
+	}
+	return nil
+}
+
+// closeOpenTurns completes any other journal that still ends with an open
+// turn (defensive: reap-orphans should have left none).
+func (h *Host) closeOpenTurns(ctx context.Context) (string, int, error) {
+	n := 0
+	for _, id := range h.j.Sessions() {
+		if h.j.State(id).OpenTurn == "" {
+			continue
+		}
+		if err := h.restartTail(ctx, id, proc.Verdict{}, false); err != nil {
+			return "closed", n, err
+		}
+		n++
+	}
+	return "closed", n, nil
+}
+
+// restore checks the records are readable; no child is started.
+func (h *Host) restore(ctx context.Context) (string, int, error) {
+	bad := 0
+	recs, err := h.st.ListRecords(func(id string, err error) {
+		bad++
+		h.log.Error("session record unreadable", "session_id", id, "err", err)
+	})
+	if err != nil {
+		return "sessions", 0, fmt.Errorf("list records: %w", err)
+	}
+	return "sessions", len(recs), nil
+}
+
+// Shutdown evicts every live session through the same steps, then makes a
+// last cleanup attempt. It runs once; later calls wait for nothing.
+func (h *Host) Shutdown(ctx context.Context) error {
+	h.mu.Lock()
+	if h.closing {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closing = true
+	ids := make([]string, 0, len(h.sessions))
+	for id := range h.sessions {
+		ids = append(ids, id)
+	}
+	subs := make([]*subscription, 0, len(h.subs))
+	for id, s := range h.subs {
+		subs = append(subs, s)
+		delete(h.subs, id)
+	}
+	h.mu.Unlock()
+	for _, s := range subs {
+		s.feed.Close()
+	}
+	var errs []error
+	for _, id := range ids {
+		e := h.lockEntry(id, false)
+		if e == nil {
+			continue
+		}
+		if e.state == StateLive {
+			if _, err := h.evictLocked(ctx, e, evictShutdown); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		e.mu.Unlock()
+	}
+	h.cleanup.CloseAll(ctx)
+	h.wg.Wait()
+	return errors.Join(errs...)
+}

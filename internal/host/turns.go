@@ -1,0 +1,133 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/provider"
+)
+
+// liveEntry locks and returns the entry of a session with a live child, or
+// session_not_live. The caller unlocks.
+func (h *Host) liveEntry(id string) (*entry, error) {
+	if _, err := h.record(id); err != nil {
+		return nil, err
+	}
+	e := h.lockEntry(id, false)
+	if e == nil {
+		return nil, &api.Error{Kind: api.KindSessionNotLive, Msg: "session " + id + " has no live provider: hold it first"}
+	}
+	h.mu.Lock()
+	ok := e.state == StateLive && !e.exited && e.adapter != nil
+	h.mu.Unlock()
+	if !ok {
+		e.mu.Unlock()
+		return nil, &api.Error{Kind: api.KindSessionNotLive, Msg: "session " + id + " has no live provider: hold it first"}
+	}
+	return e, nil
+}
+
+// Send starts a turn. The turn.started row is committed before anything is
+// written to the provider; a repeated clientMessageId returns the original
+// turn and sends nothing.
+func (h *Host) Send(ctx context.Context, p api.SendParams) (api.SendResult, error) {
+	if p.Text == "" {
+		return api.SendResult{}, api.InvalidParam("text", "required")
+	}
+	if _, err := h.record(p.SessionID); err != nil {
+		return api.SendResult{}, err
+	}
+	if p.ClientMessageID != "" {
+		if tid, ok := h.j.LookupClientMessage(p.SessionID, p.ClientMessageID); ok {
+			return api.SendResult{TurnID: tid, Duplicate: true}, nil
+		}
+	}
+	e, err := h.liveEntry(p.SessionID)
+	if err != nil {
+		return api.SendResult{}, err
+	}
+	defer e.mu.Unlock()
+	if p.ClientMessageID != "" { // re-check under the session lock
+		if tid, ok := h.j.LookupClientMessage(p.SessionID, p.ClientMessageID); ok {
+			return api.SendResult{TurnID: tid, Duplicate: true}, nil
+		}
+	}
+	if err := e.sink.Drain(ctx); err != nil {
+		return api.SendResult{}, fmt.Errorf("session %s: %w", e.id, err)
+	}
+	if st := h.j.State(e.id); st.OpenTurn != "" {
+		return api.SendResult{}, &api.Error{Kind: api.KindTurnRunning, Msg: "session " + e.id + ": turn " + st.OpenTurn + " is running",
+			Data: map[string]any{"turnId": st.OpenTurn}}
+	}
+	turnID := newID("t_")
+	if _, err := e.sink.Commit(ctx, event.New(event.TurnStarted, turnID, event.TurnStartedData{
+		TurnID: turnID, Text: p.Text, ClientMessageID: p.ClientMessageID})); err != nil {
+		return api.SendResult{}, fmt.Errorf("session %s: journal turn.started: %w", e.id, err)
+	}
+	h.count(func(c *counters) { c.sends++ })
+	if err := e.adapter.StartTurn(ctx, turnID, p.Text); err != nil {
+		if errors.Is(err, provider.ErrExited) {
+			// The child is gone: its teardown completes the turn interrupted.
+			return api.SendResult{TurnID: turnID}, nil
+		}
+		if _, cerr := e.sink.Commit(context.WithoutCancel(ctx), event.New(event.TurnCompleted, turnID,
+			event.TurnCompletedData{Status: event.StatusFailed, Reason: event.ReasonProviderError, Error: err.Error()})); cerr != nil {
+			h.log.Error("journal failed turn", "session_id", e.id, "turn_id", turnID, "err", cerr)
+		}
+		return api.SendResult{}, &api.Error{Kind: api.KindProviderFailed, Msg: "session " + e.id + ": provider refused the turn",
+			Err: err, Data: map[string]any{"turnId": turnID, "cause": err.Error()}}
+	}
+	return api.SendResult{TurnID: turnID}, nil
+}
+
+// Cancel interrupts the running turn.
+func (h *Host) Cancel(ctx context.Context, id string) (api.CancelResult, error) {
+	e, err := h.liveEntry(id)
+	if err != nil {
+		return api.CancelResult{}, err
+	}
+	defer e.mu.Unlock()
+	ok, err := e.adapter.Interrupt(ctx)
+	if err != nil {
+		return api.CancelResult{}, &api.Error{Kind: api.KindProviderFailed, Msg: "session " + id + ": interrupt", Err: err,
+			Data: map[string]any{"cause": err.Error()}}
+	}
+	return api.CancelResult{Cancelled: ok}, nil
+}
+
+// Respond answers a pending approval.
+func (h *Host) Respond(ctx context.Context, p api.RespondParams) error {
+	if p.RequestID == "" {
+		return api.InvalidParam("requestId", "required")
+	}
+	if p.Decision != "approve" && p.Decision != "deny" {
+		return api.InvalidParam("decision", "must be \"approve\" or \"deny\", not %q", p.Decision)
+	}
+	e, err := h.liveEntry(p.SessionID)
+	if err != nil {
+		return err
+	}
+	defer e.mu.Unlock()
+	err = e.adapter.Respond(ctx, p.RequestID, p.Decision == "approve")
+	if errors.Is(err, provider.ErrRequestNotFound) {
+		return &api.Error{Kind: api.KindRequestNotFound, Msg: "session " + p.SessionID + ": no pending approval " + p.RequestID,
+			Data: map[string]any{"requestId": p.RequestID}}
+	}
+	if err != nil {
+		return &api.Error{Kind: api.KindProviderFailed, Msg: "session " + p.SessionID + ": respond", Err: err,
+			Data: map[string]any{"cause": err.Error()}}
+	}
+	return nil
+}
+
+// busyLocked reports a running turn or a pending approval. Needs the session lock.
+func (h *Host) busyLocked(e *entry) bool {
+	if e.adapter != nil && e.adapter.Busy() {
+		return true
+	}
+	st := h.j.State(e.id)
+	return st.OpenTurn != "" || len(st.PendingApprovals) > 0
+}
