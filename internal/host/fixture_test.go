@@ -227,4 +227,3 @@ func wantKind(t *testing.T, err error, k api.Kind) {
 		t.Fatalf("err %v (kind %v), want kind %v", err, api.KindOf(err), k)
 	}
 }
-
