@@ -48,8 +48,9 @@ type Cleanup struct {
 	mu      sync.Mutex // guards the fields below
 	next    uint64
 	entries map[uint64]*cleanupEntry
-	closed  bool
-	running sync.WaitGroup // timer callbacks in flight
+	closed   bool
+	inflight int            // entries whose attempt runs now (not in entries)
+	running  sync.WaitGroup // timer callbacks in flight
 }
 
 type cleanupEntry struct {
@@ -101,6 +102,7 @@ func (c *Cleanup) fire(key uint64) {
 		return
 	}
 	delete(c.entries, key) // in flight: CloseAll does not see it twice
+	c.inflight++
 	c.running.Add(1)
 	c.mu.Unlock()
 	defer c.running.Done()
@@ -109,6 +111,7 @@ func (c *Cleanup) fire(key uint64) {
 	e.attempt++
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.inflight--
 	switch {
 	case v.Tree == Exited:
 		c.log.Info("cleanup: tree gone", "session_id", e.tags.SessionID, "fence", e.tags.Fence,
@@ -156,7 +159,7 @@ func (c *Cleanup) CloseAll(ctx context.Context) {
 func (c *Cleanup) Pending() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.entries)
+	return len(c.entries) + c.inflight
 }
 
 func pids(ids []Identity) []int {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -16,6 +17,17 @@ import (
 
 // errNoProc: the pid has no /proc entry (the process does not exist).
 var errNoProc = errors.New("proc: no such process")
+
+// procDir is where the process table is read (a variable so tests can make
+// it unreadable).
+var procDir atomic.Pointer[string]
+
+func procPath() string {
+	if p := procDir.Load(); p != nil {
+		return *p
+	}
+	return "/proc"
+}
 
 var bootIDCache struct {
 	sync.Mutex
@@ -51,8 +63,14 @@ type statReader struct {
 }
 
 func newStatReader() (*statReader, error) {
-	fd, err := unix.Open("/proc", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(procPath(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
+		return nil, errors.Join(ErrCannotEnumerate, err)
+	}
+	// An unmounted /proc is an empty directory: every pid would look absent.
+	var st unix.Stat_t
+	if err := unix.Fstatat(fd, "self/stat", &st, 0); err != nil {
+		unix.Close(fd)
 		return nil, errors.Join(ErrCannotEnumerate, err)
 	}
 	return &statReader{procfd: fd}, nil
@@ -142,7 +160,7 @@ func readFull(fd int, b []byte) (int, error) {
 
 // listPIDs lists the numeric entries of /proc.
 func listPIDs() ([]int, error) {
-	f, err := os.Open("/proc")
+	f, err := os.Open(procPath())
 	if err != nil {
 		return nil, errors.Join(ErrCannotEnumerate, err)
 	}
