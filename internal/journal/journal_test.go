@@ -5,11 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"log/slog"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -144,98 +141,6 @@ func TestAppendRejectsBadDrafts(t *testing.T) {
 	}
 }
 
-func TestReadPagingAndCursorErrors(t *testing.T) {
-	j, _ := open(t, Options{MaxEvents: 10})
-	ctx := context.Background()
-	for i := range 25 {
-		if _, err := j.Append(ctx, "sess-page", delta("", fmt.Sprint(i))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	st := j.State("sess-page")
-	if st.LastSeq != 25 || st.OldestSeq != 16 {
-		t.Fatalf("state: %+v", st)
-	}
-	tests := []struct {
-		name     string
-		after    uint64
-		limit    int
-		want     []uint64
-		more     bool
-		kind     api.Kind
-		dataKey  string
-		dataWant uint64
-	}{
-		{"page", 15, 4, seqRange(16, 19), true, 0, "", 0},
-		{"rest", 19, 100, seqRange(20, 25), false, 0, "", 0},
-		{"at end", 25, 10, nil, false, 0, "", 0},
-		{"ahead", 26, 10, nil, false, api.KindCursorAhead, "lastSeq", 25},
-		{"compacted", 3, 10, nil, false, api.KindCursorCompacted, "oldestSeq", 16},
-		{"just compacted", 14, 10, nil, false, api.KindCursorCompacted, "oldestSeq", 16},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			evs, last, more, err := j.Read("sess-page", tc.after, tc.limit)
-			if tc.kind != 0 {
-				var ae *api.Error
-				if !errors.As(err, &ae) || ae.Kind != tc.kind || ae.Data[tc.dataKey] != tc.dataWant {
-					t.Fatalf("err = %#v", err)
-				}
-				return
-			}
-			if err != nil || last != 25 || more != tc.more || !slices.Equal(seqs(evs), tc.want) {
-				t.Fatalf("read: %v %d %v %v", seqs(evs), last, more, err)
-			}
-		})
-	}
-	if _, _, _, err := j.Read("sess-none", 1, 10); !errors.Is(err, api.ErrCursorAhead) {
-		t.Fatalf("unknown session ahead: %v", err)
-	}
-}
-
-func TestRetentionKeepsOpenTurnStart(t *testing.T) {
-	j, st := open(t, Options{MaxEvents: 5})
-	ctx := context.Background()
-	mustAppend(t, j, "sess-ret", delta("", "before"))
-	mustAppend(t, j, "sess-ret", event.New(event.TurnStarted, "t1", event.TurnStartedData{TurnID: "t1", Text: "hi"}))
-	for i := range 10 {
-		mustAppend(t, j, "sess-ret", delta("t1", fmt.Sprint(i)))
-	}
-	s := j.State("sess-ret")
-	if s.OldestSeq != 2 || s.LastSeq != 12 || s.OpenTurn != "t1" || s.OpenTurnSeq != 2 {
-		t.Fatalf("state with an open turn: %+v", s)
-	}
-	evs, _, _, err := j.Read("sess-ret", 1, 100)
-	if err != nil || evs[0].Type != event.TurnStarted || len(evs) != 11 {
-		t.Fatalf("read: %v %v", seqs(evs), err)
-	}
-	if _, err := j.Append(ctx, "sess-ret", event.New(event.TurnCompleted, "t1", event.TurnCompletedData{Status: event.StatusCompleted})); err != nil {
-		t.Fatal(err)
-	}
-	s = j.State("sess-ret")
-	if s.OldestSeq != 9 || s.LastSeq != 13 || s.OpenTurn != "" {
-		t.Fatalf("state after the turn: %+v", s)
-	}
-	// The dropped rows are gone from the file, not only hidden.
-	n := 0
-	_ = st.DB.View(func(tx *bolt.Tx) error {
-		n = sessionBucket(tx, "sess-ret").Bucket(keyEvents).Stats().KeyN
-		return nil
-	})
-	if n != 5 {
-		t.Fatalf("%d rows kept, want 5", n)
-	}
-}
-
-func mustAppend(t testing.TB, j *Journal, id string, ds ...event.Draft) []event.Event {
-	t.Helper()
-	evs, err := j.Append(context.Background(), id, ds...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return evs
-}
-
 func TestDerivedStatePersists(t *testing.T) {
 	dir := t.TempDir()
 	st := openStore(t, dir)
@@ -294,27 +199,6 @@ func TestDerivedStatePersists(t *testing.T) {
 func stateEqual(a, b State) bool {
 	return a.LastSeq == b.LastSeq && a.OldestSeq == b.OldestSeq && a.OpenTurn == b.OpenTurn &&
 		a.OpenTurnSeq == b.OpenTurnSeq && slices.Equal(a.PendingApprovals, b.PendingApprovals)
-}
-
-func TestGarbageRowsSkippedAndLoggedOnce(t *testing.T) {
-	var logs syncBuf
-	j, st := open(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	id := "sess-garbage"
-	mustAppend(t, j, id, delta("", "a"), delta("", "b"), delta("", "c"))
-	if err := st.DB.Update(func(tx *bolt.Tx) error {
-		return sessionBucket(tx, id).Bucket(keyEvents).Put(store.U64(2), []byte("\x00not json"))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	for range 3 {
-		evs, last, more, err := j.Read(id, 0, 10)
-		if err != nil || last != 3 || more || !slices.Equal(seqs(evs), []uint64{1, 3}) {
-			t.Fatalf("read: %v %d %v %v", seqs(evs), last, more, err)
-		}
-	}
-	if n := strings.Count(logs.String(), "does not decode"); n != 1 {
-		t.Fatalf("logged %d times:\n%s", n, logs.String())
-	}
 }
 
 func TestAppendCancelledIsNotCommitted(t *testing.T) {

@@ -83,7 +83,7 @@ func (j *Journal) Sink(sessionID string) *Sink {
 func (s *Sink) Append(d event.Draft) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || d.Type == "" {
+	if err := checkDraft(d); err != nil || s.closed {
 		s.j.dropped(s.id, d)
 		return
 	}

@@ -1,109 +1,13 @@
 package journal
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/store"
 	bolt "go.etcd.io/bbolt"
 )
-
-// request is one hand-in to the writer: drafts of one session (or a delete).
-type request struct {
-	id     string
-	drafts []event.Draft
-	del    bool
-	sink   *Sink    // the sink it came from, told about a failure
-	prev   *request // the sink's previous request; cleared once committed
-
-	taken bool // by the writer; guarded by Journal.qmu
-
-	withdrawn bool // by its ctx before the writer took it; set before done closes
-
-	// Set by the writer before done is closed.
-	events []event.Event
-	err    error
-	done   chan struct{}
-}
-
-func newRequest(id string, ds []event.Draft) (*request, error) {
-	if id == "" {
-		return nil, fmt.Errorf("empty session id: %w", ErrBadDraft)
-	}
-	if len(ds) == 0 {
-		return nil, nil
-	}
-	for i, d := range ds {
-		if d.Type == "" {
-			return nil, fmt.Errorf("session %s: draft %d has no type: %w", id, i, ErrBadDraft)
-		}
-	}
-	return &request{id: id, drafts: ds, done: make(chan struct{})}, nil
-}
-
-func (j *Journal) enqueue(r *request) error {
-	j.qmu.Lock()
-	if j.qclosed {
-		j.qmu.Unlock()
-		return ErrClosed
-	}
-	j.queue = append(j.queue, r)
-	j.qmu.Unlock()
-	select {
-	case j.wake <- struct{}{}:
-	default:
-	}
-	return nil
-}
-
-// take hands the whole queue to the writer.
-func (j *Journal) take() []*request {
-	j.qmu.Lock()
-	defer j.qmu.Unlock()
-	b := j.queue
-	j.queue = nil
-	for _, r := range b {
-		r.taken = true
-	}
-	return b
-}
-
-// withdraw takes r out of the queue if the writer has not taken it yet.
-func (j *Journal) withdraw(r *request) bool {
-	j.qmu.Lock()
-	defer j.qmu.Unlock()
-	if r.taken {
-		return false
-	}
-	if i := slices.Index(j.queue, r); i >= 0 {
-		j.queue = slices.Delete(j.queue, i, i+1)
-	}
-	return true
-}
-
-// wait returns r's outcome. A ctx that ends while r is still queued
-// withdraws it (never committed); once taken, the commit's outcome is awaited.
-func (j *Journal) wait(ctx context.Context, r *request) ([]event.Event, error) {
-	select {
-	case <-r.done:
-	case <-ctx.Done():
-		if j.withdraw(r) {
-			r.withdrawn = true
-			r.err = fmt.Errorf("session %s: append not committed: %w", r.id, ctx.Err())
-			close(r.done) // a Drain waiting on it moves on to r.prev
-			return nil, r.err
-		}
-		<-r.done
-	}
-	if r.err != nil {
-		return nil, r.err
-	}
-	return r.events, nil
-}
 
 // run is the writer goroutine: group commit until stopped, then commit
 // whatever is still queued.
@@ -142,7 +46,7 @@ func (j *Journal) commit(batch []*request) {
 		if jb == nil {
 			return ErrNoBucket
 		}
-		now := j.opts.Now()
+		now := j.opts.Now().UTC().Round(0)
 		bks := map[string]*txBuckets{}
 		for _, r := range batch {
 			if r.del {
@@ -323,12 +227,4 @@ func (j *Journal) install(batch []*request, work map[string]*derived, deleted ma
 		r.prev = nil
 		close(r.done)
 	}
-}
-
-func encodeEvent(ev *event.Event) ([]byte, error) { return json.Marshal(ev) }
-
-func decodeEvent(v []byte) (event.Event, error) {
-	var ev event.Event
-	err := json.Unmarshal(v, &ev)
-	return ev, err
 }
