@@ -45,9 +45,9 @@ type Cleanup struct {
 	log   *slog.Logger
 	reap  reapFunc
 
-	mu      sync.Mutex // guards the fields below
-	next    uint64
-	entries map[uint64]*cleanupEntry
+	mu       sync.Mutex // guards the fields below
+	next     uint64
+	entries  map[uint64]*cleanupEntry
 	closed   bool
 	inflight int            // entries whose attempt runs now (not in entries)
 	running  sync.WaitGroup // timer callbacks in flight

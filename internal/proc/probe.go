@@ -8,27 +8,38 @@ func Probe(id Identity) State {
 	return ProbeMany([]Identity{id})[0]
 }
 
-// ProbeMany probes many identities in one sweep: the boot id is read once
-// and each pid costs an openat, a read and a close of /proc/<pid>/stat into
-// a reused buffer.
+// ProbeMany probes many identities in one sweep. The boot id is read once;
+// an identity seen alive before is answered from the pidfd kept for it (one
+// poll for all of them: a pidfd names exactly one process, so a quiet one
+// is still that process, alive); a verdict of gone is final and
+// remembered. Anything else costs an openat, a read and a close of
+// /proc/<pid>/stat into a reused buffer.
 func ProbeMany(ids []Identity) []State {
 	out := make([]State, len(ids))
+	boot, _ := BootID()
+	cache.Lock()
+	defer cache.Unlock()
+	cache.sweep++
+	pending := cache.resolveLocked(ids, boot, out)
+	if len(pending) == 0 {
+		return out
+	}
 	r, err := newStatReader()
 	if err != nil {
-		for i := range out {
+		for _, i := range pending {
 			out[i] = Unverifiable
 		}
 		return out
 	}
 	defer r.close()
-	boot, _ := BootID()
-	for i, id := range ids {
-		out[i] = probeWithBoot(r, id, boot)
+	for _, i := range pending {
+		out[i] = cache.probeSlowLocked(r, ids[i], boot)
 	}
 	return out
 }
 
-// probeOne probes id with the current boot id.
+// probeOne probes id afresh, bypassing the cache (used right before a
+// signal).
 func probeOne(r *statReader, id Identity) State {
 	boot, _ := BootID()
 	return probeWithBoot(r, id, boot)

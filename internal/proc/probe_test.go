@@ -1,3 +1,5 @@
+//go:build linux
+
 package proc
 
 import (
@@ -125,4 +127,46 @@ func TestCannotEnumerate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A cached live verdict follows the process: once it exits, the next sweep
+// says so (its pidfd became readable).
+func TestProbeCacheFollowsExit(t *testing.T) {
+	h := spawnHelper(t, "cooperative")
+	id := h.Identity()
+	for range 2 { // the second answer comes from the cache
+		if st := ProbeMany([]Identity{id, id})[1]; st != Alive {
+			t.Fatalf("Probe = %v, want alive", st)
+		}
+	}
+	cache.Lock()
+	_, cached := cache.live[id]
+	cache.Unlock()
+	if !cached {
+		t.Fatal("a live identity was not cached")
+	}
+	// duplicates in one sweep keep one pidfd, not one each
+	resetProbeCache()
+	n := openFDs(t)
+	ProbeMany([]Identity{id, id, id})
+	if got := openFDs(t); got != n+1 {
+		t.Errorf("a sweep with one live identity three times holds %d more descriptors, want 1", got-n)
+	}
+	h.Stdin().Close()
+	<-h.Exited()
+	if st := Probe(id); st != PidAbsent {
+		t.Errorf("Probe after exit = %v, want pid-absent", st)
+	}
+	if st := Probe(id); st != PidAbsent {
+		t.Errorf("Probe from the gone cache = %v, want pid-absent", st)
+	}
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
 }

@@ -209,6 +209,17 @@ func havePidfd() bool {
 	return !pidfdMissing.missing
 }
 
+// pidfdHandle opens a pidfd on id.PID without checking who it is (the
+// caller checks after); fd is -1 when that fails, absent when the pid does
+// not exist.
+func pidfdHandle(id Identity) (h handle, absent bool) {
+	fd, err := unix.PidfdOpen(id.PID, 0)
+	if err != nil {
+		return handle{id: id, fd: -1}, errors.Is(err, unix.ESRCH)
+	}
+	return handle{id: id, fd: fd}, false
+}
+
 // openVerified opens a handle on id and checks, after opening, that the pid
 // still is that process. Anything but Alive returns no handle.
 func openVerified(r *statReader, id Identity) (handle, State) {

@@ -40,6 +40,10 @@ type handle struct {
 	fd int
 }
 
+func havePidfd() bool { return false }
+
+func pidfdHandle(id Identity) (handle, bool) { return handle{id: id, fd: -1}, false }
+
 func openVerified(*statReader, Identity) (handle, State) { return handle{fd: -1}, Unverifiable }
 
 func (h handle) signal(*statReader, syscall.Signal) error { return ErrUnsupported }
