@@ -11,14 +11,15 @@ import (
 // fakeBackend is a tiny api.Backend: sessions in a map, hooks for the
 // behaviours a test needs, and a record of ConnClosed/Detach calls.
 type fakeBackend struct {
-	mu         sync.Mutex
-	sessions   map[string]api.SessionInfo
-	closed     map[string]int
-	closedCh   chan string
-	detached   chan string
-	holdHook   func(ctx context.Context) error
-	attachHook func(conn string, p api.AttachParams, legacy bool) (api.AttachResult, api.Subscription, error)
-	panicOn    string
+	mu           sync.Mutex
+	sessions     map[string]api.SessionInfo
+	closed       map[string]int
+	closedCh     chan string
+	detached     chan string
+	holdHook     func(ctx context.Context) error
+	attachHook   func(conn string, p api.AttachParams, legacy bool) (api.AttachResult, api.Subscription, error)
+	panicOn      string
+	onConnClosed func()
 }
 
 func newFake() *fakeBackend {
@@ -111,7 +112,11 @@ func (f *fakeBackend) Respond(context.Context, api.RespondParams) error { return
 func (f *fakeBackend) ConnClosed(conn string) {
 	f.mu.Lock()
 	f.closed[conn]++
+	hook := f.onConnClosed
 	f.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
 	f.closedCh <- conn
 }
 
