@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/sessiond/sessiond/internal/rpc"
+)
+
+// ctlCommand is one `sessiond ctl` subcommand; each lives in its own
+// ctl_<name>.go and registers itself in init (doctor is added that way).
+type ctlCommand struct {
+	name    string
+	usage   string // arguments, after the name
+	summary string
+	// flags declares the subcommand's own flags on fs; run gets the
+	// positional arguments.
+	flags func(fs *flag.FlagSet)
+	run   func(e *ctlEnv, args []string) int
+}
+
+var ctlCommands = map[string]*ctlCommand{}
+
+// registerCtl adds a subcommand; a duplicate is a programming error.
+func registerCtl(c *ctlCommand) {
+	if _, dup := ctlCommands[c.name]; dup {
+		panic("ctl: subcommand registered twice: " + c.name)
+	}
+	ctlCommands[c.name] = c
+}
+
+// ctlEnv is what every subcommand gets.
+type ctlEnv struct {
+	ctx            context.Context
+	socket         string
+	json           bool
+	stdout, stderr io.Writer
+}
+
+func ctlUsage(w io.Writer) {
+	fmt.Fprintln(w, "usage: sessiond ctl [--socket PATH] [--json] SUBCOMMAND [ARGS]")
+	names := make([]string, 0, len(ctlCommands))
+	for n := range ctlCommands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, n := range names {
+		c := ctlCommands[n]
+		fmt.Fprintf(tw, "  %s %s\t%s\n", n, c.usage, c.summary)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "exit codes: 0 ok, 1 error from the daemon, 2 usage, 3 no daemon running")
+}
+
+func ctl(args []string, stdout, stderr io.Writer) int {
+	e := &ctlEnv{stdout: stdout, stderr: stderr}
+	global := flag.NewFlagSet("ctl", flag.ContinueOnError)
+	global.SetOutput(stderr)
+	socketFlag := global.String("socket", "", "daemon socket")
+	global.BoolVar(&e.json, "json", false, "print JSON")
+	global.Usage = func() { ctlUsage(stderr) }
+	if err := global.Parse(args); err != nil {
+		return exitUsage
+	}
+	if global.NArg() == 0 {
+		ctlUsage(stderr)
+		return exitUsage
+	}
+	name := global.Arg(0)
+	if name == "help" {
+		ctlUsage(stdout)
+		return exitOK
+	}
+	c, ok := ctlCommands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "sessiond ctl: unknown subcommand %q\n", name)
+		ctlUsage(stderr)
+		return exitUsage
+	}
+	fs := flag.NewFlagSet("ctl "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(socketFlag, "socket", *socketFlag, "daemon socket")
+	fs.BoolVar(&e.json, "json", e.json, "print JSON")
+	if c.flags != nil {
+		c.flags(fs)
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: sessiond ctl %s %s\n", name, c.usage)
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(fs, global.Args()[1:])
+	if err != nil {
+		return exitUsage
+	}
+	e.socket = rpc.SocketPath(*socketFlag, os.Getenv)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	e.ctx = ctx
+	return c.run(e, pos)
+}
+
+// parseInterspersed parses flags that may come after positional arguments
+// (`hold ID --holder H`).
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// usageErr prints a usage message for the subcommand.
+func (e *ctlEnv) usageErr(name, msg string) int {
+	fmt.Fprintf(e.stderr, "sessiond ctl %s: %s\nusage: sessiond ctl %s %s\n", name, msg, name, ctlCommands[name].usage)
+	return exitUsage
+}
+
+// dial connects with every capability; a missing daemon is exit 3.
+func (e *ctlEnv) dial(o rpc.ClientOptions) (*rpc.Client, int) {
+	o.Name = "sessiond-ctl"
+	o.Version = version()
+	c, err := rpc.Dial(e.ctx, e.socket, o)
+	if err == nil {
+		return c, exitOK
+	}
+	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+		fmt.Fprintf(e.stderr, "sessiond ctl: no daemon is running on %s\n"+
+			"start one with `sessiond serve` (or `make run` in a sessiond checkout)\n", e.socket)
+		return nil, exitNoDaemon
+	}
+	return nil, e.fail(err)
+}
+
+// call dials, calls one method and closes.
+func (e *ctlEnv) call(method string, params, result any) int {
+	c, code := e.dial(rpc.ClientOptions{})
+	if c == nil {
+		return code
+	}
+	defer c.Close()
+	if err := c.Call(e.ctx, method, params, result); err != nil {
+		return e.fail(err)
+	}
+	return exitOK
+}
+
+// fail prints an error; a daemon error names its reason and data.
+func (e *ctlEnv) fail(err error) int {
+	var re *rpc.Error
+	if errors.As(err, &re) {
+		var extra []string
+		for k, v := range re.Data {
+			if k != "reason" {
+				extra = append(extra, fmt.Sprintf("%s=%v", k, v))
+			}
+		}
+		sort.Strings(extra)
+		fmt.Fprintf(e.stderr, "sessiond ctl: %s [%s]", re.Message, re.Reason)
+		if len(extra) > 0 {
+			fmt.Fprintf(e.stderr, " %s", strings.Join(extra, " "))
+		}
+		fmt.Fprintln(e.stderr)
+		return exitError
+	}
+	fmt.Fprintln(e.stderr, "sessiond ctl:", err)
+	return exitError
+}
+
+// out prints v as JSON with --json, else calls text with an aligned table.
+func (e *ctlEnv) out(v any, text func(tw *tabwriter.Writer)) int {
+	if e.json {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(v); err != nil {
+			return e.fail(err)
+		}
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	text(tw)
+	tw.Flush()
+	return exitOK
+}

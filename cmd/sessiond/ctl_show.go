@@ -1,0 +1,54 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sessiond/sessiond/internal/api"
+)
+
+func init() {
+	registerCtl(&ctlCommand{name: "show", usage: "ID", summary: "show one session", run: ctlShow})
+}
+
+func ctlShow(e *ctlEnv, args []string) int {
+	if len(args) != 1 {
+		return e.usageErr("show", "needs a session id")
+	}
+	var s api.SessionInfo
+	if code := e.call("agentSession.get", api.SessionParams{SessionID: args[0]}, &s); code != exitOK {
+		return code
+	}
+	return e.out(s, func(tw *tabwriter.Writer) { printSession(tw, s) })
+}
+
+func printSession(tw *tabwriter.Writer, s api.SessionInfo) {
+	fmt.Fprintf(tw, "id\t%s\n", s.SessionID)
+	fmt.Fprintf(tw, "provider\t%s\n", s.Provider)
+	fmt.Fprintf(tw, "cwd\t%s\n", s.Cwd)
+	fmt.Fprintf(tw, "title\t%s\n", dash(s.Title))
+	fmt.Fprintf(tw, "created\t%s\n", s.CreatedAt.Format(time.RFC3339))
+	fmt.Fprintf(tw, "state\t%s\n", s.State)
+	fmt.Fprintf(tw, "lease\t%s (fence %d)\n", s.Lease, s.Fence)
+	fmt.Fprintf(tw, "holders\t%s\n", dash(strings.Join(s.Holders, ", ")))
+	fmt.Fprintf(tw, "subscribers\t%d\n", s.Subscribers)
+	fmt.Fprintf(tw, "pid\t%s\n", pidText(s.PID))
+	fmt.Fprintf(tw, "thread\t%s\n", dash(s.ThreadID))
+	fmt.Fprintf(tw, "turn running\t%v\n", s.TurnRunning)
+	if s.ReleaseAt != nil {
+		fmt.Fprintf(tw, "release at\t%s\n", s.ReleaseAt.Format(time.RFC3339))
+	}
+	fmt.Fprintf(tw, "last seq\t%d\n", s.LastSeq)
+	if x := s.LastExit; x != nil {
+		code, sig := "-", "-"
+		if x.Code != nil {
+			code = fmt.Sprint(*x.Code)
+		}
+		if x.Signal != nil {
+			sig = *x.Signal
+		}
+		fmt.Fprintf(tw, "last exit\troot %s, tree %s, code %s, signal %s, at %s\n", x.Root, x.Tree, code, sig, x.At.Format(time.RFC3339))
+	}
+}

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/sessiond/sessiond/internal/rpc"
+)
+
+func init() {
+	registerCtl(&ctlCommand{name: "status", summary: "show the daemon's status", run: ctlStatus})
+}
+
+func ctlStatus(e *ctlEnv, args []string) int {
+	if len(args) != 0 {
+		return e.usageErr("status", "takes no arguments")
+	}
+	var st rpc.Status
+	if code := e.call("daemon.status", nil, &st); code != exitOK {
+		return code
+	}
+	return e.out(st, func(tw *tabwriter.Writer) {
+		fmt.Fprintf(tw, "version\t%s (protocol %d)\n", st.Version, st.ProtocolVersion)
+		fmt.Fprintf(tw, "pid\t%d\n", st.PID)
+		fmt.Fprintf(tw, "started\t%s\n", st.StartedAt)
+		fmt.Fprintf(tw, "socket\t%s\n", st.Socket)
+		fmt.Fprintf(tw, "state dir\t%s (id %s)\n", st.StateDir, st.StateID)
+		fmt.Fprintf(tw, "sessions\t%d stored, %d live\n", st.Sessions.Stored, st.Sessions.Live)
+		fmt.Fprintf(tw, "connections\t%d\n", st.Connections)
+		fmt.Fprintf(tw, "providers\t%s\n", strings.Join(st.Providers, ", "))
+	})
+}

@@ -1,0 +1,66 @@
+// Command sessiond supervises coding-agent provider processes for one user
+// (see README.md and PROTOCOL.md).
+//
+//	sessiond serve   [--socket PATH] [--state-dir DIR] [--config FILE] [--log-level L] [--log-format F]
+//	sessiond ctl     [--socket PATH] [--json] SUBCOMMAND …
+//	sessiond provider echo [flags]
+//	sessiond version
+//
+// Exit codes: 0 ok, 1 error (from the daemon, or the daemon failed), 2 usage,
+// 3 no daemon running (ctl).
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// Exit codes scripts can rely on.
+const (
+	exitOK       = 0
+	exitError    = 1
+	exitUsage    = 2
+	exitNoDaemon = 3
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "serve":
+		return serve(args[1:], stderr)
+	case "ctl":
+		return ctl(args[1:], stdout, stderr)
+	case "provider":
+		return providerCmd(args[1:], stdin, stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, "sessiond", version())
+		return exitOK
+	case "help", "-h", "--help":
+		usage(stdout)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "sessiond: unknown command %q\n", args[0])
+		usage(stderr)
+		return exitUsage
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage:
+  sessiond serve   [--socket PATH] [--state-dir DIR] [--config FILE]
+                   [--log-level debug|info|warn|error] [--log-format auto|text|json]
+  sessiond ctl     [--socket PATH] [--json] SUBCOMMAND   (sessiond ctl help)
+  sessiond provider echo [--ignore-sigterm] [--ignore-eof] [--exit-at-start] [--slow-start MS]
+  sessiond version
+
+exit codes: 0 ok, 1 error, 2 usage, 3 no daemon running
+`)
+}

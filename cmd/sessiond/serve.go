@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sessiond/sessiond/internal/config"
+	"github.com/sessiond/sessiond/internal/host"
+	"github.com/sessiond/sessiond/internal/journal"
+	"github.com/sessiond/sessiond/internal/proc"
+	"github.com/sessiond/sessiond/internal/rpc"
+	"github.com/sessiond/sessiond/internal/store"
+)
+
+// lockTimeout bounds the wait for the store's flock (PROTOCOL.md: 2 s).
+const lockTimeout = 2 * time.Second
+
+func serve(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	socket := fs.String("socket", "", "socket path (default $SESSIOND_SOCKET, $XDG_RUNTIME_DIR/sessiond/sessiond.sock, /tmp/sessiond-$UID/sessiond.sock)")
+	stateFlag := fs.String("state-dir", "", "state directory (default $SESSIOND_STATE_DIR, $XDG_STATE_HOME/sessiond, ~/.local/state/sessiond)")
+	cfgFlag := fs.String("config", "", "config file (default $SESSIOND_CONFIG, $XDG_CONFIG_HOME/sessiond/config.toml)")
+	level := fs.String("log-level", "info", "debug|info|warn|error")
+	format := fs.String("log-format", "auto", "auto|text|json (auto: coloured text on a terminal, JSON otherwise)")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "sessiond serve: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	log, err := newLogger(stderr, *level, *format)
+	if err != nil {
+		fmt.Fprintln(stderr, "sessiond serve:", err)
+		return exitUsage
+	}
+	cfgPath, explicit := config.ConfigPath(*cfgFlag, os.Getenv)
+	cfg, err := config.Load(cfgPath, explicit)
+	if err != nil {
+		log.Error("bad configuration", "err", err.Error())
+		return exitError
+	}
+	stateDir, err := config.StateDir(*stateFlag, os.Getenv)
+	if err != nil {
+		log.Error("no state directory", "err", err.Error())
+		return exitError
+	}
+	d := &daemon{cfg: cfg, stateDir: stateDir, socket: rpc.SocketPath(*socket, os.Getenv), log: log, config: cfgPath}
+	if err := d.run(); err != nil {
+		return exitError
+	}
+	return exitOK
+}
+
+type daemon struct {
+	cfg      config.Config
+	stateDir string
+	socket   string
+	config   string
+	log      *slog.Logger
+}
+
+// run is the daemon's life: flock first, then startup (reap, restore,
+// listen), serve until a signal or daemon.shutdown, then tear down in
+// reverse order. Errors are logged here.
+func (d *daemon) run() error {
+	log := d.log
+	// 1. The store's flock, before any process is signalled or the socket touched.
+	st, err := store.Open(d.stateDir, lockTimeout)
+	if errors.Is(err, store.ErrLocked) {
+		log.Error("another sessiond is running on this state directory", "state_dir", d.stateDir, "err", err.Error())
+		return err
+	}
+	if err != nil {
+		log.Error("cannot open the store", "state_dir", d.stateDir, "err", err.Error())
+		return err
+	}
+	defer st.Close() // last: releases the flock
+	j, err := journal.Open(st.DB, journal.Options{Logger: log})
+	if err != nil {
+		log.Error("cannot open the journal", "err", err.Error())
+		return err
+	}
+	defer j.Close() // after the host has drained its sinks
+	providers, err := d.providers()
+	if err != nil {
+		log.Error("bad provider configuration", "err", err.Error())
+		return err
+	}
+	h, err := host.New(host.Options{
+		Store: st, Journal: j, Providers: providers,
+		IdleTimeout: d.cfg.IdleTimeout, StartTimeout: d.cfg.StartTimeout, StepTimeout: d.cfg.StepTimeout,
+		Ladder:   proc.Ladder{Grace: d.cfg.Ladder.Grace, TermTimeout: d.cfg.Ladder.TermTimeout, KillTimeout: d.cfg.Ladder.KillTimeout},
+		StateDir: d.stateDir, Logger: log,
+	})
+	if err != nil {
+		log.Error("cannot start the host", "err", err.Error())
+		return err
+	}
+	if stop, err := proc.SetSubreaper(log); err != nil {
+		log.Warn("not a child subreaper: detached descendants may escape the tree scan", "err", err.Error())
+	} else {
+		defer stop()
+	}
+
+	ctx, stopSignals := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stopSignals()
+	shutdown := make(chan struct{})
+	var once sync.Once
+	srv := rpc.NewServer(rpc.ServerOptions{
+		Backend: h, MaxMessageBytes: d.cfg.MaxMessageBytes, WriteTimeout: d.cfg.WriteTimeout,
+		Version: version(), Socket: d.socket, StateDir: d.stateDir, StateID: st.StateID, StartedAt: time.Now(),
+		OnShutdown: func() { once.Do(func() { close(shutdown) }) }, Logger: log,
+	})
+	served := make(chan error, 1)
+	listen := func(context.Context) error {
+		l, err := rpc.Listen(d.socket, log)
+		if err != nil {
+			return err
+		}
+		go func() { served <- srv.Serve(l) }()
+		log.Info("listening", "socket", d.socket, "state_dir", d.stateDir, "state_id", st.StateID,
+			"config", d.config, "providers", d.cfg.ProviderNames(), "pid", os.Getpid(), "version", version())
+		return nil
+	}
+	if err := h.Startup(ctx, listen); err != nil {
+		if errors.Is(err, rpc.ErrSocketInUse) {
+			log.Error("another sessiond is accepting on this socket", "socket", d.socket, "err", err.Error())
+		} else {
+			log.Error("startup failed", "socket", d.socket, "err", err.Error())
+		}
+		srv.Close()
+		d.shutdownHost(h)
+		return err
+	}
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		log.Info("signal received, shutting down")
+	case <-shutdown:
+		log.Info("daemon.shutdown received, shutting down")
+	case serveErr = <-served:
+		log.Error("listener failed", "err", fmt.Sprint(serveErr))
+	}
+	// Stop taking calls first (connections close, their holds end), then
+	// evict every live session, then the journal and the store (deferred).
+	srv.Close()
+	if err := d.shutdownHost(h); err != nil {
+		return err
+	}
+	log.Info("stopped")
+	if serveErr != nil {
+		return serveErr
+	}
+	return nil
+}
+
+func (d *daemon) shutdownHost(h *host.Host) error {
+	l := d.cfg.Ladder
+	budget := 2*(l.Grace+l.TermTimeout+l.KillTimeout) + 4*d.cfg.StepTimeout + 5*time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
+	defer cancel()
+	if err := h.Shutdown(ctx); err != nil {
+		d.log.Error("shutdown left work undone", "err", err.Error())
+		return err
+	}
+	return nil
+}
+
+// providers builds host providers from the config: echo defaults to this
+// executable + "provider echo", with its threads under the state dir.
+func (d *daemon) providers() (map[string]host.Provider, error) {
+	out := make(map[string]host.Provider, len(d.cfg.Providers))
+	for name, p := range d.cfg.Providers {
+		hp := host.Provider{Name: name, Command: p.Command, Protocol: p.Protocol, Env: map[string]string{}}
+		for k, v := range p.Env {
+			hp.Env[k] = v
+		}
+		if name == "echo" {
+			if len(hp.Command) == 0 {
+				exe, err := os.Executable()
+				if err != nil {
+					return nil, fmt.Errorf("providers.echo: %w", err)
+				}
+				hp.Command = []string{exe, "provider", "echo"}
+			}
+			if _, ok := hp.Env["SESSIOND_ECHO_HOME"]; !ok {
+				hp.Env["SESSIOND_ECHO_HOME"] = filepath.Join(d.stateDir, "providers", "echo")
+			}
+		}
+		out[name] = hp
+	}
+	return out, nil
+}
