@@ -271,7 +271,7 @@ func TestDeleteAndClose(t *testing.T) {
 	if err := j.Delete(id); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sub.Next(context.Background()); !errors.Is(err, api.ErrSubscriptionClosed) {
+	if _, err := sub.Next(testCtx(t)); !errors.Is(err, api.ErrSubscriptionClosed) {
 		t.Fatalf("subscription after delete: %v", err)
 	}
 	if st := j.State(id); st.LastSeq != 0 || len(j.Sessions()) != 0 {

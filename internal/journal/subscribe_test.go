@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
@@ -19,8 +20,9 @@ import (
 func collect(t testing.TB, sub *Subscription, upto uint64) []uint64 {
 	t.Helper()
 	var out []uint64
+	ctx := testCtx(t)
 	for len(out) == 0 || out[len(out)-1] < upto {
-		ev, err := sub.Next(context.Background())
+		ev, err := sub.Next(ctx)
 		if err != nil {
 			t.Errorf("next after %v: %v", out, err)
 			return out
@@ -103,7 +105,7 @@ func TestPublishedOnlyWhenDurable(t *testing.T) {
 		}
 	}()
 	for want := uint64(1); want <= 200; want++ {
-		ev, err := sub.Next(context.Background())
+		ev, err := sub.Next(testCtx(t))
 		if err != nil || ev.Seq != want {
 			t.Fatalf("next: %d %v, want %d", ev.Seq, err, want)
 		}
@@ -142,16 +144,16 @@ func TestLaggedSubscriber(t *testing.T) {
 			defer fast.Close()
 			for i := range 6 {
 				mustAppend(t, j, id, delta("", tc.text))
-				if ev, err := fast.Next(context.Background()); err != nil || ev.Seq != uint64(i+1) {
+				if ev, err := fast.Next(testCtx(t)); err != nil || ev.Seq != uint64(i+1) {
 					t.Fatalf("fast subscriber: %d %v", ev.Seq, err)
 				}
 			}
 			for i := range tc.before {
-				if ev, err := slow.Next(context.Background()); err != nil || ev.Seq != uint64(i+1) {
+				if ev, err := slow.Next(testCtx(t)); err != nil || ev.Seq != uint64(i+1) {
 					t.Fatalf("slow subscriber event %d: %d %v", i, ev.Seq, err)
 				}
 			}
-			if _, err := slow.Next(context.Background()); !errors.Is(err, api.ErrLagged) {
+			if _, err := slow.Next(testCtx(t)); !errors.Is(err, api.ErrLagged) {
 				t.Fatalf("slow subscriber: %v, want ErrLagged", err)
 			}
 			if st := j.Stats(); st.Lagged != 1 || st.Subscribers != 1 {
@@ -172,11 +174,11 @@ func TestSubscribeSnapshotAndErrors(t *testing.T) {
 		t.Fatalf("subscribe: %v %d %v %v", seqs(snap), last, more, err)
 	}
 	mustAppend(t, j, id, delta("", "live"))
-	if ev, err := sub.Next(context.Background()); err != nil || ev.Seq != 9 {
+	if ev, err := sub.Next(testCtx(t)); err != nil || ev.Seq != 9 {
 		t.Fatalf("live: %d %v", ev.Seq, err)
 	}
 	sub.Close()
-	if _, err := sub.Next(context.Background()); !errors.Is(err, api.ErrSubscriptionClosed) {
+	if _, err := sub.Next(testCtx(t)); !errors.Is(err, api.ErrSubscriptionClosed) {
 		t.Fatalf("after close: %v", err)
 	}
 	if _, _, _, _, err := j.Subscribe(id, 10, 1); !errors.Is(err, api.ErrCursorAhead) {
@@ -200,7 +202,7 @@ func TestSubscriptionEndsAtJournalClose(t *testing.T) {
 	if ev, err := sub.Next(ctx); err != nil || ev.Seq != 1 {
 		t.Fatalf("queued event after close: %v %v", ev, err)
 	}
-	if _, err := sub.Next(context.Background()); !errors.Is(err, api.ErrSubscriptionClosed) {
+	if _, err := sub.Next(testCtx(t)); !errors.Is(err, api.ErrSubscriptionClosed) {
 		t.Fatalf("after close: %v", err)
 	}
 	if _, _, _, _, err := j.Subscribe("sess-end", 0, 0); !errors.Is(err, ErrClosed) {
@@ -217,4 +219,11 @@ func TestNextHonoursContext(t *testing.T) {
 	if _, err := sub.Next(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("next: %v", err)
 	}
+}
+
+// testCtx bounds a wait in a test, so a broken feed fails instead of hanging.
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
 }
