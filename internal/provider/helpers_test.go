@@ -228,7 +228,13 @@ func newEchoAdapter(t *testing.T, home, threadID string, args ...string) (*Adapt
 	})
 	t.Cleanup(func() {
 		_ = p.in.Close()
-		<-a.Done()
+		select {
+		case <-a.Done():
+		case <-time.After(waitLong):
+			t.Error("adapter reader did not finish after stdin closed")
+			p.kill()
+			<-a.Done()
+		}
 	})
 	return a, p, rec
 }
