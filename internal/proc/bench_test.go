@@ -122,4 +122,3 @@ func BenchmarkPsSpawnProbe(b *testing.B) {
 	}
 	b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(n), "ns/identity")
 }
-

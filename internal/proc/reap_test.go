@@ -4,6 +4,7 @@ package proc
 
 import (
 	"context"
+	"syscall"
 	"testing"
 )
 
@@ -92,5 +93,25 @@ func TestScanTaggedFindsDetachedDescendants(t *testing.T) {
 	v := h.Stop(context.Background(), testLadder)
 	if v.Tree != Exited {
 		t.Errorf("tree = %v", v.Tree)
+	}
+}
+
+// The last line of defence: a signal to an identity whose pid now holds
+// another process is never sent, even when a stale identity reaches it.
+func TestSignalRechecksIdentity(t *testing.T) {
+	h := spawnHelper(t, "sleep")
+	stale := h.Identity()
+	stale.StartTicks++
+	x := newRun(nil, nil, Identity{}, Tags{})
+	defer x.close()
+	x.signalOne(stale, syscall.SIGKILL)
+	if x.signalled {
+		t.Error("signalOne reports a signal sent to a stale identity")
+	}
+	if _, st := openVerified(x.r, stale); st != IdentityMismatch {
+		t.Errorf("openVerified(stale) = %v, want identity-mismatch", st)
+	}
+	if st := Probe(h.Identity()); st != Alive {
+		t.Fatalf("the process at the reused pid was hit: %v", st)
 	}
 }

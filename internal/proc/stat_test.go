@@ -133,3 +133,33 @@ func TestStateAndOutcomeNames(t *testing.T) {
 		t.Errorf("names: %v %v %v %v", s, o, Live, IdentityMismatch)
 	}
 }
+
+// A process group id is a pid number and can be reused once the group is
+// empty: a member must also be in the group's session and carry no other
+// session's tags.
+func TestTreeGroupMembership(t *testing.T) {
+	q := treeQuery{group: 100, sid: 7, tags: Tags{SessionID: "s1", Fence: 2, StateID: "st"}}
+	mine := Tags{SessionID: "s1", Fence: 2, StateID: "st"}
+	tests := []struct {
+		name string
+		p    procEntry
+		want bool
+	}{
+		{"untagged member", procEntry{st: statInfo{PGID: 100, SID: 7}}, true},
+		{"tagged member", procEntry{st: statInfo{PGID: 100, SID: 7}, tags: mine}, true},
+		{"other group", procEntry{st: statInfo{PGID: 101, SID: 7}}, false},
+		{"same pgid, other session: a reused group id", procEntry{st: statInfo{PGID: 100, SID: 8}}, false},
+		{"another sessiond session's process", procEntry{st: statInfo{PGID: 100, SID: 7}, tags: Tags{SessionID: "s2", Fence: 1, StateID: "st"}}, false},
+		{"our session, newer fence", procEntry{st: statInfo{PGID: 100, SID: 7}, tags: Tags{SessionID: "s1", Fence: 3, StateID: "st"}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := q.inGroup(tt.p); got != tt.want {
+				t.Errorf("inGroup = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	if (treeQuery{}).inGroup(procEntry{}) {
+		t.Error("no group: nothing is a member")
+	}
+}
