@@ -1,0 +1,34 @@
+# sessiond: `make run` starts a daemon on the built-in defaults; `make test`
+# runs every test. Go >= 1.26 is all that is needed.
+GO      ?= go
+BIN     ?= bin/sessiond
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.buildVersion=$(VERSION)
+# make run ARGS="--log-level debug" passes flags to `sessiond serve`.
+ARGS    ?=
+
+.PHONY: build run test bench lint chaos clean
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/sessiond
+
+run: build
+	@echo "sessiond: serving; in another terminal try: $(BIN) ctl create --provider echo --cwd . && $(BIN) ctl ls"
+	$(BIN) serve $(ARGS)
+
+test:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+bench:
+	$(GO) run ./cmd/sessiond-bench
+
+lint:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+chaos:
+	$(GO) test -race -run Chaos -count=1 -timeout 30m ./internal/chaos/... -args -rounds=200
+
+clean:
+	rm -rf bin
