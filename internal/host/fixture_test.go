@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -100,19 +101,24 @@ type fixture struct {
 
 const idle = time.Minute
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T, jopts ...journal.Options) *fixture {
 	t.Helper()
+	jo := journal.Options{}
+	if len(jopts) > 0 {
+		jo = jopts[0]
+	}
 	dir := t.TempDir()
 	st, err := store.Open(dir, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := journal.Open(st.DB, journal.Options{})
+	j, err := journal.Open(st.DB, jo)
 	if err != nil {
 		t.Fatal(err)
 	}
 	clk := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	env := map[string]string{"HOST_TEST_ECHO": "1", "SESSIOND_ECHO_HOME": filepath.Join(dir, "echo")}
+	// GORACE: a race-enabled binary otherwise sleeps 1 s at exit.
+	env := map[string]string{"HOST_TEST_ECHO": "1", "GORACE": "atexit_sleep_ms=0", "SESSIOND_ECHO_HOME": filepath.Join(dir, "echo")}
 	self, _ := os.Executable()
 	prov := func(name string, flags ...string) Provider {
 		return Provider{Name: name, Command: append([]string{self}, flags...), Env: env, Protocol: "codex-app-server"}
@@ -132,7 +138,9 @@ func newFixture(t *testing.T) *fixture {
 	}
 	f := &fixture{t: t, h: h, st: st, j: j, clk: clk, dir: dir}
 	t.Cleanup(func() {
-		if err := h.Shutdown(context.Background()); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := h.Shutdown(ctx); err != nil {
 			t.Errorf("shutdown: %v", err)
 		}
 		j.Close()
@@ -162,29 +170,40 @@ func (f *fixture) hold(id, holder, conn string) api.HoldResult {
 	return r
 }
 
-// waitFor reads the session's events after afterSeq until one satisfies ok.
+// waitFor reads the session's events after afterSeq until one satisfies ok,
+// re-subscribing from the last seen seq if its queue overflows.
 func (f *fixture) waitFor(id string, afterSeq uint64, ok func(event.Event) bool) event.Event {
 	f.t.Helper()
-	snap, _, _, sub, err := f.j.Subscribe(id, afterSeq, 4096)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	defer sub.Close()
-	for _, ev := range snap {
-		if ok(ev) {
-			return ev
-		}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for {
-		ev, err := sub.Next(ctx)
+		snap, _, _, sub, err := f.j.Subscribe(id, afterSeq, 4096)
 		if err != nil {
-			f.t.Fatalf("waiting for an event of session %s: %v", id, err)
+			f.t.Fatal(err)
 		}
-		if ok(ev) {
-			return ev
+		for _, ev := range snap {
+			afterSeq = ev.Seq
+			if ok(ev) {
+				sub.Close()
+				return ev
+			}
 		}
+		for {
+			ev, err := sub.Next(ctx)
+			if errors.Is(err, api.ErrLagged) {
+				break
+			}
+			if err != nil {
+				sub.Close()
+				f.t.Fatalf("waiting for an event of session %s: %v", id, err)
+			}
+			afterSeq = ev.Seq
+			if ok(ev) {
+				sub.Close()
+				return ev
+			}
+		}
+		sub.Close()
 	}
 }
 

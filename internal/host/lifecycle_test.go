@@ -54,6 +54,10 @@ func TestHoldSendReleaseIdleEviction(t *testing.T) {
 		t.Fatalf("lease after eviction %+v", lr)
 	}
 	f.tail(id, event.ProviderExited, event.SessionEnded, event.LeaseReleased)
+	px := f.waitFor(id, 0, isType(event.ProviderExited))
+	if d := data(px); d["code"] != 0.0 || d["signal"] != nil || d["expected"] != true || d["tree"] != "exited" {
+		t.Fatalf("cooperative exit journaled as %s", px.Data)
+	}
 	ended := f.waitFor(id, 0, isType(event.SessionEnded))
 	if data(ended)["reason"] != event.ReasonEvicted {
 		t.Fatalf("session.ended %s", ended.Data)

@@ -200,6 +200,12 @@ func (h *Host) Shutdown(ctx context.Context) error {
 		e.mu.Unlock()
 	}
 	h.cleanup.CloseAll(ctx)
-	h.wg.Wait()
+	waited := make(chan struct{})
+	go func() { h.wg.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("shutdown: children still being watched: %w", ctx.Err()))
+	}
 	return errors.Join(errs...)
 }
