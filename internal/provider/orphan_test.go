@@ -32,8 +32,13 @@ func TestOrphanDirective(t *testing.T) {
 	if sid, err := unix.Getsid(orphan); err != nil || sid != orphan {
 		t.Fatalf("orphan sid %d (%v), want its own session", sid, err)
 	}
-	if !sigtermIgnored(t, orphan) {
-		t.Fatal("orphan does not ignore SIGTERM")
+	// The orphan was exec'd but may still be starting: poll its signal
+	// mask (there is no other signal to wait on).
+	for deadline := time.Now().Add(waitLong); !sigtermIgnored(t, orphan); {
+		if time.Now().After(deadline) {
+			t.Fatal("orphan does not ignore SIGTERM")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	for _, fd := range []string{"0", "1", "2"} {
 		if target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", orphan, fd)); err != nil || target != os.DevNull {

@@ -352,4 +352,3 @@ var recordScenarios = map[string]scenario{
 		rec.waitFor(t, event.MessageDelta, "t_1")
 	}},
 }
-
