@@ -24,6 +24,7 @@ type conn struct {
 	framing Framing
 	log     *slog.Logger
 	jc      *jsonrpc2.Conn  // set once, before ready is closed
+	st      *stream         // notifications are written here directly
 	ready   chan struct{}   // closed once jc is set
 	ctx     context.Context // cancelled when the connection closes
 
@@ -164,12 +165,26 @@ func (c *conn) has(capability string) bool {
 	return c.caps[capability]
 }
 
-// notify sends a notification if its capability was negotiated.
+// notification is a JSON-RPC notification as written on the wire.
+type notification struct {
+	JSONRPC string `json:"jsonrpc"`
+	Method  string `json:"method"`
+	Params  any    `json:"params"`
+}
+
+// notify sends a notification if its capability was negotiated. It is
+// marshalled once and written straight to the stream (whose writes are
+// serialised and carry the write deadline): jsonrpc2.Notify would marshal
+// it three times.
 func (c *conn) notify(method string, params any) error {
 	if capa := notifyCaps[method]; capa != "" && !c.has(capa) {
 		return nil
 	}
-	return c.jc.Notify(c.ctx, method, params)
+	b, err := json.Marshal(notification{JSONRPC: "2.0", Method: method, Params: params})
+	if err != nil {
+		return err
+	}
+	return c.st.writeBytes(b)
 }
 
 // startPump forwards sub's events as notifications, after the attach reply.

@@ -111,6 +111,10 @@ type testServer struct {
 }
 
 func startServer(t *testing.T, fake *fakeBackend, tweak func(*ServerOptions)) *testServer {
+	return startServerTB(t, fake, tweak)
+}
+
+func startServerTB(t testing.TB, fake *fakeBackend, tweak func(*ServerOptions)) *testServer {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "sd")
 	if err != nil {

@@ -182,7 +182,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
-	c := &conn{srv: s, id: id, framing: framing, log: log, ready: make(chan struct{}), ctx: ctx}
+	c := &conn{srv: s, id: id, framing: framing, log: log, ready: make(chan struct{}), ctx: ctx, st: st}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
