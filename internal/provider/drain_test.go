@@ -61,7 +61,11 @@ func TestDrainStopsAfterQuiet(t *testing.T) {
 				t.Fatalf("deltas %q", got)
 			}
 			if tc.closer {
-				<-f.a.Done() // Out closed: the reader ends
+				select { // Out closed: the reader ends
+				case <-f.a.Done():
+				case <-time.After(waitLong):
+					t.Fatal("reader still running after Drain closed Out")
+				}
 				return
 			}
 			// The reader still reads, but nothing reaches Emit any more.

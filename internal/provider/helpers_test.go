@@ -69,7 +69,7 @@ func (s *syncBuffer) String() string {
 // startEcho starts the echo provider with its threads under home. The child
 // carries a test-unique SESSIOND_SESSION_ID; cleanup closes stdin, kills it
 // if it lingers, and fails the test if any tagged process remains.
-func startEcho(t *testing.T, home string, args ...string) *echoProc {
+func startEcho(t testing.TB, home string, args ...string) *echoProc {
 	t.Helper()
 	tag := fmt.Sprintf("provtest-%d-%d", os.Getpid(), tagSeq.Add(1))
 	cmd := exec.Command(os.Args[0], args...)
@@ -112,7 +112,7 @@ func (p *echoProc) kill() {
 	<-p.exited
 }
 
-func (p *echoProc) exitCode(t *testing.T) int {
+func (p *echoProc) exitCode(t testing.TB) int {
 	t.Helper()
 	select {
 	case <-p.exited:
@@ -166,17 +166,18 @@ func (r *recorder) all() []event.Draft {
 
 // waitFor blocks until an event of type typ (and turn, when not empty) was
 // emitted and returns it.
-func (r *recorder) waitFor(t *testing.T, typ, turn string) event.Draft {
+func (r *recorder) waitFor(t testing.TB, typ, turn string) event.Draft {
 	t.Helper()
 	deadline := time.After(waitLong)
-	for {
+	for from := 0; ; {
 		r.mu.Lock()
-		for _, d := range r.evs {
+		for _, d := range r.evs[from:] {
 			if d.Type == typ && (turn == "" || d.TurnID == turn) {
 				r.mu.Unlock()
 				return d
 			}
 		}
+		from = len(r.evs)
 		ch := r.changed
 		r.mu.Unlock()
 		select {
@@ -208,7 +209,7 @@ func turnText(ds []event.Draft, turn string) string {
 	return b.String()
 }
 
-func decode[T any](t *testing.T, d event.Draft) T {
+func decode[T any](t testing.TB, d event.Draft) T {
 	t.Helper()
 	var v T
 	if err := json.Unmarshal(d.Data, &v); err != nil {
@@ -218,7 +219,7 @@ func decode[T any](t *testing.T, d event.Draft) T {
 }
 
 // newEchoAdapter starts an echo child and an adapter on it (not Started).
-func newEchoAdapter(t *testing.T, home, threadID string, args ...string) (*Adapter, *echoProc, *recorder) {
+func newEchoAdapter(t testing.TB, home, threadID string, args ...string) (*Adapter, *echoProc, *recorder) {
 	t.Helper()
 	p := startEcho(t, home, args...)
 	rec := newRecorder()
@@ -239,14 +240,14 @@ func newEchoAdapter(t *testing.T, home, threadID string, args ...string) (*Adapt
 	return a, p, rec
 }
 
-func testCtx(t *testing.T) context.Context {
+func testCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	t.Cleanup(cancel)
 	return ctx
 }
 
 // threadLines counts the turn lines of a thread file in the echo home.
-func threadTurns(t *testing.T, home, id string) int {
+func threadTurns(t testing.TB, home, id string) int {
 	t.Helper()
 	f, err := os.Open(filepath.Join(home, id+".jsonl"))
 	if err != nil {
