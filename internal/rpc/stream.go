@@ -140,10 +140,10 @@ func (s *stream) readObject(v any) error {
 			}
 			continue
 		}
-		if !json.Valid(b) {
-			return ErrMalformed
-		}
 		if b[0] == '[' {
+			if !json.Valid(b) {
+				return ErrMalformed
+			}
 			if s.onBatch != nil {
 				s.onBatch()
 			}
