@@ -178,3 +178,45 @@ func TestJournalCloseFlushesSinks(t *testing.T) {
 		t.Fatalf("close lost the buffered delta: %v", evs)
 	}
 }
+
+// TestSinkDrainAfterWithdrawnCommit: a Commit withdrawn by its ctx must not
+// let Drain skip the appends queued before it.
+func TestSinkDrainAfterWithdrawnCommit(t *testing.T) {
+	j, st := open(t, Options{CoalesceWindow: -1})
+	const id = "sess-withdrawn"
+	s := j.Sink(id)
+	tx, err := st.DB.Begin(true) // the writer blocks in its next commit
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	s.Append(delta("t", "a"))
+	queued := func(n int) func() bool {
+		return func() bool { j.qmu.Lock(); defer j.qmu.Unlock(); return len(j.queue) == n }
+	}
+	waitFor(t, queued(0)) // "a" taken: the writer waits on our tx
+	s.Append(event.New(event.MessageCompleted, "t", event.DeltaData{Text: "x"}))
+	ctx, cancel := context.WithCancel(context.Background())
+	res := make(chan error, 1)
+	go func() { _, err := s.Commit(ctx, event.New(event.TurnCompleted, "t", nil)); res <- err }()
+	waitFor(t, queued(2))
+	cancel()
+	if err := <-res; !errors.Is(err, context.Canceled) {
+		t.Fatalf("commit: %v", err)
+	}
+	// While our tx blocks the writer, "x" cannot be committed: Drain must
+	// not report success.
+	dctx, dcancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer dcancel()
+	if err := s.Drain(dctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("drain returned %v while an append was still queued", err)
+	}
+	_ = tx.Rollback()
+	if err := s.Drain(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	evs, _, _, _ := j.Read(id, 0, 10)
+	if got := texts(evs); !slices.Equal(got, []string{"a", event.MessageCompleted}) {
+		t.Fatalf("journal: %q", got)
+	}
+}
