@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -56,6 +57,10 @@ func TestE2ECtl(t *testing.T) {
 	code, out, errOut = runCtl(t, d.Socket, dir, "send", s.SessionID, "hello there")
 	if code != 0 || strings.TrimSpace(out) != "echo: hello there" {
 		t.Fatalf("send: %d %q %s", code, out, errOut)
+	}
+	// the daemon gave the echo provider its home under the state dir
+	if ents, err := os.ReadDir(filepath.Join(d.StateDir, "providers", "echo")); err != nil || len(ents) == 0 {
+		t.Fatalf("echo home under the state dir: %v %v", ents, err)
 	}
 	code, out, _ = runCtl(t, d.Socket, dir, "attach", s.SessionID, "--after", "1")
 	if code != 0 || !strings.Contains(out, "turn.completed") || strings.Contains(out, "session.created") {
