@@ -14,12 +14,16 @@ type statInfo struct {
 	PPID       int
 	PGID       int
 	SID        int
+	NumThreads int
 	StartTicks uint64
 }
 
 // zombie reports whether the process has exited (waiting to be reaped or
-// being reaped): it counts as gone.
-func (s statInfo) zombie() bool { return s.State == 'Z' || s.State == 'X' || s.State == 'x' }
+// being reaped): it counts as gone. A leader already a zombie while other
+// threads still exit has not exited yet (its pidfd is not readable either).
+func (s statInfo) zombie() bool {
+	return (s.State == 'Z' || s.State == 'X' || s.State == 'x') && s.NumThreads <= 1
+}
 
 // parseStat parses a /proc/<pid>/stat line without allocating. The comm
 // field may contain spaces and ')' so the fields start after the LAST ')'.
@@ -30,7 +34,8 @@ func parseStat(b []byte) (statInfo, error) {
 		return s, errBadStat
 	}
 	b = b[i+2:] // skip ") "
-	// fields from 3 (state): 3 state, 4 ppid, 5 pgrp, 6 session, …, 22 starttime.
+	// fields from 3 (state): 3 state, 4 ppid, 5 pgrp, 6 session, …, 20 num_threads,
+	// …, 22 starttime.
 	field := 3
 	for field <= 22 {
 		j := bytes.IndexByte(b, ' ')
@@ -59,6 +64,12 @@ func parseStat(b []byte) (statInfo, error) {
 			default:
 				s.SID = int(n)
 			}
+		case 20:
+			n, ok := parseUint(f)
+			if !ok {
+				return s, errBadStat
+			}
+			s.NumThreads = int(n)
 		case 22:
 			n, ok := parseUint(bytes.TrimRight(f, "\n"))
 			if !ok {

@@ -20,9 +20,9 @@ func TestParseStat(t *testing.T) {
 		want statInfo
 		err  error
 	}{
-		{"plain", "123 (sleep) S 1 123 99 0 -1" + tail, statInfo{State: 'S', PPID: 1, PGID: 123, SID: 99, StartTicks: 4242}, nil},
-		{"spaces and parens in comm", "7 (a) b) (c d) Z 5 6 7 0 -1" + tail, statInfo{State: 'Z', PPID: 5, PGID: 6, SID: 7, StartTicks: 4242}, nil},
-		{"comm is just )", "7 ()) R 5 6 7 0 -1" + tail, statInfo{State: 'R', PPID: 5, PGID: 6, SID: 7, StartTicks: 4242}, nil},
+		{"plain", "123 (sleep) S 1 123 99 0 -1" + tail, statInfo{State: 'S', PPID: 1, PGID: 123, SID: 99, NumThreads: 20, StartTicks: 4242}, nil},
+		{"spaces and parens in comm", "7 (a) b) (c d) Z 5 6 7 0 -1" + tail, statInfo{State: 'Z', PPID: 5, PGID: 6, SID: 7, NumThreads: 20, StartTicks: 4242}, nil},
+		{"comm is just )", "7 ()) R 5 6 7 0 -1" + tail, statInfo{State: 'R', PPID: 5, PGID: 6, SID: 7, NumThreads: 20, StartTicks: 4242}, nil},
 		{"no paren", "7 sleep S 1 2 3", statInfo{}, errBadStat},
 		{"truncated", "7 (x) S 1 2 3 4", statInfo{}, errBadStat},
 		{"bad number", "7 (x) S a 2 3 0 -1" + tail, statInfo{}, errBadStat},
@@ -59,7 +59,7 @@ func TestStatReaderAgreesWithNaiveParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if got := fmt.Sprint(st.PPID, st.PGID, st.SID, st.StartTicks); got != strings.Join([]string{f[1], f[2], f[3], f[19]}, " ") {
+	if got := fmt.Sprint(st.PPID, st.PGID, st.SID, st.NumThreads, st.StartTicks); got != strings.Join([]string{f[1], f[2], f[3], f[17], f[19]}, " ") {
 		t.Errorf("reader %q, naive %v", got, f[:20])
 	}
 	if _, err := r.read(1 << 30); !errors.Is(err, errNoProc) {
@@ -122,6 +122,24 @@ func TestRingKeepsTail(t *testing.T) {
 				t.Errorf("tail = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestZombieNeedsAllThreadsGone(t *testing.T) {
+	tests := []struct {
+		st   statInfo
+		want bool
+	}{
+		{statInfo{State: 'Z', NumThreads: 1}, true},
+		{statInfo{State: 'X', NumThreads: 0}, true},
+		{statInfo{State: 'Z', NumThreads: 5}, false}, // leader exited, threads still exiting
+		{statInfo{State: 'S', NumThreads: 1}, false},
+		{statInfo{State: 'D', NumThreads: 1}, false},
+	}
+	for _, tt := range tests {
+		if got := tt.st.zombie(); got != tt.want {
+			t.Errorf("%+v zombie = %v, want %v", tt.st, got, tt.want)
+		}
 	}
 }
 
