@@ -30,6 +30,8 @@ func OrphansReaped() uint64 { return reaper.reaped.Load() }
 // reparented to it, so detached ones stay visible) and starts a reaper of
 // adopted orphans: on SIGCHLD it reaps only zombie children that were not
 // started through Spawn (a generic wait4(-1) would steal exec.Cmd's status).
+// Every child of the daemon must therefore be started through Spawn: an
+// exec.Cmd started elsewhere would lose its exit status to this reaper.
 // stop ends the reaper goroutine; the process stays a subreaper.
 func SetSubreaper(log *slog.Logger) (stop func(), err error) {
 	log = orDiscard(log)
