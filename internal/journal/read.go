@@ -104,8 +104,12 @@ func (j *Journal) readRange(id string, after, upto uint64, limit int) ([]event.E
 		}
 		c := evb.Cursor()
 		for k, v := c.Seek(store.U64(after + 1)); k != nil && len(out) < limit; k, v = c.Next() {
+			if len(k) != 8 {
+				j.garbageRow(id, k, errBadRow)
+				continue
+			}
 			seq := store.FromU64(k)
-			if len(k) != 8 || seq > upto {
+			if seq > upto {
 				break
 			}
 			if scanned == 0 && seq != after+1 {
@@ -114,7 +118,7 @@ func (j *Journal) readRange(id string, after, upto uint64, limit int) ([]event.E
 			scanned = seq
 			ev, err := decodeEvent(v)
 			if err != nil {
-				j.garbageRow(id, seq, err)
+				j.garbageRow(id, k, err)
 				continue
 			}
 			ev.Seq, ev.SessionID = seq, id
@@ -143,14 +147,19 @@ func (j *Journal) readRange(id string, after, upto uint64, limit int) ([]event.E
 	return out, scanned < upto, nil
 }
 
-// garbageRow logs an undecodable row once.
-func (j *Journal) garbageRow(id string, seq uint64, err error) {
-	key := fmt.Sprintf("%s/%d", id, seq)
+// garbageRow logs an undecodable row (or a key that is no seq) once.
+func (j *Journal) garbageRow(id string, key []byte, err error) {
+	k := id + "/" + string(key)
 	j.garbageMu.Lock()
-	seen := j.garbage[key]
-	j.garbage[key] = true
+	seen := j.garbage[k]
+	j.garbage[k] = true
 	j.garbageMu.Unlock()
-	if !seen {
-		j.log.Warn("journal row does not decode; skipped", "session_id", id, "seq", seq, "err", err)
+	if seen {
+		return
+	}
+	if len(key) == 8 {
+		j.log.Warn("journal row does not decode; skipped", "session_id", id, "seq", store.FromU64(key), "err", err)
+	} else {
+		j.log.Warn("journal key does not decode; skipped", "session_id", id, "key", fmt.Sprintf("%x", key), "err", err)
 	}
 }

@@ -113,7 +113,11 @@ func TestGarbageRowsSkippedAndLoggedOnce(t *testing.T) {
 	id := "sess-garbage"
 	mustAppend(t, j, id, delta("", "a"), delta("", "b"), delta("", "c"))
 	if err := st.DB.Update(func(tx *bolt.Tx) error {
-		return sessionBucket(tx, id).Bucket(keyEvents).Put(store.U64(2), []byte("\x00not json"))
+		evb := sessionBucket(tx, id).Bucket(keyEvents)
+		if err := evb.Put([]byte{0, 0, 0, 0, 0, 0, 0, 1, 9}, []byte("{}")); err != nil { // a key that is no seq
+			return err
+		}
+		return evb.Put(store.U64(2), []byte("\x00not json"))
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +127,7 @@ func TestGarbageRowsSkippedAndLoggedOnce(t *testing.T) {
 			t.Fatalf("read: %v %d %v %v", seqs(evs), last, more, err)
 		}
 	}
-	if n := strings.Count(logs.String(), "does not decode"); n != 1 {
+	if n := strings.Count(logs.String(), "does not decode"); n != 2 {
 		t.Fatalf("logged %d times:\n%s", n, logs.String())
 	}
 }
