@@ -261,4 +261,3 @@ func (d *Daemon) Wait(timeout time.Duration) int {
 
 // Exited is closed once the daemon process has exited.
 func (d *Daemon) Exited() <-chan struct{} { return d.exited }
-

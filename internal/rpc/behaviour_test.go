@@ -277,4 +277,3 @@ func TestInternalErrorKeepsServing(t *testing.T) {
 	ts.logs.waitFor(t, 1, "handler panicked")
 	_ = fmt.Sprint()
 }
-

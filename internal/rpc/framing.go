@@ -70,4 +70,3 @@ func sniff(br *bufio.Reader) (Framing, error) {
 		}
 	}
 }
-
