@@ -131,3 +131,35 @@ func TestGarbageRowsSkippedAndLoggedOnce(t *testing.T) {
 		t.Fatalf("logged %d times:\n%s", n, logs.String())
 	}
 }
+
+// TestOpenRebuildsMissingMeta: a session whose meta bucket is gone (a file
+// written by something else) gets its derived state back from its events.
+func TestOpenRebuildsMissingMeta(t *testing.T) {
+	dir := t.TempDir()
+	st := openStore(t, dir)
+	defer st.Close()
+	j, err := Open(st.DB, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "sess-rebuild"
+	mustAppend(t, j, id, delta("", "x"),
+		event.New(event.TurnStarted, "t1", event.TurnStartedData{TurnID: "t1"}),
+		event.New(event.ApprovalRequested, "t1", event.ApprovalRequestedData{RequestID: "r1"}))
+	j.Close()
+	if err := st.DB.Update(func(tx *bolt.Tx) error { return sessionBucket(tx, id).DeleteBucket(keyMeta) }); err != nil {
+		t.Fatal(err)
+	}
+	j, err = Open(st.DB, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	want := State{LastSeq: 3, OldestSeq: 1, OpenTurn: "t1", OpenTurnSeq: 2, PendingApprovals: []string{"r1"}}
+	if got := j.State(id); !stateEqual(got, want) {
+		t.Fatalf("rebuilt %+v, want %+v", got, want)
+	}
+	if evs := mustAppend(t, j, id, delta("t1", "y")); evs[0].Seq != 4 {
+		t.Fatalf("seq after rebuild: %d", evs[0].Seq)
+	}
+}
