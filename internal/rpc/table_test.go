@@ -4,8 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sessiond/sessiond/internal/api"
 )
 
 func TestMethodTableSorted(t *testing.T) {
@@ -59,5 +62,35 @@ func TestTableMatchesDoc(t *testing.T) {
 	}
 	for name := range doc {
 		t.Errorf("%s is in docs/protocol.md but not in the method table", name)
+	}
+}
+
+// TestErrorTableMatchesDoc: every api.Kind has a code, and docs/protocol.md
+// lists exactly those codes and reasons.
+func TestErrorTableMatchesDoc(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "protocol.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) == 4 && strings.HasPrefix(strings.TrimSpace(cells[1]), "-32") {
+			doc[strings.Trim(strings.TrimSpace(cells[2]), "`")] = strings.TrimSpace(cells[1])
+		}
+	}
+	for k := api.KindInternal; k <= api.KindRequestNotFound; k++ {
+		code, ok := kindCodes[k]
+		if !ok {
+			t.Errorf("kind %s has no code", k)
+			continue
+		}
+		if doc[k.String()] != strconv.FormatInt(code, 10) {
+			t.Errorf("%s: doc says %q, table %d", k, doc[k.String()], code)
+		}
+		delete(doc, k.String())
+	}
+	for reason := range doc {
+		t.Errorf("%s is in docs/protocol.md's error table but is no api.Kind", reason)
 	}
 }
