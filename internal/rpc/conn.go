@@ -45,10 +45,14 @@ func (c *conn) Handle(ctx context.Context, jc *jsonrpc2.Conn, req *jsonrpc2.Requ
 		c.log.Debug("notification ignored", "method", req.Method)
 		return
 	}
-	c.srv.stats.rpc(req.Method)
 	c.mu.Lock()
 	inited := c.initialized
 	m, known := c.srv.table[req.Method]
+	if known {
+		c.srv.stats.rpc(req.Method)
+	} else {
+		c.srv.stats.rpc("(unknown)") // a client's names must not grow the map
+	}
 	var gateErr error
 	switch {
 	case req.Method == "initialize" && inited:
