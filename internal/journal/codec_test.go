@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -79,4 +80,14 @@ func TestAppendRefusesDataThatIsNotJSON(t *testing.T) {
 func sameEvent(a, b event.Event) bool {
 	return a.SessionID == b.SessionID && a.Seq == b.Seq && a.At.Equal(b.At) && a.Type == b.Type &&
 		a.TurnID == b.TurnID && string(a.Data) == string(b.Data)
+}
+
+func TestDataRoundTrip(t *testing.T) {
+	j, _ := open(t, Options{})
+	raw := json.RawMessage(`{"requestId":"r9","kind":"exec","detail":{"cmd":["ls","-l"]}}`)
+	mustAppend(t, j, "sess-rt", event.Draft{Type: event.ApprovalRequested, TurnID: "t", Data: raw})
+	evs, _, _, _ := j.Read("sess-rt", 0, 1)
+	if !bytes.Equal(evs[0].Data, raw) {
+		t.Fatalf("data %s", evs[0].Data)
+	}
 }

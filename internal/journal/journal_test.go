@@ -3,7 +3,6 @@ package journal
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"slices"
@@ -288,15 +287,5 @@ func TestDeleteAndClose(t *testing.T) {
 	j.Close()
 	if _, err := j.Append(context.Background(), id, delta("", "x")); !errors.Is(err, ErrClosed) {
 		t.Fatalf("append after close: %v", err)
-	}
-}
-
-func TestDataRoundTrip(t *testing.T) {
-	j, _ := open(t, Options{})
-	raw := json.RawMessage(`{"requestId":"r9","kind":"exec","detail":{"cmd":["ls","-l"]}}`)
-	mustAppend(t, j, "sess-rt", event.Draft{Type: event.ApprovalRequested, TurnID: "t", Data: raw})
-	evs, _, _, _ := j.Read("sess-rt", 0, 1)
-	if !bytes.Equal(evs[0].Data, raw) {
-		t.Fatalf("data %s", evs[0].Data)
 	}
 }
