@@ -158,6 +158,11 @@ func (w *world) ownerDies(t *rapid.T) {
 	w.alive[rapid.SampledFrom(pids).Draw(t, "pid")] = false
 }
 
+// TestLeaseProperties runs random interleavings of acquire, commit (current,
+// stale or forged), release, stale release and owner death, checking after
+// each: the fence never decreases, at most one live owner, a stale release
+// or a refused acquire never changes the record, every grant over a previous
+// owner carries evidence and is never over a live one.
 func TestLeaseProperties(t *testing.T) {
 	s := openDB(t)
 	s.DB.NoSync = true // speed only: durability is not under test here
