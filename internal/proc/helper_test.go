@@ -80,6 +80,18 @@ func helperMain(mode string) int {
 	case "cooperative":
 		fmt.Println("ready")
 		io.Copy(io.Discard, os.Stdin)
+		fmt.Println("bye") // written while exiting: must not be lost
+		return 0
+	case "stderr-holder":
+		// a descendant keeps our stderr open after we exit
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), "PROC_HELPER=sleep")
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			panic(err)
+		}
+		fmt.Printf("ready %d\n", cmd.Process.Pid)
+		io.Copy(io.Discard, os.Stdin)
 		return 0
 	case "ignore-sigterm":
 		notifyTerm()

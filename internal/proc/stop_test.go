@@ -139,3 +139,39 @@ func containsInt(xs []int, x int) bool {
 	}
 	return false
 }
+
+// What a child writes while exiting stays readable after Wait: Spawn's
+// stdout is not closed under the reader when the child exits.
+func TestStdoutReadableAfterExit(t *testing.T) {
+	h := spawnHelper(t, "cooperative")
+	v := h.Stop(context.Background(), testLadder)
+	if v.Root != Exited {
+		t.Fatalf("root = %v", v.Root)
+	}
+	line, err := h.out.ReadString('\n')
+	if err != nil || line != "bye\n" {
+		t.Errorf("after exit read %q, %v; want \"bye\\n\"", line, err)
+	}
+}
+
+// A descendant holding the child's stderr open does not hold up Exited
+// (bounded linger), and the tail still has what the child wrote.
+func TestExitedNotHeldByStderrHolder(t *testing.T) {
+	h := spawnHelper(t, "stderr-holder")
+	h.Stdin().Close()
+	select {
+	case <-h.Exited():
+	case <-time.After(10 * time.Second): // a failure bound, not a wait
+		t.Fatal("Exited never closed while a descendant held stderr")
+	}
+	if e := h.Exit(); e.Code == nil || *e.Code != 0 {
+		t.Errorf("Exit = %+v", e)
+	}
+	if Probe(h.grand) != Alive {
+		t.Fatal("the stderr holder died with its parent")
+	}
+	v := h.Stop(context.Background(), testLadder)
+	if v.Tree != Exited || !v.Signalled {
+		t.Errorf("verdict %+v, want the holder signalled and the tree exited", v)
+	}
+}
