@@ -97,6 +97,13 @@ func TestTolerantHeaders(t *testing.T) {
 	if m := r.recv(); m["result"] == nil {
 		t.Fatalf("got %v", m)
 	}
+	// vscode-jsonrpc writes the header and the body in separate writes
+	msg = `{"jsonrpc":"2.0","id":2,"method":"daemon.status"}`
+	r.write(fmt.Sprintf("Content-Length: %d\r\n\r\n", len(msg)))
+	r.write(msg)
+	if m := r.recv(); m["result"] == nil || m["id"] != 2.0 {
+		t.Fatalf("split header/body: %v", m)
+	}
 	r.write("CONTENT-LENGTH:2\r\n\r\n{}")
 	r.expectClosed() // {} is neither request nor response: malformed
 }
