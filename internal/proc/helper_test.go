@@ -168,7 +168,9 @@ type helper struct {
 
 func testTags(t *testing.T) Tags {
 	name := regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(t.Name(), "-")
-	return Tags{SessionID: fmt.Sprintf("%s-%d", name, sessionSeq.Add(1)), Fence: 1, StateID: testStateID}
+	// unique per test and per test process (two runs may overlap)
+	sid := fmt.Sprintf("%s-%d-%d", name, os.Getpid(), sessionSeq.Add(1))
+	return Tags{SessionID: sid, Fence: 1, StateID: testStateID}
 }
 
 // spawnHelper starts the test binary as helper mode and waits for its ready
