@@ -123,7 +123,11 @@ func (c *Child) wait(errR *os.File, copied <-chan struct{}) {
 	registry.Lock()
 	delete(registry.pids, c.cmd.Process.Pid)
 	registry.Unlock()
-	c.exit = exitOf(c.cmd.ProcessState, err)
+	c.exit = exitOf(c.cmd.ProcessState)
+	if c.cmd.ProcessState == nil {
+		// Wait failed without a status (only if someone else reaped it)
+		c.log.Warn("wait failed", "pid", c.id.PID, "session_id", c.tags.SessionID, "err", err)
+	}
 	// A descendant may still hold stderr: give the copier a bounded linger.
 	errR.SetReadDeadline(time.Now().Add(stderrLinger))
 	<-copied
@@ -131,9 +135,8 @@ func (c *Child) wait(errR *os.File, copied <-chan struct{}) {
 	close(c.exited)
 }
 
-func exitOf(ps *os.ProcessState, err error) Exit {
+func exitOf(ps *os.ProcessState) Exit {
 	if ps == nil {
-		_ = err // Wait failed without a status (should not happen: we own it)
 		return Exit{}
 	}
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
@@ -196,7 +199,7 @@ func (c *Child) Exit() Exit {
 // StderrTail is the last StderrBytes the child wrote to stderr.
 func (c *Child) StderrTail() string { return c.stderr.String() }
 
-// errClosed reports a write or close on an already closed stdin.
+// isClosed reports a close of an already closed stdin.
 func isClosed(err error) bool { return errors.Is(err, os.ErrClosed) }
 
 func orDiscard(l *slog.Logger) *slog.Logger {
