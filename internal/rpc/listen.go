@@ -16,6 +16,10 @@ import (
 // ErrSocketInUse: a live daemon accepts on the socket; it is never replaced.
 var ErrSocketInUse = errors.New("another sessiond is accepting on this socket")
 
+// ErrNotSocket: something other than a socket sits at the socket path; it
+// is never removed.
+var ErrNotSocket = errors.New("socket path is taken by a non-socket file")
+
 // ErrUnsafeDir: the socket's directory is not owned by us or is open to others.
 var ErrUnsafeDir = errors.New("socket directory is not private")
 
@@ -43,7 +47,10 @@ func Listen(path string, log *slog.Logger) (net.Listener, error) {
 	if err := privateDir(dir); err != nil {
 		return nil, err
 	}
-	if _, err := os.Lstat(path); err == nil {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("socket %s: exists and is not a socket (%v): %w", path, fi.Mode(), ErrNotSocket)
+		}
 		c, derr := net.DialTimeout("unix", path, time.Second)
 		if derr == nil {
 			c.Close()

@@ -64,6 +64,17 @@ func TestListenReplacesStale(t *testing.T) {
 	l2.Close()
 }
 
+func TestListenKeepsNonSocket(t *testing.T) {
+	path := filepath.Join(shortDir(t), "s.sock")
+	os.WriteFile(path, []byte("precious"), 0o600)
+	if _, err := Listen(path, slog.New(slog.DiscardHandler)); !errors.Is(err, ErrNotSocket) {
+		t.Fatalf("err = %v, want ErrNotSocket", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "precious" {
+		t.Fatal("a regular file at the socket path was replaced")
+	}
+}
+
 func TestListenRefusesOpenDir(t *testing.T) {
 	tests := []struct {
 		name string
