@@ -147,3 +147,27 @@ func TestE2EOpenDirRefused(t *testing.T) {
 		t.Fatalf("exit %d, output:\n%s", code, out)
 	}
 }
+
+// TestE2EBadConfig: an unknown key or a bad duration stops the daemon
+// with exit 1 and a message naming the key; a missing named file too.
+func TestE2EBadConfig(t *testing.T) {
+	tests := []struct{ name, text, want string }{
+		{"unknown key", "idle_timeout = \"5s\"\nidel_timeout = \"5s\"\n", "idel_timeout"},
+		{"bad duration", "[ladder]\nterm_timeout = \"two seconds\"\n", "ladder.term_timeout"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := filepath.Join(t.TempDir(), "c.toml")
+			os.WriteFile(cfg, []byte(tc.text), 0o600)
+			code, out := runDaemonExpectExit(t, "--config", cfg, "--socket", filepath.Join(t.TempDir(), "s"), "--state-dir", t.TempDir())
+			if code != exitError || !strings.Contains(out, tc.want) {
+				t.Fatalf("exit %d, output:\n%s", code, out)
+			}
+		})
+	}
+	missing := filepath.Join(t.TempDir(), "missing.toml")
+	code, out := runDaemonExpectExit(t, "--config", missing, "--state-dir", t.TempDir())
+	if code != exitError || !strings.Contains(out, missing) {
+		t.Fatalf("missing named config: exit %d, output:\n%s", code, out)
+	}
+}
