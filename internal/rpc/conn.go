@@ -193,6 +193,9 @@ func (c *conn) notify(method string, params any) error {
 
 // startPump forwards sub's events as notifications, after the attach reply.
 func (c *conn) startPump(sub api.Subscription, lastSeq uint64) {
+	if sub == nil {
+		return
+	}
 	c.mu.Lock()
 	if c.closing {
 		c.mu.Unlock()
@@ -202,6 +205,13 @@ func (c *conn) startPump(sub api.Subscription, lastSeq uint64) {
 	c.mu.Unlock()
 	go func() {
 		defer c.pumps.Done()
+		defer func() {
+			if r := recover(); r != nil {
+				c.log.Error("subscription pump panicked; closing the connection", "subscription_id", sub.ID(),
+					"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				c.st.Close()
+			}
+		}()
 		c.pump(sub, lastSeq)
 	}()
 }

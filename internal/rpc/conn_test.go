@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/event"
 )
 
 // TestConnClosedAfterHandlers: a hold still running when its connection
@@ -57,4 +58,31 @@ func recv[T any](t *testing.T, ch <-chan T) T {
 		t.Fatal("timed out waiting for a value")
 	}
 	panic("unreachable")
+}
+
+type panicSub struct{}
+
+func (panicSub) ID() string { return "p" }
+func (panicSub) Next(context.Context) (event.Event, error) {
+	panic("host bug")
+}
+
+// TestPumpPanicClosesOnlyThatConnection: a panicking subscription closes
+// its connection (ConnClosed runs) and the daemon goes on.
+func TestPumpPanicClosesOnlyThatConnection(t *testing.T) {
+	fake := newFake()
+	fake.attachHook = func(string, api.AttachParams, bool) (api.AttachResult, api.Subscription, error) {
+		return api.AttachResult{SubscriptionID: "p"}, panicSub{}, nil
+	}
+	ts := startServer(t, fake, nil)
+	a := ts.client(t, FramingLines, nil, false)
+	call(t, a, "agentSession.attach", api.AttachParams{SessionID: "s_aaaaaaaa"}, nil)
+	wait(t, a.Done())
+	if id := recv(t, fake.closedCh); id != a.Init.ConnectionID {
+		t.Fatalf("ConnClosed(%s)", id)
+	}
+	b := ts.client(t, FramingHeader, nil, false)
+	if err := call(t, b, "agentSession.list", nil, nil); err != nil {
+		t.Fatal(err)
+	}
 }
