@@ -249,8 +249,6 @@ type debugLogger struct{ log *slog.Logger }
 
 func (d debugLogger) Printf(format string, v ...any) {
 	if len(v) > 0 {
-		d.log.Debug("jsonrpc2", "detail", sprintf(format, v...))
+		d.log.Debug("jsonrpc2", "detail", fmt.Sprintf(format, v...))
 	}
 }
-
-func sprintf(format string, v ...any) string { return fmt.Sprintf(format, v...) }
