@@ -1,15 +1,11 @@
 package rpc
 
 import (
-	"errors"
 	"fmt"
 	"net"
 
 	"golang.org/x/sys/unix"
 )
-
-// ErrPeerRefused: the peer runs as another uid than the daemon's euid.
-var ErrPeerRefused = errors.New("peer uid differs from the daemon's")
 
 // peerCred reads the peer's credentials (SO_PEERCRED).
 func peerCred(nc net.Conn) (*unix.Ucred, error) {
