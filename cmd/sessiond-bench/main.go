@@ -1,0 +1,130 @@
+// Command sessiond-bench starts the real daemon, measures the figures of
+// docs/performance.md against their targets (and, where one exists, a
+// baseline measured in the same run, A/B interleaved) and prints one line
+// per figure, then a table.
+//
+//	go run ./cmd/sessiond-bench [--smoke] [--sessiond PATH] [--only a,b]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+func main() {
+	if len(os.Args) > 2 && os.Args[1] == echoServerFlag {
+		os.Exit(echoServerMain(os.Args[2]))
+	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("sessiond-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	smoke := fs.Bool("smoke", false, "tiny sizes: every figure, a few hundred operations, < 30 s")
+	bin := fs.String("sessiond", "", "sessiond binary (default: go build ./cmd/sessiond into a temp dir)")
+	only := fs.String("only", "", "comma-separated groups to run: rpc,events,idle,probe,replay,startup,evict (default all)")
+	keep := fs.Bool("keep", false, "keep the temp dir (daemon logs) for inspection")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	sz := fullSizes()
+	if *smoke {
+		sz = smokeSizes()
+	}
+	b, err := newBench(*bin, sz, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "sessiond-bench:", err)
+		return 1
+	}
+	if !*keep {
+		defer b.cleanup()
+	} else {
+		fmt.Fprintln(stderr, "sessiond-bench: keeping", b.root)
+	}
+	ctx := context.Background()
+	start := time.Now()
+	failed := false
+	for _, g := range groups {
+		if *only != "" && !contains(strings.Split(*only, ","), g.name) {
+			continue
+		}
+		fmt.Fprintf(stderr, "sessiond-bench: %s ...\n", g.name)
+		figs, err := g.run(ctx, b)
+		for _, f := range figs {
+			fmt.Fprintln(stdout, f.line())
+		}
+		b.figs = append(b.figs, figs...)
+		if err != nil {
+			fmt.Fprintf(stderr, "sessiond-bench: %s: %v\n", g.name, err)
+			failed = true
+		}
+	}
+	fmt.Fprintln(stdout)
+	printTable(stdout, b.figs)
+	fmt.Fprintf(stdout, "\n%s; total %.1fs\n", machine(), time.Since(start).Seconds())
+	if failed {
+		return 1
+	}
+	return 0
+}
+
+type group struct {
+	name string
+	run  func(context.Context, *bench) ([]figure, error)
+}
+
+var groups = []group{
+	{"rpc", benchRPC},
+	{"events", benchEvents},
+	{"idle", benchIdle},
+	{"probe", benchProbe},
+	{"replay", benchReplay},
+	{"startup", benchStartup},
+	{"evict", benchEvict},
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if strings.TrimSpace(x) == s {
+			return true
+		}
+	}
+	return false
+}
+
+// sizes are the knobs that differ between the full run and --smoke.
+type sizes struct {
+	rpcCalls      int           // single-client calls per figure (half daemon, half baseline)
+	thrClients    int           // concurrent clients
+	thrRound      time.Duration // one A or B round of the throughput figure
+	thrRounds     int           // A/B pairs
+	floodN        int           // deltas in the /flood
+	idleSessions  int           // held idle sessions
+	idleFor       time.Duration // idle measuring window
+	probeN        int           // identities per sweep
+	psN           int           // ps spawns (one identity each)
+	replayEvents  int           // events in the replayed journal
+	startSessions int           // stored sessions for startup
+	startEvents   int           // events per stored session
+	startRuns     int           // startups measured (each A/B against an empty state dir)
+	evictCoop     int           // cooperative evictions measured
+	evictStubborn int           // SIGTERM-ignoring evictions measured
+}
+
+func fullSizes() sizes {
+	return sizes{rpcCalls: 20000, thrClients: 32, thrRound: time.Second, thrRounds: 3, floodN: 100000,
+		idleSessions: 200, idleFor: 30 * time.Second, probeN: 1000, psN: 100, replayEvents: 100000,
+		startSessions: 10000, startEvents: 100, startRuns: 3, evictCoop: 10, evictStubborn: 3}
+}
+
+func smokeSizes() sizes {
+	return sizes{rpcCalls: 200, thrClients: 4, thrRound: 100 * time.Millisecond, thrRounds: 1, floodN: 500,
+		idleSessions: 5, idleFor: 2 * time.Second, probeN: 100, psN: 3, replayEvents: 2000,
+		startSessions: 20, startEvents: 10, startRuns: 1, evictCoop: 1, evictStubborn: 1}
+}
