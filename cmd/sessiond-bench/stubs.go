@@ -2,7 +2,6 @@ package main
 
 import "context"
 
-func benchEvents(context.Context, *bench) ([]figure, error)  { return nil, nil }
 func benchIdle(context.Context, *bench) ([]figure, error)    { return nil, nil }
 func benchProbe(context.Context, *bench) ([]figure, error)   { return nil, nil }
 func benchReplay(context.Context, *bench) ([]figure, error)  { return nil, nil }

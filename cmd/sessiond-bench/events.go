@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/event"
+)
+
+// coalesceWindow is the journal's default (internal/journal Options).
+const coalesceWindow = 5 * time.Millisecond
+
+// arrival is one notification as the subscriber saw it.
+type arrival struct {
+	at  time.Time
+	raw []byte
+}
+
+// benchEvents: an echo child floods N deltas of 8 bytes; a subscriber on
+// another connection notes when each agentSession.event arrives. Latency
+// per delivered event = arrival − event.at (the journal's commit clock,
+// same machine); throughput = provider deltas (delivered text bytes / 8)
+// per second from send to the turn.completed notification.
+func benchEvents(ctx context.Context, b *bench) ([]figure, error) {
+	d, err := b.startDaemon("", "")
+	if err != nil {
+		return nil, err
+	}
+	defer d.stop()
+	var mu sync.Mutex
+	var got []arrival
+	done := make(chan struct{})
+	var once sync.Once
+	var lagged atomic.Bool
+	sub, err := d.client(ctx, func(method string, p []byte) {
+		now := time.Now()
+		if method == "agentSession.lagged" {
+			lagged.Store(true)
+			once.Do(func() { close(done) })
+		}
+		if method != "agentSession.event" {
+			return
+		}
+		mu.Lock()
+		got = append(got, arrival{now, append([]byte(nil), p...)})
+		mu.Unlock()
+		if bytes.Contains(p, []byte(`"turn.completed"`)) {
+			once.Do(func() { close(done) })
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer sub.Close()
+	var si api.SessionInfo
+	if err := sub.Call(ctx, "agentSession.create", api.CreateParams{Provider: "echo", Cwd: b.root}, &si); err != nil {
+		return nil, err
+	}
+	id := si.SessionID
+	if err := sub.Call(ctx, "agentSession.hold", api.HoldParams{SessionID: id, HolderID: "bench"}, nil); err != nil {
+		return nil, err
+	}
+	if err := sub.Call(ctx, "agentSession.get", api.SessionParams{SessionID: id}, &si); err != nil {
+		return nil, err
+	}
+	var ar api.AttachResult
+	if err := sub.Call(ctx, "agentSession.attach", api.AttachParams{SessionID: id, AfterSeq: si.LastSeq, Limit: 1}, &ar); err != nil {
+		return nil, err
+	}
+	const chunk = 8
+	start := time.Now()
+	if err := sub.Call(ctx, "agentSession.send", api.SendParams{SessionID: id, Text: fmt.Sprintf("/flood %d %d", b.sz.floodN, chunk)}, nil); err != nil {
+		return nil, err
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Minute):
+		return nil, errors.New("flood: no turn.completed within 5 min")
+	}
+	if lagged.Load() {
+		return nil, errors.New("flood: the subscriber was detached as lagged")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var lat []time.Duration
+	text, deltas := 0, 0
+	for _, a := range got {
+		var n api.EventNotice
+		if err := json.Unmarshal(a.raw, &n); err != nil {
+			return nil, fmt.Errorf("flood: decode notice: %w", err)
+		}
+		lat = append(lat, a.at.Sub(n.Event.At))
+		if n.Event.Type == event.MessageDelta {
+			var dd event.DeltaData
+			json.Unmarshal(n.Event.Data, &dd)
+			text += len(dd.Text)
+			deltas++
+		}
+	}
+	el := got[len(got)-1].at.Sub(start)
+	if text != b.sz.floodN*chunk {
+		return nil, fmt.Errorf("flood: %d text bytes delivered, want %d", text, b.sz.floodN*chunk)
+	}
+	window := ms(coalesceWindow)
+	return []figure{
+		atLeast("events.provider_deltas_per_s", float64(b.sz.floodN)/el.Seconds(), "deltas/s", 50000),
+		info("events.delivered_events_per_s", float64(len(got))/el.Seconds(), "events/s"),
+		info("events.coalesced_deltas_per_event", float64(b.sz.floodN)/float64(max(deltas, 1)), "deltas"),
+		atMost("events.latency_p50", ms(pct(lat, 50)), "ms", window+10),
+		atMost("events.latency_p99", ms(pct(lat, 99)), "ms", window+10),
+	}, nil
+}
