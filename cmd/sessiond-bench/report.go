@@ -146,3 +146,10 @@ func machine() string {
 	}
 	return fmt.Sprintf("machine: nproc=%d cpu=%q mem=%s kernel=%s go=%s", runtime.NumCPU(), model, mem, kernel, runtime.Version())
 }
+
+// ratioAtMost: value/baseline must stay at or below r.
+func ratioAtMost(name string, v, base float64, unit string, r float64) figure {
+	f := figure{Name: name, Value: v, Unit: unit, Baseline: base, Target: fmt.Sprintf("ratio<=%s", num(r))}
+	f.OK = base > 0 && v/base <= r
+	return f
+}

@@ -2,8 +2,6 @@ package main
 
 import "context"
 
-func benchIdle(context.Context, *bench) ([]figure, error)    { return nil, nil }
-func benchProbe(context.Context, *bench) ([]figure, error)   { return nil, nil }
 func benchReplay(context.Context, *bench) ([]figure, error)  { return nil, nil }
 func benchStartup(context.Context, *bench) ([]figure, error) { return nil, nil }
 func benchEvict(context.Context, *bench) ([]figure, error)   { return nil, nil }
