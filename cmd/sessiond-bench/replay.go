@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sessiond/sessiond/internal/api"
+)
+
+// benchReplay: a journal of replayEvents events read by a client from seq 0:
+// attach, then read pages of 4096 until hasMore=false, over the socket.
+// The first read runs right after the daemon started (its page cache warm
+// from the prefill); the figure is the median of three.
+func benchReplay(ctx context.Context, b *bench) ([]figure, error) {
+	dir, ids, err := b.prefill(ctx, 1, b.sz.replayEvents)
+	if err != nil {
+		return nil, err
+	}
+	d, err := b.startDaemon(dir, "")
+	if err != nil {
+		return nil, err
+	}
+	defer d.stop()
+	c, err := d.client(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	var runs []time.Duration
+	for r := 0; r < 3; r++ {
+		t := time.Now()
+		n, err := replay(ctx, c, ids[0])
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, time.Since(t))
+		if n != b.sz.replayEvents {
+			return nil, fmt.Errorf("replay: read %d events, want %d", n, b.sz.replayEvents)
+		}
+	}
+	first := runs[0]
+	rate := func(d time.Duration) float64 { return float64(b.sz.replayEvents) / d.Seconds() }
+	return []figure{
+		atLeast("replay.events_per_s", rate(pct(runs, 50)), "events/s", 200000),
+		info("replay.first_events_per_s", rate(first), "events/s"),
+	}, nil
+}
+
+func replay(ctx context.Context, c interface {
+	Call(context.Context, string, any, any) error
+}, id string) (int, error) {
+	var ar api.AttachResult
+	if err := c.Call(ctx, "agentSession.attach", api.AttachParams{SessionID: id, Limit: 4096}, &ar); err != nil {
+		return 0, err
+	}
+	n, last, more := len(ar.Events), uint64(0), ar.HasMore
+	if n > 0 {
+		last = ar.Events[n-1].Seq
+	}
+	for more {
+		var rr api.ReadResult
+		if err := c.Call(ctx, "agentSession.read", api.ReadParams{SessionID: id, AfterSeq: last, Limit: 4096}, &rr); err != nil {
+			return n, err
+		}
+		n += len(rr.Events)
+		if len(rr.Events) > 0 {
+			last = rr.Events[len(rr.Events)-1].Seq
+		}
+		more = rr.HasMore
+	}
+	var none struct{}
+	if err := c.Call(ctx, "agentSession.detach", api.DetachParams{SubscriptionID: ar.SubscriptionID}, &none); err != nil {
+		return n, err
+	}
+	return n, nil
+}
