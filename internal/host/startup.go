@@ -136,16 +136,41 @@ func (h *Host) restartTail(ctx context.Context, id string, v proc.Verdict, withE
 }
 
 // closeOpenTurns completes any other journal that still ends with an open
-// turn (defensive: reap-orphans should have left none).
+// turn (defensive: reap-orphans should have left none), and journals the
+// lease.released of a session whose lease was released but whose daemon
+// died before journaling it (a kill between the release-lease step's store
+// write and its journal append leaves a journal ending in session.ended).
 func (h *Host) closeOpenTurns(ctx context.Context) (string, int, error) {
+	leases, err := h.leases.List()
+	if err != nil {
+		return "closed", 0, fmt.Errorf("list leases: %w", err)
+	}
 	n := 0
 	for _, id := range h.j.Sessions() {
-		if h.j.State(id).OpenTurn == "" {
+		st := h.j.State(id)
+		if st.OpenTurn != "" {
+			if err := h.restartTail(ctx, id, proc.Verdict{}, false); err != nil {
+				return "closed", n, err
+			}
+			n++
 			continue
 		}
-		if err := h.restartTail(ctx, id, proc.Verdict{}, false); err != nil {
-			return "closed", n, err
+		rec, ok := leases[id]
+		if !ok || rec.Status != lease.Released || st.LastSeq == 0 {
+			continue
 		}
+		last, _, _, err := h.j.Read(id, st.LastSeq-1, 1)
+		if err != nil {
+			h.log.Warn("cannot read a journal's last event", "session_id", id, "err", err)
+			continue
+		}
+		if len(last) != 1 || last[0].Type != event.SessionEnded {
+			continue
+		}
+		if _, err := h.j.Append(ctx, id, event.New(event.LeaseReleased, "", map[string]any{"fence": rec.Fence})); err != nil {
+			return "closed", n, fmt.Errorf("session %s: %w", id, err)
+		}
+		h.log.Info("journaled a missing lease.released", "session_id", id, "fence", rec.Fence)
 		n++
 	}
 	return "closed", n, nil
