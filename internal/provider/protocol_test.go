@@ -202,3 +202,29 @@ func TestWriteToDeadProviderIsExited(t *testing.T) {
 	}
 	_ = w.Close()
 }
+
+func TestInterruptRacingCompletion(t *testing.T) {
+	f := newFake(t, nil)
+	f.handshake(t)
+	f.startTurn(t, "t_1", "pt")
+	type out struct {
+		ok  bool
+		err error
+	}
+	ch := make(chan out, 1)
+	go func() { ok, err := f.a.Interrupt(testCtx(t)); ch <- out{ok, err} }()
+	m := f.expect(t, "turn/interrupt")
+	if p := m["params"].(map[string]any); p["threadId"] != "thr_1" || p["turnId"] != "pt" {
+		t.Fatalf("turn/interrupt params %v", p)
+	}
+	f.send(t, map[string]any{"method": "turn/completed", "params": map[string]any{"turn": map[string]any{"id": "pt", "status": "completed"}}})
+	f.send(t, map[string]any{"id": m["id"], "error": map[string]any{"code": -32600, "message": "no active turn to interrupt"}})
+	if o := <-ch; o.ok || o.err != nil {
+		t.Fatalf("interrupt after completion: %v %v, want false, nil", o.ok, o.err)
+	}
+	// completed on its own: no user_cancel
+	got := decode[event.TurnCompletedData](t, f.rec.waitFor(t, event.TurnCompleted, "t_1"))
+	if got.Status != event.StatusCompleted || got.Reason != "" {
+		t.Fatalf("turn.completed %+v", got)
+	}
+}

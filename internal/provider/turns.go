@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/sessiond/sessiond/internal/event"
@@ -62,7 +63,8 @@ func (a *Adapter) StartTurn(ctx context.Context, turnID, text string) error {
 }
 
 // Interrupt asks the provider to interrupt the open turn (turn/interrupt).
-// It reports false when no turn is open. The turn ends later with the
+// It reports false when no turn is open, or when the turn completed on its
+// own before the provider answered (refusing the interrupt). The turn ends later with the
 // provider's turn/completed, emitted with reason user_cancel.
 func (a *Adapter) Interrupt(ctx context.Context) (bool, error) {
 	a.mu.Lock()
@@ -75,6 +77,14 @@ func (a *Adapter) Interrupt(ctx context.Context) (bool, error) {
 	params := map[string]any{"threadId": a.threadID, "turnId": t.provider}
 	a.mu.Unlock()
 	if _, err := a.request(ctx, "turn/interrupt", params, nil); err != nil {
+		var re *RPCError
+		a.mu.Lock()
+		ended := a.turn != t
+		a.mu.Unlock()
+		if ended && errors.As(err, &re) {
+			// The turn completed on its own while we asked: nothing to cancel.
+			return false, nil
+		}
 		return false, fmt.Errorf("interrupt turn %s: %w", t.ours, err)
 	}
 	return true, nil
