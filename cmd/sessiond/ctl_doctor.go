@@ -1,0 +1,233 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/proc"
+	"github.com/sessiond/sessiond/internal/rpc"
+)
+
+func init() {
+	registerCtl(&ctlCommand{name: "doctor", usage: "[--state-dir DIR]",
+		summary: "check for orphans, stale leases and open turns (exit 1: problems, 3: could not check)",
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&doctorStateDir, "state-dir", "", "state directory to inspect when no daemon runs (default as for serve)")
+		},
+		run: ctlDoctor})
+}
+
+// doctorStateDir is --state-dir of ctl doctor (read when no daemon runs).
+var doctorStateDir string
+
+// doctorProblem is one finding with the one-line fix an operator runs.
+type doctorProblem struct {
+	What string `json:"what"`
+	Fix  string `json:"fix"`
+}
+
+// doctorCheck is one line of the report.
+type doctorCheck struct {
+	Name     string          `json:"name"`
+	OK       bool            `json:"ok"`
+	Detail   string          `json:"detail,omitempty"`
+	Unknown  bool            `json:"unknown,omitempty"` // could not check
+	Problems []doctorProblem `json:"problems,omitempty"`
+}
+
+// doctorReport is the whole report (--json prints it as is).
+type doctorReport struct {
+	Daemon   bool          `json:"daemon"` // a daemon answered on the socket
+	Socket   string        `json:"socket"`
+	StateDir string        `json:"stateDir"`
+	StateID  string        `json:"stateId,omitempty"`
+	Checks   []doctorCheck `json:"checks"`
+	Problems int           `json:"problems"`
+}
+
+func (r *doctorReport) add(c doctorCheck) {
+	c.OK = len(c.Problems) == 0 && !c.Unknown
+	r.Checks = append(r.Checks, c)
+	r.Problems += len(c.Problems)
+}
+
+func ctlDoctor(e *ctlEnv, args []string) int {
+	if len(args) != 0 {
+		return e.usageErr("doctor", "takes no arguments")
+	}
+	rep := &doctorReport{Socket: e.socket}
+	c, err := rpc.Dial(e.ctx, e.socket, rpc.ClientOptions{Name: "sessiond-ctl-doctor", Version: version()})
+	switch {
+	case err == nil:
+		defer c.Close()
+		rep.Daemon = true
+		if code := doctorOnline(e, c, rep); code != exitOK {
+			return code
+		}
+	case errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED):
+		doctorOffline(e, rep)
+	default:
+		fmt.Fprintf(e.stderr, "sessiond ctl doctor: cannot reach the daemon on %s: %v\n", e.socket, err)
+		return exitNoDaemon
+	}
+	return doctorPrint(e, rep)
+}
+
+// doctorOnline asks the running daemon for its sessions and compares them
+// with the processes carrying its state id.
+func doctorOnline(e *ctlEnv, c *rpc.Client, rep *doctorReport) int {
+	var st rpc.Status
+	if err := c.Call(e.ctx, "daemon.status", nil, &st); err != nil {
+		return e.fail(err)
+	}
+	rep.StateDir, rep.StateID = st.StateDir, st.StateID
+	var l api.ListResult
+	if err := c.Call(e.ctx, "agentSession.list", nil, &l); err != nil {
+		return e.fail(err)
+	}
+	rep.add(doctorCheck{Name: "daemon", Detail: fmt.Sprintf("pid %d, version %s, %d sessions (%d live)",
+		st.PID, st.Version, st.Sessions.Stored, st.Sessions.Live)})
+	rep.add(doctorCheck{Name: "schema", Detail: "checked by the running daemon (it refuses a newer schema)"})
+
+	leases := doctorCheck{Name: "leases"}
+	turns := doctorCheck{Name: "open-turns"}
+	live := map[string]api.SessionInfo{}
+	for _, s := range l.Sessions {
+		if s.State == "live" && s.PID > 0 {
+			live[s.SessionID] = s
+		}
+		if s.Lease == "live" && (s.PID == 0 || !pidExists(s.PID)) && s.State != "starting" && s.State != "evicting" {
+			leases.Problems = append(leases.Problems, doctorProblem{
+				What: fmt.Sprintf("session %s: lease live at fence %d but its owner pid %d is not running", s.SessionID, s.Fence, s.PID),
+				Fix:  "sessiond ctl close " + s.SessionID})
+		}
+		if s.TurnRunning && s.PID == 0 {
+			turns.Problems = append(turns.Problems, doctorProblem{
+				What: fmt.Sprintf("session %s: a turn is open and no provider child runs", s.SessionID),
+				Fix:  "sessiond ctl shutdown, then sessiond serve: startup closes it"})
+		}
+	}
+	leases.Detail = fmt.Sprintf("%d sessions, %d live", len(l.Sessions), len(live))
+	rep.add(leases)
+	rep.add(turns)
+	rep.add(doctorTagged(st.StateID, func(t proc.Tagged) bool { return ownedByLive(t, live) },
+		func(t proc.Tagged) string {
+			return fmt.Sprintf("kill %d   # or: sessiond ctl close %s", t.PID, t.SessionID)
+		}))
+	return exitOK
+}
+
+// ownedByLive: a tagged process belongs to a live session when it is its
+// child, descends from it, or carries its session id and fence.
+func ownedByLive(t proc.Tagged, live map[string]api.SessionInfo) bool {
+	if s, ok := live[t.SessionID]; ok && (t.Fence == s.Fence || t.Fence == 0) {
+		return true
+	}
+	roots := map[int]bool{}
+	for _, s := range live {
+		roots[s.PID] = true
+	}
+	pid := t.PID
+	for range 64 {
+		if roots[pid] {
+			return true
+		}
+		if pid = ppidOf(pid); pid <= 1 {
+			return false
+		}
+	}
+	return false
+}
+
+// doctorTagged lists processes tagged with stateID that owned rejects.
+func doctorTagged(stateID string, owned func(proc.Tagged) bool, fix func(proc.Tagged) string) doctorCheck {
+	c := doctorCheck{Name: "tagged-processes"}
+	if stateID == "" {
+		c.Unknown, c.Detail = true, "no state id: nothing to match processes against"
+		return c
+	}
+	tagged, err := proc.ScanTagged(stateID)
+	if err != nil {
+		c.Unknown, c.Detail = true, "cannot enumerate processes: "+err.Error()
+		return c
+	}
+	for _, t := range tagged {
+		if owned(t) {
+			continue
+		}
+		c.Problems = append(c.Problems, doctorProblem{
+			What: fmt.Sprintf("pid %d carries session %s (fence %d) of state %s and no live session owns it", t.PID, t.SessionID, t.Fence, stateID),
+			Fix:  fix(t)})
+	}
+	c.Detail = fmt.Sprintf("%d tagged, %d unowned", len(tagged), len(c.Problems))
+	return c
+}
+
+func pidExists(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+func ppidOf(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0
+	}
+	p, _ := strconv.Atoi(f[1])
+	return p
+}
+
+// doctorPrint prints the report; exit 1 on a problem, 3 when a check could
+// not run and nothing else was wrong, else 0.
+func doctorPrint(e *ctlEnv, rep *doctorReport) int {
+	unknown := false
+	for _, c := range rep.Checks {
+		unknown = unknown || c.Unknown
+	}
+	if e.json {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(rep)
+	} else {
+		mode := "daemon running on " + rep.Socket
+		if !rep.Daemon {
+			mode = "no daemon on " + rep.Socket + "; read the store"
+		}
+		fmt.Fprintf(e.stdout, "sessiond doctor: %s (state dir %s, id %s)\n", mode, rep.StateDir, dash(rep.StateID))
+		for _, c := range rep.Checks {
+			switch {
+			case c.Unknown:
+				fmt.Fprintf(e.stdout, "UNKNOWN  %s: %s\n", c.Name, c.Detail)
+			case c.OK:
+				fmt.Fprintf(e.stdout, "ok       %s: %s\n", c.Name, dash(c.Detail))
+			}
+			for _, p := range c.Problems {
+				fmt.Fprintf(e.stdout, "PROBLEM  %s: %s\n         fix: %s\n", c.Name, p.What, p.Fix)
+			}
+		}
+		fmt.Fprintf(e.stdout, "%d problem(s)\n", rep.Problems)
+	}
+	switch {
+	case rep.Problems > 0:
+		return exitError
+	case unknown:
+		return exitNoDaemon
+	}
+	return exitOK
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/sessiond/sessiond/internal/config"
+	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/lease"
+	"github.com/sessiond/sessiond/internal/proc"
+	"github.com/sessiond/sessiond/internal/store"
+)
+
+// fixServe is the fix for anything a dead daemon left: startup reaps,
+// closes open turns and releases leases before it listens.
+const fixServe = "run `sessiond serve` once: startup reaps and releases"
+
+// doctorOffline inspects the state directory read-only when no daemon
+// answers on the socket. A store still locked means a daemon runs on it
+// elsewhere (another socket): nothing can be checked.
+func doctorOffline(e *ctlEnv, rep *doctorReport) {
+	dir, err := config.StateDir(doctorStateDir, os.Getenv)
+	if err != nil {
+		rep.add(doctorCheck{Name: "store", Unknown: true, Detail: err.Error()})
+		return
+	}
+	rep.StateDir = dir
+	path := filepath.Join(dir, "sessiond.db")
+	if _, err := os.Stat(path); err != nil {
+		rep.add(doctorCheck{Name: "store", Unknown: true, Detail: fmt.Sprintf("no store at %s: %v", path, err)})
+		return
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 2 * time.Second})
+	if errors.Is(err, bolt.ErrTimeout) {
+		rep.add(doctorCheck{Name: "store", Unknown: true,
+			Detail: fmt.Sprintf("%s is locked: a sessiond runs on this state dir but not on %s (pass its --socket)", path, e.socket)})
+		return
+	}
+	if err != nil {
+		rep.add(doctorCheck{Name: "store", Unknown: true, Detail: fmt.Sprintf("open %s: %v", path, err)})
+		return
+	}
+	defer db.Close()
+	var version uint64
+	var stateID string
+	db.View(func(tx *bolt.Tx) error {
+		version = store.Version(tx)
+		if m := tx.Bucket(store.BucketMeta); m != nil {
+			stateID = string(m.Get([]byte("state_id")))
+		}
+		return nil
+	})
+	rep.StateID = stateID
+	schema := doctorCheck{Name: "schema", Detail: fmt.Sprintf("version %d, this sessiond writes %d", version, store.SchemaVersion)}
+	if version > store.SchemaVersion {
+		schema.Problems = append(schema.Problems, doctorProblem{
+			What: fmt.Sprintf("store schema %d is newer than this sessiond (%d)", version, store.SchemaVersion),
+			Fix:  "run the newer sessiond that wrote it (this one refuses to serve it)"})
+	}
+	rep.add(schema)
+	rep.add(doctorLeases(db))
+	rep.add(doctorOpenTurns(db))
+	rep.add(doctorTagged(stateID, func(proc.Tagged) bool { return false },
+		func(t proc.Tagged) string {
+			return fmt.Sprintf("kill %d   # or start `sessiond serve`: it reaps", t.PID)
+		}))
+}
+
+// doctorLeases: with no daemon, every live or reserved lease is left over.
+func doctorLeases(db *bolt.DB) doctorCheck {
+	c := doctorCheck{Name: "leases"}
+	recs, err := lease.New(db, nil, time.Now).List()
+	if err != nil {
+		c.Unknown, c.Detail = true, "read leases: "+err.Error()
+		return c
+	}
+	for id, r := range recs {
+		if r.Status == lease.Released {
+			continue
+		}
+		what := fmt.Sprintf("session %s: lease %s at fence %d with no daemon", id, r.Status, r.Fence)
+		if o := r.Owner; o != nil && o.PID > 0 {
+			st := proc.Probe(proc.Identity{PID: o.PID, StartTicks: o.StartTicks, BootID: o.BootID})
+			what += fmt.Sprintf("; owner pid %d is %s", o.PID, st)
+		}
+		c.Problems = append(c.Problems, doctorProblem{What: what, Fix: fixServe})
+	}
+	c.Detail = fmt.Sprintf("%d leases, %d left over", len(recs), len(c.Problems))
+	return c
+}
+
+// doctorOpenTurns finds journals whose last turn event is a turn.started:
+// with no daemon, no child runs, so the turn is stuck "working".
+func doctorOpenTurns(db *bolt.DB) doctorCheck {
+	c := doctorCheck{Name: "open-turns"}
+	n := 0
+	err := db.View(func(tx *bolt.Tx) error {
+		jb := tx.Bucket(store.BucketJournal)
+		if jb == nil {
+			return nil
+		}
+		return jb.ForEachBucket(func(id []byte) error {
+			n++
+			evs := jb.Bucket(id).Bucket([]byte("events"))
+			if evs == nil {
+				return nil
+			}
+			cur := evs.Cursor()
+			for k, v := cur.Last(); k != nil; k, v = cur.Prev() {
+				var ev event.Event
+				if json.Unmarshal(v, &ev) != nil {
+					continue
+				}
+				if ev.Type == event.TurnCompleted {
+					return nil
+				}
+				if ev.Type == event.TurnStarted {
+					c.Problems = append(c.Problems, doctorProblem{
+						What: fmt.Sprintf("session %s: turn %s open (seq %d) and no provider child", id, ev.TurnID, ev.Seq),
+						Fix:  fixServe})
+					return nil
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		c.Unknown, c.Detail = true, "read journals: "+err.Error()
+		return c
+	}
+	c.Detail = fmt.Sprintf("%d journals", n)
+	return c
+}
