@@ -35,7 +35,9 @@ func TestFileChangeApprovalWithStringID(t *testing.T) {
 	}
 	// A numeric request id is answered with a number, and named by its text.
 	f.send(t, map[string]any{"id": 12, "method": "item/commandExecution/requestApproval", "params": map[string]any{"turnId": "pt"}})
-	f.rec.waitFor(t, event.ApprovalRequested, "t_1")
+	if req := decode[event.ApprovalRequestedData](t, f.rec.waitForNth(t, event.ApprovalRequested, "t_1", 2)); req.RequestID != "12" {
+		t.Fatalf("second approval.requested %+v", req)
+	}
 	go func() { errc <- f.a.Respond(context.Background(), "12", true) }()
 	if ans := f.expect(t, ""); ans["id"] != float64(12) || ans["result"].(map[string]any)["decision"] != "accept" {
 		t.Fatalf("answer %v", ans)

@@ -164,6 +164,31 @@ func (r *recorder) all() []event.Draft {
 	return append([]event.Draft(nil), r.evs...)
 }
 
+// waitForNth is waitFor for the n-th (1-based) matching event.
+func (r *recorder) waitForNth(t testing.TB, typ, turn string, n int) event.Draft {
+	t.Helper()
+	deadline := time.After(waitLong)
+	for {
+		r.mu.Lock()
+		seen := 0
+		for _, d := range r.evs {
+			if d.Type == typ && (turn == "" || d.TurnID == turn) {
+				if seen++; seen == n {
+					r.mu.Unlock()
+					return d
+				}
+			}
+		}
+		ch := r.changed
+		r.mu.Unlock()
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("no %d-th %s event for turn %q; got %s", n, typ, turn, typesOf(r.all()))
+		}
+	}
+}
+
 // waitFor blocks until an event of type typ (and turn, when not empty) was
 // emitted and returns it.
 func (r *recorder) waitFor(t testing.TB, typ, turn string) event.Draft {
