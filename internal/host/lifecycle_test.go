@@ -2,7 +2,11 @@ package host
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sessiond/sessiond/internal/api"
@@ -225,4 +229,32 @@ func TestExitUnprovenKeepsSessionAndRetries(t *testing.T) {
 		t.Fatal("retried close did not forget the session")
 	}
 	f.tail(id, event.ProviderExited, event.SessionEnded, event.LeaseReleased)
+}
+
+// The provider env is pinned into the record at create: a later change of
+// the profile (another CODEX_HOME) does not move an existing session.
+func TestProviderEnvPinnedAtCreate(t *testing.T) {
+	f := newFixture(t)
+	p := f.h.o.Providers["echo"]
+	p.Env = maps.Clone(p.Env)
+	p.Env["CODEX_HOME"] = "/accounts/first"
+	f.h.o.Providers["echo"] = p
+	id := f.create("echo")
+	p.Env = maps.Clone(p.Env)
+	p.Env["CODEX_HOME"] = "/accounts/second"
+	f.h.o.Providers["echo"] = p
+	hr := f.hold(id, "h", "c1")
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", hr.PID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, kv := range strings.Split(string(env), "\x00") {
+		if strings.HasPrefix(kv, "CODEX_HOME=") {
+			got = append(got, kv)
+		}
+	}
+	if len(got) == 0 || got[len(got)-1] != "CODEX_HOME=/accounts/first" {
+		t.Fatalf("child env CODEX_HOME %v, want the pinned /accounts/first last", got)
+	}
 }

@@ -83,6 +83,7 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 		for _, t := range bySession[id] {
 			tv := proc.Reap(ctx, t.Identity, proc.Tags{SessionID: id, Fence: t.Fence, StateID: h.st.StateID}, h.o.Ladder)
 			reaped++
+			h.log.Info("tagged orphan reaped", "session_id", id, "fence", t.Fence, "pid", t.PID, "root", tv.Root.String())
 			if tv.Root != proc.Exited {
 				v.Tree = tv.Root
 			}
