@@ -203,8 +203,8 @@ func (h *Host) info(r store.Record) api.SessionInfo {
 // Counts is daemon.status's session counts.
 func (h *Host) Counts() api.SessionCounts {
 	var c api.SessionCounts
-	if recs, err := h.st.ListRecords(nil); err == nil {
-		c.Stored = len(recs)
+	if n, err := h.st.CountRecords(); err == nil {
+		c.Stored = n
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()

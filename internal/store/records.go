@@ -100,3 +100,14 @@ func (s *Store) DeleteRecord(id string) error {
 		return tx.Bucket(BucketSessions).Delete([]byte(id))
 	})
 }
+
+// CountRecords returns how many session records are stored, without
+// decoding them.
+func (s *Store) CountRecords() (int, error) {
+	n := 0
+	err := s.DB.View(func(tx *bolt.Tx) error {
+		n = tx.Bucket(BucketSessions).Stats().KeyN
+		return nil
+	})
+	return n, err
+}

@@ -1,0 +1,99 @@
+package store
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestOpenMigratesAndKeepsStateID(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := s.StateID
+	if len(id) != 16 {
+		t.Fatalf("state id %q", id)
+	}
+	s.DB.View(func(tx *bolt.Tx) error {
+		if v := Version(tx); v != SchemaVersion {
+			t.Errorf("schema version %d, want %d", v, SchemaVersion)
+		}
+		return nil
+	})
+	s.Close()
+	s, err = Open(dir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.StateID != id {
+		t.Fatalf("state id changed across opens: %q -> %q", id, s.StateID)
+	}
+}
+
+func TestSecondOpenIsLocked(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := Open(dir, 100*time.Millisecond); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second open: %v, want ErrLocked", err)
+	}
+}
+
+func TestSchemaTooNewRefused(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.DB.Update(func(tx *bolt.Tx) error { return tx.Bucket(BucketMeta).Put(keySchemaVersion, U64(SchemaVersion+1)) })
+	s.Close()
+	if _, err := Open(dir, time.Second); !errors.Is(err, ErrSchemaTooNew) {
+		t.Fatalf("open of a newer schema: %v", err)
+	}
+}
+
+func TestRecordsCRUDAndBadRow(t *testing.T) {
+	s, err := Open(t.TempDir(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.PutRecord(Record{ID: "s_aaaaaaaa", Provider: "echo", Cwd: "/"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UpdateRecord("s_aaaaaaaa", func(r *Record) { r.ThreadID = "thr" }); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.GetRecord("s_aaaaaaaa"); err != nil || r.ThreadID != "thr" {
+		t.Fatalf("get %+v %v", r, err)
+	}
+	if _, err := s.GetRecord("s_missing0"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing: %v", err)
+	}
+	s.DB.Update(func(tx *bolt.Tx) error { return tx.Bucket(BucketSessions).Put([]byte("s_garbage0"), []byte("{not json")) })
+	var bad []string
+	recs, err := s.ListRecords(func(id string, err error) { bad = append(bad, id) })
+	if err != nil || len(recs) != 1 || len(bad) != 1 || bad[0] != "s_garbage0" {
+		t.Fatalf("list %v bad %v err %v", recs, bad, err)
+	}
+	if n, _ := s.CountRecords(); n != 2 {
+		t.Fatalf("count %d", n)
+	}
+	if err := s.DeleteRecord("s_aaaaaaaa"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetRecord("s_aaaaaaaa"); !errors.Is(err, ErrNotFound) {
+		t.Fatal("record survived delete")
+	}
+}
