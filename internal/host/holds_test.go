@@ -171,3 +171,21 @@ func TestLegacySubscriptionIsAHold(t *testing.T) {
 		t.Fatal("not evicted after legacy detach")
 	}
 }
+
+func TestPerConnectionLimits(t *testing.T) {
+	f := newFixture(t)
+	f.h.o.MaxHoldsPerConn, f.h.o.MaxSubsPerConn = 1, 1
+	ctx := context.Background()
+	a, b := f.create("echo"), f.create("echo")
+	f.hold(a, "h", "c1")
+	_, err := f.h.Hold(ctx, "c1", api.HoldParams{SessionID: b, HolderID: "h"})
+	wantKind(t, err, api.KindLimitExceeded)
+	f.hold(b, "h", "c2") // another connection has its own budget
+	if _, _, err := f.h.Attach(ctx, "c1", api.AttachParams{SessionID: a}, false); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = f.h.Attach(ctx, "c1", api.AttachParams{SessionID: b}, false)
+	wantKind(t, err, api.KindLimitExceeded)
+	f.h.ConnClosed("c1")
+	f.h.ConnClosed("c2")
+}
