@@ -75,6 +75,10 @@ func benchEvents(ctx context.Context, b *bench) ([]figure, error) {
 		return nil, err
 	}
 	const chunk = 8
+	u0, err := readUsage(d.pid())
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	if err := sub.Call(ctx, "agentSession.send", api.SendParams{SessionID: id, Text: fmt.Sprintf("/flood %d %d", b.sz.floodN, chunk)}, nil); err != nil {
 		return nil, err
@@ -83,6 +87,10 @@ func benchEvents(ctx context.Context, b *bench) ([]figure, error) {
 	case <-done:
 	case <-time.After(5 * time.Minute):
 		return nil, errors.New("flood: no turn.completed within 5 min")
+	}
+	u1, err := readUsage(d.pid())
+	if err != nil {
+		return nil, err
 	}
 	if lagged.Load() {
 		return nil, errors.New("flood: the subscriber was detached as lagged")
@@ -112,6 +120,8 @@ func benchEvents(ctx context.Context, b *bench) ([]figure, error) {
 	return []figure{
 		atLeast("events.provider_deltas_per_s", float64(b.sz.floodN)/el.Seconds(), "deltas/s", 50000),
 		info("events.delivered_events_per_s", float64(len(got))/el.Seconds(), "events/s"),
+		// CPU time is steadier than wall time on a shared machine.
+		info("events.daemon_cpu_per_1k_deltas", float64(u1.cpuTicks-u0.cpuTicks)*1000/clkTck*1000/float64(b.sz.floodN), "ms"),
 		info("events.coalesced_deltas_per_event", float64(b.sz.floodN)/float64(max(deltas, 1)), "deltas"),
 		atMost("events.latency_p50", ms(pct(lat, 50)), "ms", window+10),
 		atMost("events.latency_p99", ms(pct(lat, 99)), "ms", window+10),
