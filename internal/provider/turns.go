@@ -106,15 +106,13 @@ func (a *Adapter) Respond(_ context.Context, requestID string, approve bool) err
 	if approve {
 		wire, decision = "accept", "approve"
 	}
-	// Hold emitMu across the write so that nothing the provider sends in
-	// reaction to the answer (turn/completed) is emitted before it.
-	a.emitMu.Lock()
-	defer a.emitMu.Unlock()
+	// Emit before writing: whatever the provider sends in reaction to the
+	// answer (turn/completed) is then necessarily emitted after it, and no
+	// lock is held across a write that a stalled provider could block.
+	// A failed write means the provider is gone; the turn ends with it.
+	a.emit(event.New(event.ApprovalResolved, ap.turnID, event.ApprovalResolvedData{RequestID: requestID, Decision: decision}))
 	if err := a.write(outResult{ID: ap.rawID, Result: map[string]string{"decision": wire}}); err != nil {
 		return fmt.Errorf("request %s: %w", requestID, err)
-	}
-	if !a.stopped {
-		a.o.Emit(event.New(event.ApprovalResolved, ap.turnID, event.ApprovalResolvedData{RequestID: requestID, Decision: decision}))
 	}
 	return nil
 }
