@@ -114,7 +114,7 @@ func (d *daemon) run() error {
 		defer stop()
 	}
 
-	ctx, stopSignals := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, beginShutdown, stopSignals := d.handleSignals()
 	defer stopSignals()
 	shutdown := make(chan struct{})
 	var once sync.Once
@@ -146,13 +146,13 @@ func (d *daemon) run() error {
 	}
 	var serveErr error
 	select {
-	case <-ctx.Done():
-		log.Info("signal received, shutting down")
+	case <-ctx.Done(): // logged by handleSignals
 	case <-shutdown:
 		log.Info("daemon.shutdown received, shutting down")
 	case serveErr = <-served:
 		log.Error("listener failed", "err", fmt.Sprint(serveErr))
 	}
+	beginShutdown() // from here on a signal is answered with a log line only
 	// Stop taking calls first (connections close, their holds end), then
 	// evict every live session, then the journal and the store (deferred).
 	srv.Close()
@@ -202,4 +202,42 @@ func (d *daemon) providers() (map[string]host.Provider, error) {
 		out[name] = hp
 	}
 	return out, nil
+}
+
+// handleSignals: the first SIGINT/SIGTERM cancels ctx (the daemon shuts
+// down through the eviction steps). Once shutting down (ctx cancelled by a
+// signal or by beginShutdown), a further signal is answered with a log
+// line, never a half-done exit. stop ends the watcher goroutine.
+func (d *daemon) handleSignals() (ctx context.Context, beginShutdown, stop func()) {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		for {
+			select {
+			case <-done:
+				return
+			case s := <-sigs:
+				if ctx.Err() == nil {
+					d.log.Info("signal received, shutting down", "signal", s.String())
+					cancel()
+					continue
+				}
+				d.log.Warn("signal received while shutting down: the evictions continue (the next start reaps whatever a SIGKILL leaves)",
+					"signal", s.String())
+			}
+		}
+	}()
+	var once sync.Once
+	return ctx, cancel, func() {
+		once.Do(func() {
+			signal.Stop(sigs)
+			close(done)
+			<-exited
+			cancel()
+		})
+	}
 }
