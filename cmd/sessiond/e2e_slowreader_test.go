@@ -17,7 +17,7 @@ import (
 // write_timeout; its hold ends through the backstop and the session is
 // evicted, while an observer keeps being served.
 func TestE2EStalledReaderClosed(t *testing.T) {
-	d := daemontest.Start(t, daemontest.Options{Config: "idle_timeout = \"100ms\"\nwrite_timeout = \"300ms\"\n"})
+	d := daemontest.Start(t, daemontest.Options{Config: "idle_timeout = \"100ms\"\nwrite_timeout = \"2s\"\n"})
 	events := make(chan event.Event, 100000)
 	obs, err := rpc.Dial(ctx10(t), d.Socket, rpc.ClientOptions{OnNotify: func(method string, p json.RawMessage) {
 		var n api.EventNotice
