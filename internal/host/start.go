@@ -157,7 +157,7 @@ func leaseError(id string, err error) error {
 	}
 	if errors.Is(err, lease.ErrUnverifiable) {
 		return &api.Error{Kind: api.KindSessionOwned, Msg: "session " + id + ": lease owner cannot be verified",
-			Err: err, Data: map[string]any{"reason_detail": "owner_unverifiable"}}
+			Err: err, Data: map[string]any{"owner": "unverifiable"}}
 	}
 	return fmt.Errorf("session %s: lease: %w", id, err)
 }
