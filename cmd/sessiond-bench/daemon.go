@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -149,7 +150,16 @@ func (b *bench) startDaemon(stateDir, config string) (*daemon, error) {
 func (d *daemon) pid() int { return d.cmd.Process.Pid }
 
 // stop asks for a clean shutdown (SIGTERM) and waits; SIGKILL after 30 s.
+// It first waits for the startup's listen step to be logged: the socket
+// accepts a moment before Startup returns, and a SIGTERM in that window
+// makes the daemon report a failed startup and exit 1.
 func (d *daemon) stop() error {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		if b, _ := os.ReadFile(d.logPath); bytes.Contains(b, []byte(`"step":"listen"`)) {
+			break
+		}
+		time.Sleep(time.Millisecond) // another process's log: nothing to wait on but the file
+	}
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-d.exited:

@@ -144,7 +144,13 @@ func machine() string {
 	if unix.Uname(&un) == nil {
 		kernel = unix.ByteSliceToString(un.Release[:])
 	}
-	return fmt.Sprintf("machine: nproc=%d cpu=%q mem=%s kernel=%s go=%s", runtime.NumCPU(), model, mem, kernel, runtime.Version())
+	load := "?"
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) >= 3 {
+			load = strings.Join(f[:3], ",")
+		}
+	}
+	return fmt.Sprintf("machine: nproc=%d cpu=%q mem=%s kernel=%s go=%s loadavg=%s", runtime.NumCPU(), model, mem, kernel, runtime.Version(), load)
 }
 
 // ratioAtMost: value/baseline must stay at or below r.
