@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"github.com/sessiond/sessiond/internal/proc"
 	"testing"
 	"time"
 
@@ -188,4 +189,36 @@ func TestPerConnectionLimits(t *testing.T) {
 	wantKind(t, err, api.KindLimitExceeded)
 	f.h.ConnClosed("c1")
 	f.h.ConnClosed("c2")
+}
+
+// A failed eviction from the release clock is retried with backoff, never
+// dropped; the retry succeeds once the child can be proven gone.
+func TestFailedIdleEvictionIsRetried(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	id := f.create("echo")
+	f.hold(id, "h", "c1")
+	real := f.h.stopChild
+	f.h.stopChild = func(ctx context.Context, c *proc.Child, l proc.Ladder) proc.Verdict {
+		return proc.Verdict{Root: proc.Unverifiable, Tree: proc.Unverifiable}
+	}
+	f.h.Release(ctx, "c1", api.ReleaseParams{SessionID: id, HolderID: "h"})
+	f.clk.Advance(idle)
+	si, _ := f.h.Get(ctx, id)
+	if f.h.lookup(id) == nil || si.ReleaseAt == nil {
+		t.Fatalf("failed eviction dropped or not re-armed: %+v", si)
+	}
+	f.clk.Advance(time.Second) // first retry fails again: backoff doubles
+	si, _ = f.h.Get(ctx, id)
+	if si.ReleaseAt == nil || si.ReleaseAt.Sub(f.clk.Now()) != 2*time.Second {
+		t.Fatalf("second retry not at +2s: %+v", si.ReleaseAt)
+	}
+	e := f.h.lookup(id)
+	e.mu.Lock()
+	f.h.stopChild = real
+	e.mu.Unlock()
+	f.clk.Advance(2 * time.Second)
+	if f.h.lookup(id) != nil {
+		t.Fatal("retried eviction did not succeed")
+	}
 }
