@@ -81,7 +81,9 @@ func TestRecordsCRUDAndBadRow(t *testing.T) {
 	if _, err := s.GetRecord("s_missing0"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("missing: %v", err)
 	}
-	s.DB.Update(func(tx *bolt.Tx) error { return tx.Bucket(BucketSessions).Put([]byte("s_garbage0"), []byte("{not json")) })
+	s.DB.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(BucketSessions).Put([]byte("s_garbage0"), []byte("{not json"))
+	})
 	var bad []string
 	recs, err := s.ListRecords(func(id string, err error) { bad = append(bad, id) })
 	if err != nil || len(recs) != 1 || len(bad) != 1 || bad[0] != "s_garbage0" {
