@@ -108,6 +108,11 @@ func doctorOnline(e *ctlEnv, c *rpc.Client, rep *doctorReport) int {
 				What: fmt.Sprintf("session %s: lease live at fence %d but its owner pid %d is not running", s.SessionID, s.Fence, s.PID),
 				Fix:  "sessiond ctl close " + s.SessionID})
 		}
+		if s.Lease == "reserved" && s.State == "stored" {
+			leases.Problems = append(leases.Problems, doctorProblem{
+				What: fmt.Sprintf("session %s: lease reserved at fence %d and no start in progress", s.SessionID, s.Fence),
+				Fix:  "sessiond ctl shutdown, then sessiond serve: startup reaps and releases"})
+		}
 		if s.TurnRunning && s.PID == 0 {
 			turns.Problems = append(turns.Problems, doctorProblem{
 				What: fmt.Sprintf("session %s: a turn is open and no provider child runs", s.SessionID),

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -137,7 +138,14 @@ func holdEach(t *testing.T, c *rpc.Client, stateID string, ids []string) []strin
 			vs = append(vs, fmt.Sprintf("session %s cannot be held again after restart: %v", id, err))
 		}
 	}
-	vs = append(vs, checkOwned(listSessions(t, c), daemontest.TaggedProcesses(stateID))...)
+	held, tagged := listSessions(t, c), daemontest.TaggedProcesses(stateID)
+	for _, id := range ids {
+		if s := held[id]; s.Lease != "live" || s.State != "live" || s.PID == 0 || !slices.Contains(tagged, s.PID) {
+			vs = append(vs, fmt.Sprintf("session %s held: lease %s state %s pid %d is not a live tagged child of this daemon",
+				id, s.Lease, s.State, s.PID))
+		}
+	}
+	vs = append(vs, checkOwned(held, tagged)...)
 	for _, id := range ids {
 		var r api.CloseResult
 		if err := c.Call(ctxT(t), "agentSession.close", api.SessionParams{SessionID: id}, &r); err != nil {
