@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -97,19 +98,33 @@ func benchEvents(ctx context.Context, b *bench) ([]figure, error) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	var lat []time.Duration
+	var lat []time.Duration // of the delivered message.delta events
+	var completed time.Duration
 	text, deltas := 0, 0
 	for _, a := range got {
 		var n api.EventNotice
 		if err := json.Unmarshal(a.raw, &n); err != nil {
 			return nil, fmt.Errorf("flood: decode notice: %w", err)
 		}
-		lat = append(lat, a.at.Sub(n.Event.At))
+		switch n.Event.Type {
+		case event.MessageDelta:
+			lat = append(lat, a.at.Sub(n.Event.At))
+		case event.MessageCompleted:
+			completed = a.at.Sub(n.Event.At)
+		}
 		if n.Event.Type == event.MessageDelta {
 			var dd event.DeltaData
 			json.Unmarshal(n.Event.Data, &dd)
 			text += len(dd.Text)
 			deltas++
+		}
+	}
+	if os.Getenv("SESSIOND_BENCH_DEBUG") != "" {
+		for i, a := range got {
+			var n api.EventNotice
+			json.Unmarshal(a.raw, &n)
+			fmt.Fprintf(b.log, "event %d seq=%d type=%s bytes=%d at=+%v arrived=+%v lat=%v\n", i, n.Event.Seq, n.Event.Type,
+				len(a.raw), n.Event.At.Sub(start), a.at.Sub(start), a.at.Sub(n.Event.At))
 		}
 	}
 	el := got[len(got)-1].at.Sub(start)
@@ -125,5 +140,8 @@ func benchEvents(ctx context.Context, b *bench) ([]figure, error) {
 		info("events.coalesced_deltas_per_event", float64(b.sz.floodN)/float64(max(deltas, 1)), "deltas"),
 		atMost("events.latency_p50", ms(pct(lat, 50)), "ms", window+10),
 		atMost("events.latency_p99", ms(pct(lat, 99)), "ms", window+10),
+		info("events.latency_max", ms(pct(lat, 100)), "ms"),
+		// message.completed carries the whole answer (floodN*8 bytes).
+		info("events.latency_message_completed", ms(completed), "ms"),
 	}, nil
 }
