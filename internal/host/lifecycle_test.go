@@ -258,3 +258,28 @@ func TestProviderEnvPinnedAtCreate(t *testing.T) {
 		t.Fatalf("child env CODEX_HOME %v, want the pinned /accounts/first last", got)
 	}
 }
+
+// Shutdown evicts every live session through the same steps, side by side.
+func TestShutdownEvictsEverySession(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	var ids []string
+	for range 3 {
+		id := f.create("stubborn")
+		f.hold(id, "h", "c1")
+		ids = append(ids, id)
+	}
+	if err := f.h.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		f.tail(id, event.ProviderExited, event.SessionEnded, event.LeaseReleased)
+		ended := f.waitFor(id, 0, isType(event.SessionEnded))
+		if data(ended)["reason"] != event.ReasonShutdown {
+			t.Fatalf("session.ended %s", ended.Data)
+		}
+	}
+	if left, _ := proc.ScanTagged(f.st.StateID); len(left) > 0 {
+		t.Fatalf("tagged processes after shutdown: %v", left)
+	}
+}

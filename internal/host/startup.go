@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/sessiond/sessiond/internal/event"
@@ -190,6 +191,9 @@ func (h *Host) restore(ctx context.Context) (string, int, error) {
 	return "sessions", len(recs), nil
 }
 
+// shutdownParallel bounds the evictions Shutdown runs at once.
+const shutdownParallel = 32
+
 // Shutdown evicts every live session through the same steps, then makes a
 // last cleanup attempt. It runs once; later calls wait for nothing.
 func (h *Host) Shutdown(ctx context.Context) error {
@@ -212,19 +216,35 @@ func (h *Host) Shutdown(ctx context.Context) error {
 	for _, s := range subs {
 		s.feed.Close()
 	}
-	var errs []error
+	// Sessions are independent: evict them side by side (a stubborn child
+	// costs the whole ladder), a bounded number at a time.
+	var (
+		errs  []error
+		errMu sync.Mutex
+		wg    sync.WaitGroup
+		slots = make(chan struct{}, shutdownParallel)
+	)
 	for _, id := range ids {
-		e := h.lockEntry(id, false)
-		if e == nil {
-			continue
-		}
-		if e.state == StateLive {
-			if _, err := h.evictLocked(ctx, e, evictShutdown); err != nil {
-				errs = append(errs, err)
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			e := h.lockEntry(id, false)
+			if e == nil {
+				return
 			}
-		}
-		e.mu.Unlock()
+			defer e.mu.Unlock()
+			if e.state != StateLive {
+				return
+			}
+			if _, err := h.evictLocked(ctx, e, evictShutdown); err != nil {
+				errMu.Lock()
+				errs = append(errs, err)
+				errMu.Unlock()
+			}
+		}()
 	}
+	wg.Wait()
 	h.cleanup.CloseAll(ctx)
 	waited := make(chan struct{})
 	go func() { h.wg.Wait(); close(waited) }()
