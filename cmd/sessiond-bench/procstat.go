@@ -17,6 +17,7 @@ type usage struct {
 	cpuTicks uint64 // utime+stime, all threads including exited ones
 	switches uint64 // voluntary+nonvoluntary context switches summed over live threads
 	rssKiB   uint64 // VmRSS
+	runNs    uint64 // on-CPU ns summed over live threads (/proc/<pid>/task/*/schedstat)
 }
 
 func readUsage(pid int) (usage, error) {
@@ -38,6 +39,15 @@ func readUsage(pid int) (usage, error) {
 	for _, t := range tasks {
 		kv := statusFields(t)
 		u.switches += kv["voluntary_ctxt_switches"] + kv["nonvoluntary_ctxt_switches"]
+	}
+	scheds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	for _, t := range scheds {
+		if b, err := os.ReadFile(t); err == nil {
+			if f := strings.Fields(string(b)); len(f) > 0 {
+				ns, _ := strconv.ParseUint(f[0], 10, 64)
+				u.runNs += ns
+			}
+		}
 	}
 	u.rssKiB = statusFields(fmt.Sprintf("/proc/%d/status", pid))["VmRSS"]
 	return u, nil
