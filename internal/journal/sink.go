@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/sessiond/sessiond/internal/event"
 )
@@ -57,9 +56,6 @@ func (p *pendingDelta) draft() event.Draft {
 // deltaText returns a delta's data.text; false when the data is not an
 // object with a string text (such a delta passes through uncoalesced).
 func deltaText(d event.Draft) (string, bool) {
-	if s, ok := plainDeltaText(d.Data); ok {
-		return s, true
-	}
 	var v struct {
 		Text *string `json:"text"`
 	}
@@ -67,28 +63,6 @@ func deltaText(d event.Draft) (string, bool) {
 		return "", false
 	}
 	return *v.Text, true
-}
-
-// plainDeltaText is deltaText's fast path for the shape event.New gives a
-// DeltaData without escapes: {"text":"…"} whose string holds no backslash,
-// quote or control byte and is valid UTF-8, so its bytes are the text.
-// Anything else goes through json.Unmarshal. (cmd/sessiond-bench measured
-// that Unmarshal at ~9% of the daemon's CPU under /flood.)
-func plainDeltaText(b []byte) (string, bool) {
-	const pre, suf = `{"text":"`, `"}`
-	if len(b) < len(pre)+len(suf) || string(b[:len(pre)]) != pre || string(b[len(b)-len(suf):]) != suf {
-		return "", false
-	}
-	t := b[len(pre) : len(b)-len(suf)]
-	for _, c := range t {
-		if c < 0x20 || c == '"' || c == '\\' {
-			return "", false
-		}
-	}
-	if !utf8.Valid(t) {
-		return "", false
-	}
-	return string(t), true
 }
 
 // Sink returns the session's sink, creating a fresh one when none is cached

@@ -209,19 +209,9 @@ func (s *stream) readHeaderFrame() ([]byte, error) {
 	return body, nil
 }
 
-// WriteObject implements jsonrpc2.ObjectStream. jsonrpc2 hands it a
-// message whose MarshalJSON already returns json.Marshal output: calling it
-// directly skips json.Marshal's extra validate-and-compact pass over the
-// whole message (measured by cmd/sessiond-bench: a third of the daemon's
-// CPU when serving 4096-event read pages).
+// WriteObject implements jsonrpc2.ObjectStream.
 func (s *stream) WriteObject(obj any) error {
-	var b []byte
-	var err error
-	if m, ok := obj.(json.Marshaler); ok {
-		b, err = m.MarshalJSON()
-	} else {
-		b, err = json.Marshal(obj)
-	}
+	b, err := json.Marshal(obj)
 	if err != nil {
 		return err
 	}
