@@ -30,6 +30,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	bin := fs.String("sessiond", "", "sessiond binary (default: go build ./cmd/sessiond into a temp dir)")
 	only := fs.String("only", "", "comma-separated groups to run: rpc,events,idle,probe,replay,startup,evict (default all)")
 	keep := fs.Bool("keep", false, "keep the temp dir (daemon logs) for inspection")
+	compare := fs.String("compare", "", "a second sessiond binary: each group runs twice per binary, alternating A B A B; B's figures end in @b")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -54,15 +55,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if *only != "" && !contains(strings.Split(*only, ","), g.name) {
 			continue
 		}
-		fmt.Fprintf(stderr, "sessiond-bench: %s ...\n", g.name)
-		figs, err := g.run(ctx, b)
-		for _, f := range figs {
-			fmt.Fprintln(stdout, f.line())
-		}
-		b.figs = append(b.figs, figs...)
-		if err != nil {
-			fmt.Fprintf(stderr, "sessiond-bench: %s: %v\n", g.name, err)
-			failed = true
+		for _, side := range sides(b.bin, *compare) {
+			b.bin = side.bin
+			fmt.Fprintf(stderr, "sessiond-bench: %s%s ...\n", g.name, side.suffix)
+			figs, err := g.run(ctx, b)
+			for _, f := range figs {
+				f.Name += side.suffix
+				fmt.Fprintln(stdout, f.line())
+				b.figs = append(b.figs, f)
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "sessiond-bench: %s: %v\n", g.name, err)
+				failed = true
+			}
 		}
 	}
 	fmt.Fprintln(stdout)
@@ -72,6 +77,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+type side struct{ bin, suffix string }
+
+// sides is the order binaries run in: A alone, or A B A B with --compare.
+func sides(a, b string) []side {
+	if b == "" {
+		return []side{{a, ""}}
+	}
+	return []side{{a, "@a"}, {b, "@b"}, {a, "@a"}, {b, "@b"}}
 }
 
 type group struct {
