@@ -33,6 +33,10 @@ type Error struct {
 	Step      string   // the step that failed or timed out
 	Completed []string // the steps that ran to completion before it
 	Err       error    // the step's error (context.DeadlineExceeded on a timeout)
+	// Abandoned is non-nil when the step timed out and was left running:
+	// it is closed once that step returns. A retry must wait for it, or
+	// the old step and the new one run side by side.
+	Abandoned <-chan struct{}
 }
 
 func (e *Error) Error() string {
@@ -62,20 +66,22 @@ func Run(ctx context.Context, steps []Step) ([]Result, error) {
 	var completed []string
 	for _, s := range steps {
 		start := time.Now()
-		err := runOne(ctx, s)
+		abandoned, err := runOne(ctx, s)
 		r := Result{Name: s.Name, OK: err == nil, Duration: time.Since(start), Err: err}
 		results = append(results, r)
 		if err != nil {
-			return results, &Error{Step: s.Name, Completed: completed, Err: err}
+			return results, &Error{Step: s.Name, Completed: completed, Err: err, Abandoned: abandoned}
 		}
 		completed = append(completed, s.Name)
 	}
 	return results, nil
 }
 
-func runOne(ctx context.Context, s Step) error {
+// runOne runs a step under its deadline. When the step outlives it, the
+// returned channel is closed once the step finally returns.
+func runOne(ctx context.Context, s Step) (<-chan struct{}, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	sctx, cancel := ctx, context.CancelFunc(func() {})
 	if s.Timeout > 0 {
@@ -83,20 +89,24 @@ func runOne(ctx context.Context, s Step) error {
 	}
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- s.Run(sctx) }()
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		done <- s.Run(sctx)
+	}()
 	select {
 	case err := <-done:
-		return err
+		return nil, err
 	case <-sctx.Done():
 		// Prefer a result that raced with the deadline.
 		select {
 		case err := <-done:
-			return err
+			return nil, err
 		default:
 		}
 		if errors.Is(sctx.Err(), context.DeadlineExceeded) {
-			return fmt.Errorf("%w after %s: %w", ErrStepTimeout, s.Timeout, sctx.Err())
+			return returned, fmt.Errorf("%w after %s: %w", ErrStepTimeout, s.Timeout, sctx.Err())
 		}
-		return sctx.Err()
+		return returned, sctx.Err()
 	}
 }

@@ -79,12 +79,21 @@ func TestRunStepTimeoutAbortsRest(t *testing.T) {
 		{Name: "later", Run: func(ctx context.Context) error { laterRan = true; return nil }},
 	}
 	_, err := Run(context.Background(), steps)
-	close(release)
-	<-stuckDone
 	var se *Error
 	if !errors.As(err, &se) || se.Step != "stuck" || !errors.Is(err, ErrStepTimeout) {
 		t.Fatalf("err %v, want timeout of step stuck", err)
 	}
+	if se.Abandoned == nil {
+		t.Fatal("a step left running is not reported as abandoned")
+	}
+	select {
+	case <-se.Abandoned:
+		t.Fatal("abandoned closed while the step still runs")
+	default:
+	}
+	close(release)
+	<-stuckDone
+	<-se.Abandoned
 	if laterRan {
 		t.Fatal("a step after the timed-out one ran")
 	}

@@ -31,7 +31,7 @@ func (h *Host) Close(ctx context.Context, id string) (api.CloseResult, error) {
 	}
 	steps, err := h.evictLocked(context.WithoutCancel(ctx), e, evictClosed)
 	if err != nil {
-		h.scheduleRetryLocked(e)
+		h.scheduleRetryLocked(e, evictClosed)
 		return api.CloseResult{Steps: steps}, err
 	}
 	return api.CloseResult{Steps: steps}, nil

@@ -88,7 +88,20 @@ func (h *Host) evictLocked(ctx context.Context, e *entry, cause evictCause) ([]a
 	h.mu.Unlock()
 
 	start := time.Now()
-	results, err := eviction.Run(ctx, h.plan(e, cause))
+	if e.leftBehind != nil {
+		select {
+		case <-e.leftBehind:
+			e.leftBehind = nil
+		case <-ctx.Done():
+		}
+	}
+	var results []eviction.Result
+	var err error
+	if e.leftBehind != nil {
+		err = &eviction.Error{Step: "wait-previous-attempt", Err: errors.New("a step of the previous attempt is still running")}
+	} else {
+		results, err = eviction.Run(ctx, h.plan(e, cause))
+	}
 	steps := make([]api.StepResult, len(results))
 	for i, r := range results {
 		steps[i] = api.StepResult{Name: r.Name, OK: r.OK, Ms: r.Duration.Milliseconds()}
@@ -99,16 +112,21 @@ func (h *Host) evictLocked(ctx context.Context, e *entry, cause evictCause) ([]a
 			"ms", time.Since(start).Milliseconds())
 		return steps, nil
 	}
+	var se *eviction.Error
+	errors.As(err, &se)
+	if se.Abandoned != nil {
+		e.leftBehind = se.Abandoned
+	}
 	h.mu.Lock()
 	if !e.gone {
 		e.state = prev
 		if prev == StateStarting {
-			e.state = StateLive // a failed start's teardown failed: treat as loaded
+			// A failed start whose teardown failed: loaded but unusable,
+			// so the next hold tears it down before starting afresh.
+			e.state, e.exited = StateLive, true
 		}
 	}
 	h.mu.Unlock()
-	var se *eviction.Error
-	errors.As(err, &se)
 	kind, outcome := api.KindEvictionFailed, "failed"
 	if errors.Is(err, ErrExitUnproven) {
 		kind, outcome = api.KindExitUnproven, "unproven"

@@ -131,6 +131,7 @@ func newFixture(t *testing.T, jopts ...journal.Options) *fixture {
 			"echo":      prov("echo"),
 			"stubborn":  prov("stubborn", "--ignore-sigterm", "--ignore-eof"),
 			"failstart": prov("failstart", "--exit-at-start"),
+			"slowstart": prov("slowstart", "--slow-start", "300"),
 		},
 	})
 	if err != nil {

@@ -78,7 +78,10 @@ func (h *Host) lockLiveEntry(ctx context.Context, id string) (*entry, error) {
 		h.mu.Unlock()
 		switch {
 		case e.state == StateLive && exited:
-			_, err := h.evictLocked(ctx, e, evictExited)
+			_, err := h.evictLocked(context.WithoutCancel(ctx), e, evictExited)
+			if err != nil {
+				h.scheduleRetryLocked(e, evictExited)
+			}
 			e.mu.Unlock()
 			if err != nil {
 				return nil, err
@@ -103,12 +106,15 @@ func (h *Host) Release(ctx context.Context, conn string, p api.ReleaseParams) (a
 	if _, err := h.record(p.SessionID); err != nil {
 		return api.ReleaseResult{}, err
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	e := h.sessions[p.SessionID]
-	if e == nil || e.gone {
+	// The session lock queues a release behind a hold still starting the
+	// child (a pipelined hold+release must not overtake it).
+	e := h.lockEntry(p.SessionID, false)
+	if e == nil {
 		return api.ReleaseResult{Released: false, Holders: []string{}}, nil
 	}
+	defer e.mu.Unlock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	released := h.dropHoldMapLocked(e, p.HolderID, p.HoldToken, "release")
 	return api.ReleaseResult{Released: released, Holders: holderIDs(e), ReleaseAt: e.releaseAt}, nil
 }
@@ -172,7 +178,16 @@ func (h *Host) releaseClockFired(e *entry, t Timer) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	h.mu.Lock()
-	stale := e.gone || e.idle != t || len(e.holds) > 0 || e.state != StateLive || h.closing
+	retrying, exited := e.retry > 0, e.exited
+	cause := evictIdle
+	switch {
+	case exited:
+		cause = evictExited
+	case retrying:
+		cause = e.retryWhy
+	}
+	// Holds keep a loaded child, but not one that is already gone.
+	stale := e.gone || e.idle != t || e.state != StateLive || h.closing || (len(e.holds) > 0 && !exited)
 	if !stale {
 		e.idle = nil
 	}
@@ -180,33 +195,36 @@ func (h *Host) releaseClockFired(e *entry, t Timer) {
 	if stale {
 		return
 	}
-	if h.busyLocked(e) {
+	// A running turn or pending approval defers an idle eviction; a retry of
+	// a failed teardown (whose open turn it is meant to close) goes ahead.
+	if !retrying && !exited && h.busyLocked(e) {
 		h.log.Debug("release clock re-armed: turn running", "session_id", e.id)
 		h.mu.Lock()
 		h.armLocked(e, h.o.IdleTimeout)
 		h.mu.Unlock()
 		return
 	}
-	if _, err := h.evictLocked(context.Background(), e, evictIdle); err != nil {
-		h.scheduleRetryLocked(e)
+	if _, err := h.evictLocked(context.Background(), e, cause); err != nil {
+		h.scheduleRetryLocked(e, cause)
 	}
 }
 
 // scheduleRetryLocked re-arms a failed eviction with backoff (1s, 2s, … 60s).
 // A hold meanwhile cancels it. Needs the session lock.
-func (h *Host) scheduleRetryLocked(e *entry) {
+func (h *Host) scheduleRetryLocked(e *entry, cause evictCause) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if e.gone || len(e.holds) > 0 {
-		return
+	if e.gone || (len(e.holds) > 0 && !e.exited) {
+		return // a hold keeps the loaded child; its next close retries
 	}
 	e.retry++
+	e.retryWhy = cause
 	d := time.Second << min(e.retry-1, 6)
 	d = min(d, time.Minute)
 	h.log.Warn("eviction will be retried", "session_id", e.id, "attempt", e.retry, "in", d)
 	retry := e.retry
 	h.armLocked(e, d)
-	e.retry = retry
+	e.retry, e.retryWhy = retry, cause
 }
 
 // ConnClosed ends the holds last taken on conn and its subscriptions.

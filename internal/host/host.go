@@ -108,8 +108,9 @@ type entry struct {
 	holds     map[string]*hold
 	idle      Timer // release clock, nil when not armed
 	releaseAt *time.Time
-	retry     int // failed evictions in a row
-	exited    bool
+	retry     int        // failed evictions in a row
+	retryWhy  evictCause // the cause a retry evicts with
+	exited    bool       // the child exited, or its start failed: a teardown is owed
 	pid       int
 	fence     uint64
 	threadID  string
@@ -122,6 +123,9 @@ type entry struct {
 	sink     *journal.Sink
 	verdict  *proc.Verdict
 	tailDone map[string]bool // eviction tail rows already written (idempotent retries)
+	// leftBehind is closed when a step that outlived its deadline in an
+	// earlier attempt returns; no new attempt starts before it has.
+	leftBehind <-chan struct{}
 }
 
 // hold is one holder of a session.

@@ -59,6 +59,7 @@ func (h *Host) startLocked(ctx context.Context, e *entry) (err error) {
 		}
 		if _, eerr := h.evictLocked(context.WithoutCancel(ctx), e, evictStartFailed); eerr != nil {
 			h.log.Error("teardown after failed start", "session_id", e.id, "err", eerr)
+			h.scheduleRetryLocked(e, evictStartFailed)
 		}
 		h.log.Warn("provider failed to start", "session_id", e.id, "provider", rec.Provider, "err", cause)
 		return &api.Error{Kind: api.KindProviderFailed, Msg: fmt.Sprintf("session %s: provider %s", e.id, rec.Provider),
@@ -97,7 +98,7 @@ func (h *Host) startLocked(ctx context.Context, e *entry) (err error) {
 		}
 		e.rec.ThreadID = res.ThreadID
 	}
-	if _, err := e.sink.Commit(ctx, event.New(event.ProviderStarted, "", map[string]any{
+	if _, err := e.sink.Commit(sctx, event.New(event.ProviderStarted, "", map[string]any{
 		"pid": id.PID, "threadId": res.ThreadID, "resumed": res.Resumed})); err != nil {
 		return fail(fmt.Errorf("journal: %w", err))
 	}
@@ -144,7 +145,7 @@ func (h *Host) watch(e *entry, child *proc.Child) {
 		return // torn down, or failed to start, under someone else's hand
 	}
 	if _, err := h.evictLocked(context.Background(), e, evictExited); err != nil {
-		h.scheduleRetryLocked(e)
+		h.scheduleRetryLocked(e, evictExited)
 	}
 }
 

@@ -68,7 +68,9 @@ func (h *Host) Send(ctx context.Context, p api.SendParams) (api.SendResult, erro
 		return api.SendResult{}, fmt.Errorf("session %s: journal turn.started: %w", e.id, err)
 	}
 	h.count(func(c *counters) { c.sends++ })
-	if err := e.adapter.StartTurn(ctx, turnID, p.Text); err != nil {
+	// The write-ahead row is committed: the turn must reach the provider
+	// even if the caller goes away now (the adapter bounds the wait).
+	if err := e.adapter.StartTurn(context.WithoutCancel(ctx), turnID, p.Text); err != nil {
 		if errors.Is(err, provider.ErrExited) {
 			// The child is gone: its teardown completes the turn interrupted.
 			return api.SendResult{TurnID: turnID}, nil
