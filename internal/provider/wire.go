@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
+	"time"
 )
 
 // message is any line of the wire: a request (id+method), a notification
@@ -109,10 +111,26 @@ func (a *Adapter) write(v any) error {
 	b = append(b, '\n')
 	a.writeMu.Lock()
 	defer a.writeMu.Unlock()
+	// A provider that stops reading must not block its caller (who may hold
+	// the session lock the close ladder needs): a pipe's write is bounded by
+	// the request timeout.
+	if d, ok := a.o.In.(writeDeadliner); ok {
+		if d.SetWriteDeadline(time.Now().Add(a.o.RequestTimeout)) == nil {
+			defer d.SetWriteDeadline(time.Time{})
+		}
+	}
 	if _, err := a.o.In.Write(b); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return fmt.Errorf("provider: write stdin: not read for %s: %w", a.o.RequestTimeout, ErrTimeout)
+		}
 		return fmt.Errorf("provider: write stdin: %w: %w", ErrExited, err)
 	}
 	return nil
+}
+
+// writeDeadliner is a stdin that can bound a write (an *os.File pipe).
+type writeDeadliner interface {
+	SetWriteDeadline(t time.Time) error
 }
 
 type outRequest struct {
