@@ -135,6 +135,16 @@ func (d *daemon) run() error {
 		return nil
 	}
 	if err := h.Startup(ctx, listen); err != nil {
+		if ctx.Err() != nil {
+			// A signal during startup is a shutdown request, not a failure.
+			beginShutdown()
+			srv.Close()
+			if err := d.shutdownHost(h); err != nil {
+				return err
+			}
+			log.Info("stopped during startup")
+			return nil
+		}
 		if errors.Is(err, rpc.ErrSocketInUse) {
 			log.Error("another sessiond is accepting on this socket", "socket", d.socket, "err", err.Error())
 		} else {
