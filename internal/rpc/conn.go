@@ -105,8 +105,9 @@ func (c *conn) call(ctx context.Context, m method, req *jsonrpc2.Request) (res a
 
 func (c *conn) reply(ctx context.Context, req *jsonrpc2.Request, res any, err error) {
 	var then func()
+	var we *jsonrpc2.Error
 	if err != nil {
-		we := toWire(err)
+		we = toWire(err)
 		lvl := slog.LevelInfo
 		if we.Code == CodeInternal {
 			lvl = slog.LevelError
@@ -114,20 +115,32 @@ func (c *conn) reply(ctx context.Context, req *jsonrpc2.Request, res any, err er
 		c.srv.stats.errored(reasonOf(we))
 		c.log.Log(ctx, lvl, "rpc error", "method", req.Method, "id", req.ID.String(), "code", we.Code,
 			"reason", reasonOf(we), "err", err.Error())
-		err = c.jc.ReplyWithError(ctx, req.ID, we)
-	} else {
-		if ar, ok := res.(*afterReply); ok {
-			res, then = ar.result, ar.then
-		}
-		err = c.jc.Reply(ctx, req.ID, res)
+	} else if ar, ok := res.(*afterReply); ok {
+		res, then = ar.result, ar.then
 	}
-	if err != nil {
+	if err = c.writeResponse(req.ID, res, we); err != nil {
 		c.log.Debug("reply not written", "method", req.Method, "err", err.Error())
 		return
 	}
 	if then != nil {
 		then()
 	}
+}
+
+// writeResponse encodes a response once (see reply.go) and writes it to
+// the stream, unless the connection is already closed (as jsonrpc2's
+// Reply would refuse it).
+func (c *conn) writeResponse(id jsonrpc2.ID, res any, we *jsonrpc2.Error) error {
+	select {
+	case <-c.jc.DisconnectNotify():
+		return jsonrpc2.ErrClosed
+	default:
+	}
+	b, err := encodeResponse(id, res, we)
+	if err != nil {
+		return err
+	}
+	return c.st.writeOwned(b)
 }
 
 func reasonOf(e *jsonrpc2.Error) string {
@@ -191,6 +204,19 @@ func (c *conn) notify(method string, params any) error {
 	return c.st.writeBytes(b)
 }
 
+// notifyEvent is notify(NotifyEvent, n) with the event encoded by hand
+// (see reply.go): the same bytes, no reflection.
+func (c *conn) notifyEvent(n api.EventNotice) error {
+	if !c.has(notifyCaps[NotifyEvent]) {
+		return nil
+	}
+	b, err := encodeEventNotice(n)
+	if err != nil {
+		return err
+	}
+	return c.st.writeOwned(b)
+}
+
 // startPump forwards sub's events as notifications, after the attach reply.
 func (c *conn) startPump(sub api.Subscription, lastSeq uint64) {
 	if sub == nil {
@@ -233,7 +259,7 @@ func (c *conn) pump(sub api.Subscription, last uint64) {
 		case err != nil:
 			return
 		}
-		if err := c.notify(NotifyEvent, api.EventNotice{SubscriptionID: sub.ID(), Event: ev}); err != nil {
+		if err := c.notifyEvent(api.EventNotice{SubscriptionID: sub.ID(), Event: ev}); err != nil {
 			return
 		}
 		last = ev.Seq

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
-	"github.com/sessiond/sessiond/internal/event"
 )
 
 func hInitialize(_ context.Context, c *conn, params json.RawMessage) (any, error) {
@@ -164,10 +163,14 @@ func hAttach(ctx context.Context, c *conn, params json.RawMessage) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	if r.Events == nil {
-		r.Events = []event.Event{}
+	raw, err := encodeAttach(r)
+	if err != nil {
+		if sub != nil { // never pumped
+			c.srv.o.Backend.Detach(context.WithoutCancel(ctx), c.id, sub.ID())
+		}
+		return nil, err
 	}
-	return &afterReply{result: r, then: func() { c.startPump(sub, r.LastSeq) }}, nil
+	return &afterReply{result: raw, then: func() { c.startPump(sub, r.LastSeq) }}, nil
 }
 
 func hRead(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
@@ -182,10 +185,10 @@ func hRead(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
 		return nil, err
 	}
 	r, err := c.srv.o.Backend.Read(ctx, p)
-	if err == nil && r.Events == nil {
-		r.Events = []event.Event{}
+	if err != nil {
+		return nil, err
 	}
-	return r, err
+	return encodeRead(r)
 }
 
 func hDetach(ctx context.Context, c *conn, params json.RawMessage) (any, error) {

@@ -219,11 +219,20 @@ func (s *stream) WriteObject(obj any) error {
 }
 
 func (s *stream) writeBytes(b []byte) error {
+	return s.writeOwned(b[:len(b):len(b)]) // b may be shared: no append in place
+}
+
+// writeOwned writes one message whose body b the caller hands over: the
+// line framing's "\n" goes into b's spare capacity when it has some, so a
+// large body is not copied again. (One write(2), not writev: the race
+// detector sees an ordering through write and read, not through writev.)
+func (s *stream) writeOwned(b []byte) error {
 	var frame []byte
 	if s.framing == FramingHeader {
-		frame = append([]byte("Content-Length: "+strconv.Itoa(len(b))+"\r\n\r\n"), b...)
+		hdr := "Content-Length: " + strconv.Itoa(len(b)) + "\r\n\r\n"
+		frame = append(append(make([]byte, 0, len(hdr)+len(b)), hdr...), b...)
 	} else {
-		frame = append(append(make([]byte, 0, len(b)+1), b...), '\n')
+		frame = append(b, '\n')
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
