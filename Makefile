@@ -28,7 +28,7 @@ lint:
 	$(GO) vet ./...
 
 chaos:
-	$(GO) test -race -run Chaos -count=1 -timeout 30m ./internal/chaos/... -args -rounds=200
+	$(GO) test -race -v -run Chaos -count=1 -timeout 60m ./internal/chaos/ -args -rounds=200
 
 clean:
 	rm -rf bin
