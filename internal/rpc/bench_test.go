@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -117,5 +118,36 @@ func BenchmarkEventNotifyServerOnly(b *testing.B) {
 		if _, err := br.ReadSlice('\n'); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkCallServerOnly: one round trip per iteration from a raw
+// newline client (no jsonrpc2 on the client side), so a CPU profile shows
+// the server's own request path; per method.
+func BenchmarkCallServerOnly(b *testing.B) {
+	for _, m := range []struct{ name, req string }{
+		{"status", `{"jsonrpc":"2.0","id":3,"method":"daemon.status"}`},
+		{"hold", `{"jsonrpc":"2.0","id":3,"method":"agentSession.hold","params":{"sessionId":"s_aaaaaaaa","holderId":"h"}}`},
+	} {
+		b.Run(m.name, func(b *testing.B) {
+			ts := startServerTB(b, newFake(), nil)
+			nc, err := net.Dial("unix", ts.path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer nc.Close()
+			br := bufio.NewReaderSize(nc, 1<<16)
+			io.WriteString(nc, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"capabilities":["agent-session.structured.hold.v1"]}}`+"\n")
+			br.ReadSlice('\n')
+			req := []byte(m.req + "\n")
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				nc.Write(req)
+				if line, err := br.ReadSlice('\n'); err != nil || !bytes.Contains(line, []byte(`"result"`)) {
+					b.Fatalf("%s: %v", line, err)
+				}
+			}
+		})
 	}
 }

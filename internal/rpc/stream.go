@@ -88,11 +88,22 @@ func (s *stream) readObject(v any) error {
 			}
 			continue
 		}
-		if err := json.Unmarshal(b, v); err != nil {
+		if err := unmarshal(b, v); err != nil {
 			return fmt.Errorf("%w: %w", ErrMalformed, err)
 		}
 		return nil
 	}
+}
+
+// unmarshal decodes one message into v. jsonrpc2 hands a value with its
+// own UnmarshalJSON, which decodes b with json.Unmarshal (validating all of
+// it) before anything else: calling it directly spares json.Unmarshal's
+// own validating pass over b.
+func unmarshal(b []byte, v any) error {
+	if u, ok := v.(json.Unmarshaler); ok {
+		return u.UnmarshalJSON(b)
+	}
+	return json.Unmarshal(b, v)
 }
 
 var batchErrorJSON = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batches are not supported","data":{"reason":"batch_not_supported"}}}`)
