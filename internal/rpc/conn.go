@@ -23,10 +23,12 @@ type conn struct {
 	id      string
 	framing Framing
 	log     *slog.Logger
-	jc      *jsonrpc2.Conn  // set once, before ready is closed
-	st      *stream         // notifications are written here directly
-	ready   chan struct{}   // closed once jc is set
+	st      *stream         // replies and notifications are written here directly
 	ctx     context.Context // cancelled when the connection closes
+	cancel  context.CancelFunc
+
+	done      chan struct{} // closed once reading has ended
+	closeOnce sync.Once
 
 	mu          sync.Mutex
 	initialized bool
@@ -36,14 +38,16 @@ type conn struct {
 	pumps       sync.WaitGroup // every subscription pump
 }
 
-// Handle implements jsonrpc2.Handler. It runs on the connection's read
-// loop: requests before initialize is answered, and fast methods, are
-// answered inline and so in order; slow methods run in their own goroutine.
-func (c *conn) Handle(ctx context.Context, jc *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	<-c.ready // NewConn starts reading before it returns the *Conn
+// handle answers one request. It runs on the reading goroutine: requests
+// before initialize is answered, and fast methods, are answered inline and
+// so in order; a slow method runs inline too, but reading moves to another
+// goroutine if it takes longer than handoffAfter (handedOff: the caller
+// must stop reading).
+func (c *conn) handle(req *jsonrpc2.Request) (handedOff bool) {
+	ctx := c.ctx
 	if req.Notif {
 		c.log.Debug("notification ignored", "method", req.Method)
-		return
+		return false
 	}
 	c.mu.Lock()
 	inited := c.initialized
@@ -67,7 +71,7 @@ func (c *conn) Handle(ctx context.Context, jc *jsonrpc2.Conn, req *jsonrpc2.Requ
 	}
 	if c.closing {
 		c.mu.Unlock()
-		return
+		return false
 	}
 	c.handlers.Add(1)
 	c.mu.Unlock()
@@ -82,10 +86,10 @@ func (c *conn) Handle(ctx context.Context, jc *jsonrpc2.Conn, req *jsonrpc2.Requ
 		c.reply(ctx, req, res, err)
 	}
 	if gateErr == nil && inited && m.slow {
-		go run()
-		return
+		return c.runInline(run)
 	}
 	run()
+	return false
 }
 
 // call runs one handler, turning a panic into -32603.
@@ -132,7 +136,7 @@ func (c *conn) reply(ctx context.Context, req *jsonrpc2.Request, res any, err er
 // Reply would refuse it).
 func (c *conn) writeResponse(id jsonrpc2.ID, res any, we *jsonrpc2.Error) error {
 	select {
-	case <-c.jc.DisconnectNotify():
+	case <-c.done:
 		return jsonrpc2.ErrClosed
 	default:
 	}

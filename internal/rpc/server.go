@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -13,8 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/config"
@@ -182,7 +179,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
-	c := &conn{srv: s, id: id, framing: framing, log: log, ready: make(chan struct{}), ctx: ctx, st: st}
+	c := &conn{srv: s, id: id, framing: framing, log: log, ctx: ctx, cancel: cancel, st: st, done: make(chan struct{})}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -191,9 +188,8 @@ func (s *Server) serveConn(nc net.Conn) {
 	s.conns[nc] = c
 	s.mu.Unlock()
 	log.Debug("connection framed", "framing", framing.String())
-	c.jc = jsonrpc2.NewConn(ctx, st, c, jsonrpc2.SetLogger(debugLogger{log}))
-	close(c.ready)
-	<-c.jc.DisconnectNotify()
+	c.readLoop() // returns when reading ended, or was handed to another goroutine
+	<-c.done
 	cancel() // handlers' and pumps' ctx
 	c.finish()
 	if rerr, werr := st.errs(); werr != nil {
@@ -241,14 +237,4 @@ func (s *Server) writeFault(log *slog.Logger, err error) {
 		return
 	}
 	log.Debug("connection closed while writing", "err", err.Error())
-}
-
-// debugLogger routes jsonrpc2's own log lines to debug level: the server
-// logs each fault once itself.
-type debugLogger struct{ log *slog.Logger }
-
-func (d debugLogger) Printf(format string, v ...any) {
-	if len(v) > 0 {
-		d.log.Debug("jsonrpc2", "detail", fmt.Sprintf(format, v...))
-	}
 }
