@@ -95,13 +95,14 @@ func (s *stream) readObject(v any) error {
 	}
 }
 
-// unmarshal decodes one message into v. jsonrpc2 hands a value with its
-// own UnmarshalJSON, which decodes b with json.Unmarshal (validating all of
-// it) before anything else: calling it directly spares json.Unmarshal's
-// own validating pass over b.
+// unmarshal decodes one message into v. The read loop's *inMessage
+// decodes b with json.Unmarshal (validating all of it) before anything
+// else, so json.Unmarshal's own validating pass is skipped for it; any
+// other v (a json.RawMessage copies without validating) goes through
+// json.Unmarshal.
 func unmarshal(b []byte, v any) error {
-	if u, ok := v.(json.Unmarshaler); ok {
-		return u.UnmarshalJSON(b)
+	if m, ok := v.(*inMessage); ok {
+		return m.UnmarshalJSON(b)
 	}
 	return json.Unmarshal(b, v)
 }
