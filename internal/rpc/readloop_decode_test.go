@@ -1,0 +1,99 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"reflect"
+	"testing"
+
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+// oneShot is a jsonrpc2.ObjectStream that hands out one message, then EOF.
+type oneShot struct {
+	msg  []byte
+	read bool
+	err  chan error // the decode error jsonrpc2 met, or nil
+}
+
+func (s *oneShot) ReadObject(v any) error {
+	if s.read {
+		return io.EOF
+	}
+	s.read = true
+	err := json.Unmarshal(s.msg, v)
+	s.err <- err
+	return err
+}
+func (s *oneShot) WriteObject(any) error { return nil }
+func (s *oneShot) Close() error          { return nil }
+
+// viaConn decodes msg as jsonrpc2.Conn decodes it: the request its handler
+// sees, or the decode error.
+func viaConn(t *testing.T, msg string) (*jsonrpc2.Request, error) {
+	t.Helper()
+	st := &oneShot{msg: []byte(msg), err: make(chan error, 1)}
+	got := make(chan *jsonrpc2.Request, 1)
+	h := jsonrpc2.HandlerWithError(func(_ context.Context, _ *jsonrpc2.Conn, r *jsonrpc2.Request) (any, error) {
+		got <- r
+		return nil, nil
+	})
+	jc := jsonrpc2.NewConn(context.Background(), st, h, jsonrpc2.SetLogger(discardLogger{}))
+	<-jc.DisconnectNotify()
+	if err := <-st.err; err != nil {
+		return nil, err
+	}
+	select {
+	case r := <-got:
+		return r, nil
+	default:
+		return nil, nil // a response: ignored
+	}
+}
+
+type discardLogger struct{}
+
+func (discardLogger) Printf(string, ...any) {}
+
+// TestDecodeLikeJSONRPC2: the read loop decodes each message as
+// jsonrpc2.Conn did: same error or not, same request (method, params
+// bytes, id, notification, meta, extra fields), responses ignored.
+func TestDecodeLikeJSONRPC2(t *testing.T) {
+	msgs := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"daemon.status"}`,
+		`{"jsonrpc":"2.0","id":"x<y","method":"m","params":{"b":1,"a":[1.50,"<"],"a":2}}`,
+		`{"jsonrpc":"2.0","id":-3,"method":"m","params":null}`,
+		`{"jsonrpc":"2.0","id":1.5,"method":"m"}`,
+		`{"jsonrpc":"2.0","id":null,"method":"m"}`,
+		`{"jsonrpc":"2.0","method":"m","params":[1,2]}`,
+		`{"jsonrpc":"2.0","id":true,"method":"m"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"m","meta":{"t":1},"extra":"e"}`,
+		`{"jsonrpc":"2.0","id":2,"method":7}`,
+		`{"jsonrpc":"2.0","id":5,"result":{"x":1}}`,
+		`{"jsonrpc":"2.0","id":5,"result":null}`,
+		`{"jsonrpc":"2.0","id":5,"result":false}`,
+		`{"jsonrpc":"2.0","id":5,"error":{"code":1,"message":"m"}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"m","result":1}`,
+		`{"jsonrpc":"2.0","id":1}`,
+		`{}`,
+		`null`,
+		`{"id":{"a":1},"result":1}`,
+	}
+	for _, msg := range msgs {
+		t.Run(msg, func(t *testing.T) {
+			want, werr := viaConn(t, msg)
+			var m inMessage
+			gerr := unmarshal([]byte(msg), &m)
+			if (werr == nil) != (gerr == nil) {
+				t.Fatalf("error %v, jsonrpc2's %v", gerr, werr)
+			}
+			if werr != nil {
+				return
+			}
+			if !reflect.DeepEqual(m.req, want) {
+				t.Fatalf("got  %+v\nwant %+v", m.req, want)
+			}
+		})
+	}
+}
