@@ -61,6 +61,13 @@ func TestE2ERestartReapsBeforeListen(t *testing.T) {
 	if err := c.Call(ctx10(t), "agentSession.send", map[string]any{"sessionId": s.SessionID, "text": "/orphan /sleep 60000"}, nil); err != nil {
 		t.Fatal(err)
 	}
+	// The kill must find the detached descendant already running.
+	for deadline := time.Now().Add(10 * time.Second); len(daemontest.TaggedProcesses(d.StateID)) < 2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no detached descendant: %v", daemontest.TaggedProcesses(d.StateID))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	d.Kill()
 	d2 := daemontest.Start(t, daemontest.Options{Config: cfg, StateDir: d.StateDir})
 	if pids := daemontest.TaggedProcesses(d2.StateID); len(pids) != 0 {

@@ -113,6 +113,19 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 			h.log.Info("tagged orphan reaped", "session_id", id, "pid", t.PID, "root", v.Root.String())
 		}
 	}
+	// A process being stopped may have forked one more tagged descendant
+	// after our scan: scan again until a pass finds none (bounded).
+	for pass := 0; pass < 3 && scanErr == nil; pass++ {
+		late, err := proc.ScanTagged(h.st.StateID)
+		if err != nil || len(late) == 0 {
+			break
+		}
+		for _, t := range late {
+			v := proc.Reap(ctx, t.Identity, proc.Tags{SessionID: t.SessionID, Fence: t.Fence, StateID: h.st.StateID}, h.o.Ladder)
+			reaped++
+			h.log.Info("tagged orphan reaped", "session_id", t.SessionID, "pid", t.PID, "root", v.Root.String(), "pass", pass+1)
+		}
+	}
 	h.count(func(c *counters) { c.orphans += reaped })
 	return "reaped", reaped, nil
 }
