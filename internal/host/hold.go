@@ -172,9 +172,9 @@ func (h *Host) disarmLocked(e *entry) {
 
 // releaseClockFired evicts e if nobody holds it and it is idle; a running
 // turn or pending approval re-arms the clock instead.
+// It is not counted in h.wg (an Add racing Shutdown's Wait is a misuse):
+// Shutdown takes every session lock, so it waits for a running eviction.
 func (h *Host) releaseClockFired(e *entry, t Timer) {
-	h.wg.Add(1)
-	defer h.wg.Done()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	h.mu.Lock()
