@@ -103,7 +103,7 @@ func (s *server) runTurn(th *thread, tu *activeTurn, text string) {
 			}
 		case <-tu.cancel:
 			s.dropApproval(ch)
-			s.finishTurn(th, tu, text, "", "interrupted")
+			s.finishTurn(th, tu, text, "", "interrupted", false)
 			return
 		case <-s.eof:
 			return
@@ -115,7 +115,7 @@ func (s *server) runTurn(th *thread, tu *activeTurn, text string) {
 		case <-t.C:
 		case <-tu.cancel:
 			t.Stop()
-			s.finishTurn(th, tu, text, "", "interrupted")
+			s.finishTurn(th, tu, text, "", "interrupted", false)
 			return
 		case <-s.eof:
 			t.Stop()
@@ -141,18 +141,19 @@ func (s *server) runTurn(th *thread, tu *activeTurn, text string) {
 		}
 	}
 	s.w.notify("item/completed", with("item", map[string]any{"type": "agentMessage", "id": itemID, "text": answer}))
-	s.finishTurn(th, tu, text, answer, "completed")
-	if d.forget {
+	s.finishTurn(th, tu, text, answer, "completed", d.forget)
+}
+
+// finishTurn records the turn in the thread's history (or, with forget,
+// deletes the thread), marks the thread idle and sends turn/completed
+// (which also flushes any flood). The file is settled before turn/completed
+// goes out: a client that stops us right after it sees the final state.
+func (s *server) finishTurn(th *thread, tu *activeTurn, text, answer, status string, forget bool) {
+	if forget {
 		if err := s.store.remove(th.id); err != nil {
 			s.log.Warn("forget thread", "thread_id", th.id, "err", err)
 		}
-	}
-}
-
-// finishTurn records the turn in the thread's history, marks the thread
-// idle and sends turn/completed (which also flushes any flood).
-func (s *server) finishTurn(th *thread, tu *activeTurn, text, answer, status string) {
-	if err := s.store.appendTurn(th.id, turnRecord{TurnID: tu.id, Input: text, Answer: answer, Status: status}); err != nil {
+	} else if err := s.store.appendTurn(th.id, turnRecord{TurnID: tu.id, Input: text, Answer: answer, Status: status}); err != nil {
 		s.log.Warn("append turn", "thread_id", th.id, "err", err)
 	}
 	s.mu.Lock()
