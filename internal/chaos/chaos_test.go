@@ -22,6 +22,7 @@ import (
 var (
 	rounds = flag.Int("rounds", 10, "kill/restart rounds")
 	seed   = flag.Int64("seed", 0, "random seed (0: from the clock); printed to replay a run")
+	attack = flag.Bool("hostile", true, "run a hostile client beside the workers")
 )
 
 func TestMain(m *testing.M) {
@@ -41,7 +42,7 @@ const workers = 3
 
 // totals are the figures of the summary line.
 type totals struct {
-	rounds, operations, orphans, eventsChecked, violations int
+	rounds, operations, orphans, eventsChecked, turnsChecked, violations int
 }
 
 // TestChaos runs the real daemon under a randomized workload from several
@@ -57,7 +58,7 @@ func TestChaos(t *testing.T) {
 	rec := newRecorder()
 	p := &pool{}
 	cwd := t.TempDir()
-	var ops atomic.Int64
+	var ops, hostileOps atomic.Int64
 	var tot totals
 	report := func(round int, vs []string) {
 		for _, v := range vs {
@@ -78,6 +79,11 @@ func TestChaos(t *testing.T) {
 			wg.Add(1)
 			go func() { defer wg.Done(); w.run(stop) }()
 		}
+		if *attack {
+			h := &hostile{socket: d.Socket, cwd: cwd, pool: p, ops: &hostileOps, rng: rand.New(rand.NewSource(rng.Int63()))}
+			wg.Add(1)
+			go func() { defer wg.Done(); h.run(stop) }()
+		}
 		time.Sleep(time.Duration(50+rng.Intn(1200)) * time.Millisecond) // the random kill moment (not a wait for anything)
 		d.Kill()
 		close(stop)
@@ -91,8 +97,9 @@ func TestChaos(t *testing.T) {
 		if pids := daemontest.TaggedProcesses(d.StateID); len(pids) != 0 {
 			vs = append(vs, fmt.Sprintf("tagged processes alive right after restart, before any hold: %v\n%s", pids, d.Log.String()))
 		}
-		checked, more := checkRestarted(t, c, rec, p.all())
+		checked, turns, more := checkRestarted(t, c, rec, p.all())
 		tot.eventsChecked += checked
+		tot.turnsChecked += turns
 		vs = append(vs, more...)
 		vs = append(vs, holdEach(t, c, d.StateID, p.all())...)
 		report(round, vs)
@@ -103,8 +110,8 @@ func TestChaos(t *testing.T) {
 	}
 	d.Kill()
 	tot.operations = int(ops.Load())
-	line := fmt.Sprintf("chaos: rounds=%d operations=%d orphans_found=%d events_checked=%d violations=%d seed=%d",
-		tot.rounds, tot.operations, tot.orphans, tot.eventsChecked, tot.violations, s)
+	line := fmt.Sprintf("chaos: rounds=%d operations=%d hostile_operations=%d orphans_found=%d events_checked=%d turns_checked=%d violations=%d seed=%d",
+		tot.rounds, tot.operations, hostileOps.Load(), tot.orphans, tot.eventsChecked, tot.turnsChecked, tot.violations, s)
 	t.Log(line)
 	fmt.Println(line)
 }

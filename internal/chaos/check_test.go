@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
@@ -33,12 +34,13 @@ func readAll(t *testing.T, c *rpc.Client, id string) ([]event.Event, error) {
 
 // checkRestarted checks a freshly restarted daemon before any hold: no
 // session live, every lease released, journals gapless with no open turn,
-// and every event a client saw still in the journal, identical. It returns
-// how many seen events it compared.
-func checkRestarted(t *testing.T, c *rpc.Client, rec *recorder, ids []string) (int, []string) {
+// every event a client saw still in the journal, identical, and every
+// completed turn's deltas adding up to its message. It returns how many
+// seen events and completed turns it compared.
+func checkRestarted(t *testing.T, c *rpc.Client, rec *recorder, ids []string) (int, int, []string) {
 	var vs []string
 	sessions := listSessions(t, c)
-	checked := 0
+	checked, turns := 0, 0
 	for _, id := range ids {
 		s, ok := sessions[id]
 		if !ok {
@@ -69,6 +71,9 @@ func checkRestarted(t *testing.T, c *rpc.Client, rec *recorder, ids []string) (i
 				delete(open, ev.TurnID)
 			}
 		}
+		n, lost := checkDeltas(id, evs)
+		turns += n
+		vs = append(vs, lost...)
 		if len(open) != 0 {
 			vs = append(vs, fmt.Sprintf("session %s: journal ends with open turns %v and no child", id, keys(open)))
 		}
@@ -82,6 +87,57 @@ func checkRestarted(t *testing.T, c *rpc.Client, rec *recorder, ids []string) (i
 				vs = append(vs, fmt.Sprintf("session %s: event seen by a client is lost: %s", id, describe(seen)))
 			} else if !sameEvent(got, seen) {
 				vs = append(vs, fmt.Sprintf("session %s: event changed: seen %s, journal %s", id, describe(seen), describe(got)))
+			}
+		}
+	}
+	return checked, turns, vs
+}
+
+// checkDeltas sees loss that seq numbers cannot: for every turn that
+// completed, the message deltas journaled for it concatenate to exactly
+// its message.completed text (a batch that failed to commit could drop
+// deltas while seq stayed gapless).
+func checkDeltas(id string, evs []event.Event) (int, []string) {
+	var vs []string
+	deltas := map[string]*bytes.Buffer{}
+	completedText := map[string]string{}
+	checked := 0
+	for _, ev := range evs {
+		var d struct {
+			Text   string `json:"text"`
+			Status string `json:"status"`
+		}
+		switch ev.Type {
+		case event.MessageDelta, event.MessageCompleted, event.TurnCompleted:
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				vs = append(vs, fmt.Sprintf("session %s: %s: bad data: %v", id, describe(ev), err))
+				continue
+			}
+		}
+		switch ev.Type {
+		case event.MessageDelta:
+			if deltas[ev.TurnID] == nil {
+				deltas[ev.TurnID] = &bytes.Buffer{}
+			}
+			deltas[ev.TurnID].WriteString(d.Text)
+		case event.MessageCompleted:
+			completedText[ev.TurnID] = d.Text
+		case event.TurnCompleted:
+			if d.Status != "completed" {
+				continue
+			}
+			checked++
+			want, ok := completedText[ev.TurnID]
+			got := ""
+			if deltas[ev.TurnID] != nil {
+				got = deltas[ev.TurnID].String()
+			}
+			switch {
+			case !ok:
+				vs = append(vs, fmt.Sprintf("session %s turn %s completed with no message.completed", id, ev.TurnID))
+			case got != want:
+				vs = append(vs, fmt.Sprintf("session %s turn %s: deltas hold %d bytes, message.completed %d: deltas lost",
+					id, ev.TurnID, len(got), len(want)))
 			}
 		}
 	}

@@ -66,7 +66,7 @@ type worker struct {
 	tokens map[string]string // session -> holdToken of this worker's hold
 }
 
-var texts = []string{"hello", "/sleep 300", "/sleep 1500", "/crash", "/orphan", "/approve", "/orphan /sleep 400", "/approve /sleep 100"}
+var texts = []string{"hello", "/sleep 300", "/sleep 1500", "/crash", "/orphan", "/approve", "/orphan /sleep 400", "/approve /sleep 100", "/flood 2000 50", "/flood 400 200", "/flood 50 4000"}
 
 func (w *worker) dial(ctx context.Context) error {
 	c, err := rpc.Dial(ctx, w.socket, rpc.ClientOptions{Name: "chaos-" + w.name, OnNotify: w.rec.notify})
