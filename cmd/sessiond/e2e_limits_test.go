@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -55,6 +56,25 @@ func TestE2EOversizedFieldsRefused(t *testing.T) {
 		}
 		if strings.Contains(e.Message, big(33)) {
 			t.Fatalf("%s: message repeats the value: %.200q", tc.method, e.Message)
+		}
+	}
+	// Values within their bound that name nothing: the errors repeat a prefix.
+	unknown := []struct {
+		method, reason string
+		params         any
+	}{
+		{"agentSession.create", "unknown_provider", api.CreateParams{Provider: big(200), Cwd: t.TempDir()}},
+		{"agentSession.respond", "request_not_found", api.RespondParams{SessionID: s.SessionID, RequestID: big(200), Decision: "deny"}},
+		{"agentSession.detach", "invalid_params", api.DetachParams{SubscriptionID: big(200)}},
+	}
+	for _, tc := range unknown {
+		err := c.Call(ctx10(t), tc.method, tc.params, nil)
+		var e *rpc.Error
+		if !errors.As(err, &e) || e.Reason != tc.reason {
+			t.Fatalf("%s: %.300v, want %s", tc.method, err, tc.reason)
+		}
+		if strings.Contains(e.Message, big(33)) || strings.Contains(fmt.Sprint(e.Data), big(33)) {
+			t.Fatalf("%s: error repeats the value: %.300q %.300v", tc.method, e.Message, e.Data)
 		}
 	}
 

@@ -51,6 +51,7 @@ func TestFieldLimits(t *testing.T) {
 		{"long missing cwd", "agentSession.create", api.CreateParams{Provider: "echo", Cwd: "/" + big(4000)}, "cwd", 0},
 		{"long decision", "agentSession.respond", api.RespondParams{SessionID: sid, RequestID: "r", Decision: big(5000)}, "decision", 0},
 		{"huge number for a string", "agentSession.get", map[string]any{"sessionId": json.Number(strings.Repeat("1", 100000))}, "sessionId", 0},
+		{"huge number for an int", "agentSession.read", map[string]any{"sessionId": sid, "limit": json.Number(strings.Repeat("1", 100000))}, "limit", 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
