@@ -98,6 +98,22 @@ func TestFieldLimits(t *testing.T) {
 	}
 }
 
+// TestUnknownMethodEcho: an unknown method's name is repeated only as a
+// prefix, in the message and in data.method.
+func TestUnknownMethodEcho(t *testing.T) {
+	ts := startServer(t, newFake(), nil)
+	c := ts.client(t, FramingLines, nil, false)
+	err := call(t, c, "x."+strings.Repeat("A", 3000), nil, nil)
+	var e *Error
+	if !errors.As(err, &e) || e.Reason != "method_not_found" {
+		t.Fatalf("err = %.300v, want method_not_found", err)
+	}
+	checkEcho(t, e.Message, fmt.Sprint(e.Data))
+	if err := call(t, c, "agentSession.frobnicate", nil, nil); err == nil || !strings.Contains(err.Error(), `"agentSession.frobnicate"`) {
+		t.Fatalf("a short name is repeated whole: %v", err)
+	}
+}
+
 // TestInitializeClientLimits: initialize's client name is bounded too (it
 // is logged).
 func TestInitializeClientLimits(t *testing.T) {
