@@ -168,18 +168,18 @@ func (e *ctlEnv) fail(err error) int {
 		var extra []string
 		for k, v := range re.Data {
 			if k != "reason" {
-				extra = append(extra, fmt.Sprintf("%s=%v", k, v))
+				extra = append(extra, termSafe(fmt.Sprintf("%s=%v", k, v)))
 			}
 		}
 		sort.Strings(extra)
-		fmt.Fprintf(e.stderr, "sessiond ctl: %s [%s]", re.Message, re.Reason)
+		fmt.Fprintf(e.stderr, "sessiond ctl: %s [%s]", termSafe(re.Message), termSafe(re.Reason))
 		if len(extra) > 0 {
 			fmt.Fprintf(e.stderr, " %s", strings.Join(extra, " "))
 		}
 		fmt.Fprintln(e.stderr)
 		return exitError
 	}
-	fmt.Fprintln(e.stderr, "sessiond ctl:", err)
+	fmt.Fprintln(e.stderr, "sessiond ctl:", termSafe(err.Error()))
 	return exitError
 }
 

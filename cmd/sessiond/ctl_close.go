@@ -26,7 +26,7 @@ func ctlClose(e *ctlEnv, args []string) int {
 		}
 		fmt.Fprintln(tw, "STEP\tOK\tMS")
 		for _, s := range r.Steps {
-			fmt.Fprintf(tw, "%s\t%v\t%d\n", s.Name, s.OK, s.Ms)
+			fmt.Fprintf(tw, "%s\t%v\t%d\n", termSafe(s.Name), s.OK, s.Ms)
 		}
 	})
 }

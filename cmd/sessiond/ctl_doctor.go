@@ -214,16 +214,16 @@ func doctorPrint(e *ctlEnv, rep *doctorReport) int {
 		if !rep.Daemon {
 			mode = "no daemon on " + rep.Socket + "; read the store"
 		}
-		fmt.Fprintf(e.stdout, "sessiond doctor: %s (state dir %s, id %s)\n", mode, rep.StateDir, dash(rep.StateID))
+		fmt.Fprintf(e.stdout, "sessiond doctor: %s (state dir %s, id %s)\n", termSafe(mode), termSafe(rep.StateDir), dash(termSafe(rep.StateID)))
 		for _, c := range rep.Checks {
 			switch {
 			case c.Unknown:
-				fmt.Fprintf(e.stdout, "UNKNOWN  %s: %s\n", c.Name, c.Detail)
+				fmt.Fprintf(e.stdout, "UNKNOWN  %s: %s\n", termSafe(c.Name), termSafe(c.Detail))
 			case c.OK:
-				fmt.Fprintf(e.stdout, "ok       %s: %s\n", c.Name, dash(c.Detail))
+				fmt.Fprintf(e.stdout, "ok       %s: %s\n", termSafe(c.Name), dash(termSafe(c.Detail)))
 			}
 			for _, p := range c.Problems {
-				fmt.Fprintf(e.stdout, "PROBLEM  %s: %s\n         fix: %s\n", c.Name, p.What, p.Fix)
+				fmt.Fprintf(e.stdout, "PROBLEM  %s: %s\n         fix: %s\n", termSafe(c.Name), termSafe(p.What), termSafe(p.Fix))
 			}
 		}
 		fmt.Fprintf(e.stdout, "%d problem(s)\n", rep.Problems)

@@ -90,5 +90,5 @@ func printEvent(w io.Writer, asJSON bool, ev event.Event) {
 	if data == "" {
 		data = "-"
 	}
-	fmt.Fprintf(w, "%6d  %s  %-24s  %-14s  %s\n", ev.Seq, ev.At.Format(time.RFC3339Nano), ev.Type, turn, data)
+	fmt.Fprintf(w, "%6d  %s  %-24s  %-14s  %s\n", ev.Seq, ev.At.Format(time.RFC3339Nano), termSafe(ev.Type), termSafe(turn), termSafe(data))
 }

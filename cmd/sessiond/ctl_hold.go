@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -50,16 +49,16 @@ func ctlHold(e *ctlEnv, args []string) int {
 		return e.fail(err)
 	}
 	e.out(r, func(tw *tabwriter.Writer) {
-		fmt.Fprintf(tw, "session\t%s\n", r.SessionID)
-		fmt.Fprintf(tw, "state\t%s (fence %d)\n", r.State, r.Fence)
+		fmt.Fprintf(tw, "session\t%s\n", termSafe(r.SessionID))
+		fmt.Fprintf(tw, "state\t%s (fence %d)\n", termSafe(r.State), r.Fence)
 		fmt.Fprintf(tw, "pid\t%d\n", r.PID)
-		fmt.Fprintf(tw, "thread\t%s\n", r.ThreadID)
-		fmt.Fprintf(tw, "holders\t%s\n", strings.Join(r.Holders, ", "))
+		fmt.Fprintf(tw, "thread\t%s\n", termSafe(r.ThreadID))
+		fmt.Fprintf(tw, "holders\t%s\n", holderList(r.Holders, ", "))
 	})
 	if holdFlags.noWait {
 		return exitOK
 	}
-	fmt.Fprintf(e.stderr, "holding %s as %s; Ctrl-C releases\n", r.SessionID, holder)
+	fmt.Fprintf(e.stderr, "holding %s as %s; Ctrl-C releases\n", termSafe(r.SessionID), termSafe(holder))
 	select {
 	case <-e.ctx.Done():
 	case <-c.Done():

@@ -23,10 +23,20 @@ func ctlLs(e *ctlEnv, args []string) int {
 	return e.out(r, func(tw *tabwriter.Writer) {
 		fmt.Fprintln(tw, "ID\tPROVIDER\tSTATE\tLEASE\tFENCE\tPID\tHOLDERS\tLAST SEQ\tTITLE\tCWD")
 		for _, s := range r.Sessions {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\n", s.SessionID, s.Provider, s.State, s.Lease,
-				s.Fence, pidText(s.PID), dash(strings.Join(s.Holders, ",")), s.LastSeq, dash(s.Title), s.Cwd)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\n", termSafe(s.SessionID), termSafe(s.Provider),
+				termSafe(s.State), termSafe(s.Lease), s.Fence, pidText(s.PID), dash(holderList(s.Holders, ",")), s.LastSeq,
+				dash(termSafe(s.Title)), termSafe(s.Cwd))
 		}
 	})
+}
+
+// holderList joins holder ids, each escaped, with sep.
+func holderList(holders []string, sep string) string {
+	out := make([]string, len(holders))
+	for i, h := range holders {
+		out[i] = termSafe(h)
+	}
+	return strings.Join(out, sep)
 }
 
 func pidText(pid int) string {

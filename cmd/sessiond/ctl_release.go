@@ -3,7 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -33,7 +32,7 @@ func ctlRelease(e *ctlEnv, args []string) int {
 	}
 	return e.out(r, func(tw *tabwriter.Writer) {
 		fmt.Fprintf(tw, "released\t%v\n", r.Released)
-		fmt.Fprintf(tw, "holders left\t%s\n", dash(strings.Join(r.Holders, ", ")))
+		fmt.Fprintf(tw, "holders left\t%s\n", dash(holderList(r.Holders, ", ")))
 		if r.ReleaseAt != nil {
 			fmt.Fprintf(tw, "evicted at\t%s\n", r.ReleaseAt.Format(time.RFC3339))
 		}

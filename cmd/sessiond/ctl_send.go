@@ -85,7 +85,7 @@ func ctlSend(e *ctlEnv, args []string) int {
 					Text string `json:"text"`
 				}
 				json.Unmarshal(ev.Data, &d)
-				fmt.Fprint(e.stdout, d.Text)
+				fmt.Fprint(e.stdout, termText(d.Text))
 			}
 		case event.TurnCompleted:
 			var d struct {
@@ -97,7 +97,7 @@ func ctlSend(e *ctlEnv, args []string) int {
 				fmt.Fprintln(e.stdout)
 			}
 			if d.Status != event.StatusCompleted {
-				fmt.Fprintf(e.stderr, "sessiond ctl send: turn %s %s %s\n", sr.TurnID, d.Status, d.Reason)
+				fmt.Fprintf(e.stderr, "sessiond ctl send: turn %s %s %s\n", termSafe(sr.TurnID), termSafe(d.Status), termSafe(d.Reason))
 				return exitError
 			}
 			return exitOK

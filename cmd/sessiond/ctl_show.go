@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -25,17 +24,17 @@ func ctlShow(e *ctlEnv, args []string) int {
 }
 
 func printSession(tw *tabwriter.Writer, s api.SessionInfo) {
-	fmt.Fprintf(tw, "id\t%s\n", s.SessionID)
-	fmt.Fprintf(tw, "provider\t%s\n", s.Provider)
-	fmt.Fprintf(tw, "cwd\t%s\n", s.Cwd)
-	fmt.Fprintf(tw, "title\t%s\n", dash(s.Title))
+	fmt.Fprintf(tw, "id\t%s\n", termSafe(s.SessionID))
+	fmt.Fprintf(tw, "provider\t%s\n", termSafe(s.Provider))
+	fmt.Fprintf(tw, "cwd\t%s\n", termSafe(s.Cwd))
+	fmt.Fprintf(tw, "title\t%s\n", dash(termSafe(s.Title)))
 	fmt.Fprintf(tw, "created\t%s\n", s.CreatedAt.Format(time.RFC3339))
-	fmt.Fprintf(tw, "state\t%s\n", s.State)
-	fmt.Fprintf(tw, "lease\t%s (fence %d)\n", s.Lease, s.Fence)
-	fmt.Fprintf(tw, "holders\t%s\n", dash(strings.Join(s.Holders, ", ")))
+	fmt.Fprintf(tw, "state\t%s\n", termSafe(s.State))
+	fmt.Fprintf(tw, "lease\t%s (fence %d)\n", termSafe(s.Lease), s.Fence)
+	fmt.Fprintf(tw, "holders\t%s\n", dash(holderList(s.Holders, ", ")))
 	fmt.Fprintf(tw, "subscribers\t%d\n", s.Subscribers)
 	fmt.Fprintf(tw, "pid\t%s\n", pidText(s.PID))
-	fmt.Fprintf(tw, "thread\t%s\n", dash(s.ThreadID))
+	fmt.Fprintf(tw, "thread\t%s\n", dash(termSafe(s.ThreadID)))
 	fmt.Fprintf(tw, "turn running\t%v\n", s.TurnRunning)
 	if s.ReleaseAt != nil {
 		fmt.Fprintf(tw, "release at\t%s\n", s.ReleaseAt.Format(time.RFC3339))
@@ -49,6 +48,7 @@ func printSession(tw *tabwriter.Writer, s api.SessionInfo) {
 		if x.Signal != nil {
 			sig = *x.Signal
 		}
-		fmt.Fprintf(tw, "last exit\troot %s, tree %s, code %s, signal %s, at %s\n", x.Root, x.Tree, code, sig, x.At.Format(time.RFC3339))
+		fmt.Fprintf(tw, "last exit\troot %s, tree %s, code %s, signal %s, at %s\n", termSafe(x.Root), termSafe(x.Tree), code,
+			termSafe(sig), x.At.Format(time.RFC3339))
 	}
 }

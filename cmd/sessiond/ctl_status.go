@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/sessiond/sessiond/internal/rpc"
@@ -21,13 +20,13 @@ func ctlStatus(e *ctlEnv, args []string) int {
 		return code
 	}
 	return e.out(st, func(tw *tabwriter.Writer) {
-		fmt.Fprintf(tw, "version\t%s (protocol %d)\n", st.Version, st.ProtocolVersion)
+		fmt.Fprintf(tw, "version\t%s (protocol %d)\n", termSafe(st.Version), st.ProtocolVersion)
 		fmt.Fprintf(tw, "pid\t%d\n", st.PID)
-		fmt.Fprintf(tw, "started\t%s\n", st.StartedAt)
-		fmt.Fprintf(tw, "socket\t%s\n", st.Socket)
-		fmt.Fprintf(tw, "state dir\t%s (id %s)\n", st.StateDir, st.StateID)
+		fmt.Fprintf(tw, "started\t%s\n", termSafe(st.StartedAt))
+		fmt.Fprintf(tw, "socket\t%s\n", termSafe(st.Socket))
+		fmt.Fprintf(tw, "state dir\t%s (id %s)\n", termSafe(st.StateDir), termSafe(st.StateID))
 		fmt.Fprintf(tw, "sessions\t%d stored, %d live\n", st.Sessions.Stored, st.Sessions.Live)
 		fmt.Fprintf(tw, "connections\t%d\n", st.Connections)
-		fmt.Fprintf(tw, "providers\t%s\n", strings.Join(st.Providers, ", "))
+		fmt.Fprintf(tw, "providers\t%s\n", holderList(st.Providers, ", "))
 	})
 }

@@ -23,19 +23,13 @@ func (s *subscription) ID() string { return s.id }
 
 func (s *subscription) Next(ctx context.Context) (event.Event, error) { return s.feed.Next(ctx) }
 
-const (
-	defaultPage = 256
-	maxPage     = 4096
-)
-
-func pageLimit(limit int) (int, error) {
-	switch {
-	case limit == 0:
-		return defaultPage, nil
-	case limit < 0 || limit > maxPage:
-		return 0, api.InvalidParam("limit", "must be between 1 and %d", maxPage)
+// pageLimit is the page size for a limit already checked at the RPC edge
+// (0..api.MaxPageEvents): 0 means the default page.
+func pageLimit(limit int) int {
+	if limit <= 0 {
+		return api.DefaultPageEvents
 	}
-	return limit, nil
+	return limit
 }
 
 // Attach returns the events after afterSeq and a feed of every later one,
@@ -43,10 +37,7 @@ func pageLimit(limit int) (int, error) {
 // subscription is a hold that starts the provider child; otherwise attach
 // never starts a child.
 func (h *Host) Attach(ctx context.Context, conn string, p api.AttachParams, legacyHold bool) (api.AttachResult, api.Subscription, error) {
-	limit, err := pageLimit(p.Limit)
-	if err != nil {
-		return api.AttachResult{}, nil, err
-	}
+	limit := pageLimit(p.Limit)
 	if _, err := h.record(p.SessionID); err != nil {
 		return api.AttachResult{}, nil, err
 	}
@@ -103,10 +94,7 @@ func (h *Host) Attach(ctx context.Context, conn string, p api.AttachParams, lega
 
 // Read pages a session's journal.
 func (h *Host) Read(ctx context.Context, p api.ReadParams) (api.ReadResult, error) {
-	limit, err := pageLimit(p.Limit)
-	if err != nil {
-		return api.ReadResult{}, err
-	}
+	limit := pageLimit(p.Limit)
 	if _, err := h.record(p.SessionID); err != nil {
 		return api.ReadResult{}, err
 	}
@@ -122,14 +110,11 @@ func (h *Host) Read(ctx context.Context, p api.ReadParams) (api.ReadResult, erro
 
 // Detach ends a subscription of this connection (and a legacy one's hold).
 func (h *Host) Detach(ctx context.Context, conn string, subscriptionID string) error {
-	if subscriptionID == "" {
-		return api.InvalidParam("subscriptionId", "required")
-	}
 	h.mu.Lock()
 	s := h.subs[subscriptionID]
 	if s == nil || s.conn != conn {
 		h.mu.Unlock()
-		return &api.Error{Kind: api.KindInvalidParams, Msg: "no subscription " + subscriptionID + " on this connection",
+		return &api.Error{Kind: api.KindInvalidParams, Msg: "no subscription " + api.Quote(subscriptionID) + " on this connection",
 			Data: map[string]any{"field": "subscriptionId"}}
 	}
 	delete(h.subs, subscriptionID)

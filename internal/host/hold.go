@@ -11,12 +11,6 @@ import (
 // Hold takes (or renews) holderId's hold on a session, starting its
 // provider child when none runs, and returns once the child is ready.
 func (h *Host) Hold(ctx context.Context, conn string, p api.HoldParams) (api.HoldResult, error) {
-	if p.HolderID == "" {
-		return api.HoldResult{}, api.InvalidParam("holderId", "required")
-	}
-	if p.TTLMs != nil && *p.TTLMs <= 0 {
-		return api.HoldResult{}, api.InvalidParam("ttlMs", "must be positive")
-	}
 	if _, err := h.record(p.SessionID); err != nil {
 		return api.HoldResult{}, err
 	}
@@ -100,9 +94,6 @@ func (h *Host) lockLiveEntry(ctx context.Context, id string) (*entry, error) {
 // Release drops holderId's hold. Idempotent: an unknown holder, or a token
 // of an older incarnation, is released:false and changes nothing.
 func (h *Host) Release(ctx context.Context, conn string, p api.ReleaseParams) (api.ReleaseResult, error) {
-	if p.HolderID == "" {
-		return api.ReleaseResult{}, api.InvalidParam("holderId", "required")
-	}
 	if _, err := h.record(p.SessionID); err != nil {
 		return api.ReleaseResult{}, err
 	}

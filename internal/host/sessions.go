@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 
 	"github.com/sessiond/sessiond/internal/api"
@@ -17,24 +15,10 @@ import (
 	"github.com/sessiond/sessiond/internal/store"
 )
 
-var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{8,128}$`)
-
-// checkID validates a session id from a client.
-func checkID(id string) error {
-	if id == "" {
-		return api.InvalidParam("sessionId", "required")
-	}
-	if !sessionIDPattern.MatchString(id) {
-		return api.InvalidParam("sessionId", "%q does not match ^[A-Za-z0-9_-]{8,128}$", id)
-	}
-	return nil
-}
-
 // record reads a stored session, translating absence to session_not_found.
+// Request fields (the id's shape included) were checked by the caller at
+// the RPC edge (api's Validate methods); the host does not check them again.
 func (h *Host) record(id string) (store.Record, error) {
-	if err := checkID(id); err != nil {
-		return store.Record{}, err
-	}
 	r, err := h.st.GetRecord(id)
 	if errors.Is(err, store.ErrNotFound) {
 		return r, &api.Error{Kind: api.KindSessionNotFound, Msg: "session " + id + " not found",
@@ -49,25 +33,10 @@ func (h *Host) record(id string) (store.Record, error) {
 // Create stores a new session record; no child starts.
 func (h *Host) Create(ctx context.Context, p api.CreateParams) (api.SessionInfo, error) {
 	prov, ok := h.o.Providers[p.Provider]
-	if p.Provider == "" {
-		return api.SessionInfo{}, api.InvalidParam("provider", "required")
-	}
 	if !ok {
 		return api.SessionInfo{}, &api.Error{Kind: api.KindUnknownProvider,
-			Msg:  fmt.Sprintf("unknown provider %q", p.Provider),
-			Data: map[string]any{"provider": p.Provider, "known": h.Providers()}}
-	}
-	if p.Cwd == "" {
-		return api.SessionInfo{}, api.InvalidParam("cwd", "required")
-	}
-	if !filepath.IsAbs(p.Cwd) {
-		return api.SessionInfo{}, api.InvalidParam("cwd", "%q is not an absolute path", p.Cwd)
-	}
-	if fi, err := os.Stat(p.Cwd); err != nil || !fi.IsDir() {
-		return api.SessionInfo{}, api.InvalidParam("cwd", "%q is not an existing directory", p.Cwd)
-	}
-	if len(p.Options) > 0 && !json.Valid(p.Options) {
-		return api.SessionInfo{}, api.InvalidParam("options", "not valid JSON")
+			Msg:  "unknown provider " + api.Quote(p.Provider),
+			Data: map[string]any{"provider": api.Prefix(p.Provider), "known": h.Providers()}}
 	}
 	rec := store.Record{
 		ID:        newID("s_"),

@@ -34,9 +34,6 @@ func (h *Host) liveEntry(id string) (*entry, error) {
 // written to the provider; a repeated clientMessageId returns the original
 // turn and sends nothing.
 func (h *Host) Send(ctx context.Context, p api.SendParams) (api.SendResult, error) {
-	if p.Text == "" {
-		return api.SendResult{}, api.InvalidParam("text", "required")
-	}
 	if _, err := h.record(p.SessionID); err != nil {
 		return api.SendResult{}, err
 	}
@@ -102,12 +99,6 @@ func (h *Host) Cancel(ctx context.Context, id string) (api.CancelResult, error) 
 
 // Respond answers a pending approval.
 func (h *Host) Respond(ctx context.Context, p api.RespondParams) error {
-	if p.RequestID == "" {
-		return api.InvalidParam("requestId", "required")
-	}
-	if p.Decision != "approve" && p.Decision != "deny" {
-		return api.InvalidParam("decision", "must be \"approve\" or \"deny\", not %q", p.Decision)
-	}
 	e, err := h.liveEntry(p.SessionID)
 	if err != nil {
 		return err
@@ -115,8 +106,8 @@ func (h *Host) Respond(ctx context.Context, p api.RespondParams) error {
 	defer e.mu.Unlock()
 	err = e.adapter.Respond(ctx, p.RequestID, p.Decision == "approve")
 	if errors.Is(err, provider.ErrRequestNotFound) {
-		return &api.Error{Kind: api.KindRequestNotFound, Msg: "session " + p.SessionID + ": no pending approval " + p.RequestID,
-			Data: map[string]any{"requestId": p.RequestID}}
+		return &api.Error{Kind: api.KindRequestNotFound, Msg: "session " + p.SessionID + ": no pending approval " + api.Quote(p.RequestID),
+			Data: map[string]any{"requestId": api.Prefix(p.RequestID)}}
 	}
 	if err != nil {
 		return &api.Error{Kind: api.KindProviderFailed, Msg: "session " + p.SessionID + ": respond", Err: err,

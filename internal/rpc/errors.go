@@ -53,7 +53,8 @@ type protoError struct {
 func (e *protoError) Error() string { return e.msg }
 
 func errMethodNotFound(method string) error {
-	return &protoError{CodeMethodNotFound, "method_not_found", "method not found: " + method, map[string]any{"method": method}}
+	return &protoError{CodeMethodNotFound, "method_not_found", "method not found: " + api.Quote(method),
+		map[string]any{"method": api.Prefix(method)}}
 }
 
 func errCapability(method, capability string) error {

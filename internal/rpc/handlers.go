@@ -11,11 +11,8 @@ import (
 
 func hInitialize(_ context.Context, c *conn, params json.RawMessage) (any, error) {
 	var p InitializeParams
-	if err := decode(params, &p); err != nil {
+	if err := decodeValid(params, &p); err != nil {
 		return nil, err
-	}
-	if p.ProtocolVersion == nil {
-		return nil, api.InvalidParam("protocolVersion", "required")
 	}
 	if *p.ProtocolVersion != api.ProtocolVersion {
 		return nil, api.Errorf(api.KindUnsupportedProtocol, map[string]any{"supported": []int{api.ProtocolVersion}},
@@ -60,13 +57,7 @@ func hShutdown(_ context.Context, c *conn, _ json.RawMessage) (any, error) {
 
 func hCreate(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
 	var p api.CreateParams
-	if err := decode(params, &p); err != nil {
-		return nil, err
-	}
-	if err := required("provider", p.Provider); err != nil {
-		return nil, err
-	}
-	if err := checkCwd(p.Cwd); err != nil {
+	if err := decodeValid(params, &p); err != nil {
 		return nil, err
 	}
 	return c.srv.o.Backend.Create(ctx, p)
@@ -82,10 +73,7 @@ func hList(ctx context.Context, c *conn, _ json.RawMessage) (any, error) {
 
 func sessionParams(params json.RawMessage) (api.SessionParams, error) {
 	var p api.SessionParams
-	if err := decode(params, &p); err != nil {
-		return p, err
-	}
-	return p, checkSessionID("sessionId", p.SessionID)
+	return p, decodeValid(params, &p)
 }
 
 func hGet(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
@@ -106,30 +94,15 @@ func hDelete(ctx context.Context, c *conn, params json.RawMessage) (any, error) 
 
 func hHold(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
 	var p api.HoldParams
-	if err := decode(params, &p); err != nil {
+	if err := decodeValid(params, &p); err != nil {
 		return nil, err
-	}
-	if err := checkSessionID("sessionId", p.SessionID); err != nil {
-		return nil, err
-	}
-	if err := required("holderId", p.HolderID); err != nil {
-		return nil, err
-	}
-	if p.TTLMs != nil && *p.TTLMs <= 0 {
-		return nil, api.InvalidParam("ttlMs", "must be positive")
 	}
 	return c.srv.o.Backend.Hold(ctx, c.id, p)
 }
 
 func hRelease(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
 	var p api.ReleaseParams
-	if err := decode(params, &p); err != nil {
-		return nil, err
-	}
-	if err := checkSessionID("sessionId", p.SessionID); err != nil {
-		return nil, err
-	}
-	if err := required("holderId", p.HolderID); err != nil {
+	if err := decodeValid(params, &p); err != nil {
 		return nil, err
 	}
 	return c.srv.o.Backend.Release(ctx, c.id, p)
@@ -149,13 +122,7 @@ func hClose(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
 
 func hAttach(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
 	var p api.AttachParams
-	if err := decode(params, &p); err != nil {
-		return nil, err
-	}
-	if err := checkSessionID("sessionId", p.SessionID); err != nil {
-		return nil, err
-	}
-	if err := checkLimit(p.Limit); err != nil {
+	if err := decodeValid(params, &p); err != nil {
 		return nil, err
 	}
 	legacy := !c.has(api.CapStructuredHold)
@@ -175,13 +142,7 @@ func hAttach(ctx context.Context, c *conn, params json.RawMessage) (any, error) 
 
 func hRead(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
 	var p api.ReadParams
-	if err := decode(params, &p); err != nil {
-		return nil, err
-	}
-	if err := checkSessionID("sessionId", p.SessionID); err != nil {
-		return nil, err
-	}
-	if err := checkLimit(p.Limit); err != nil {
+	if err := decodeValid(params, &p); err != nil {
 		return nil, err
 	}
 	r, err := c.srv.o.Backend.Read(ctx, p)
@@ -193,10 +154,7 @@ func hRead(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
 
 func hDetach(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
 	var p api.DetachParams
-	if err := decode(params, &p); err != nil {
-		return nil, err
-	}
-	if err := required("subscriptionId", p.SubscriptionID); err != nil {
+	if err := decodeValid(params, &p); err != nil {
 		return nil, err
 	}
 	return struct{}{}, c.srv.o.Backend.Detach(ctx, c.id, p.SubscriptionID)
@@ -204,13 +162,7 @@ func hDetach(ctx context.Context, c *conn, params json.RawMessage) (any, error) 
 
 func hSend(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
 	var p api.SendParams
-	if err := decode(params, &p); err != nil {
-		return nil, err
-	}
-	if err := checkSessionID("sessionId", p.SessionID); err != nil {
-		return nil, err
-	}
-	if err := required("text", p.Text); err != nil {
+	if err := decodeValid(params, &p); err != nil {
 		return nil, err
 	}
 	return c.srv.o.Backend.Send(ctx, p)
@@ -226,17 +178,8 @@ func hCancel(ctx context.Context, c *conn, params json.RawMessage) (any, error) 
 
 func hRespond(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
 	var p api.RespondParams
-	if err := decode(params, &p); err != nil {
+	if err := decodeValid(params, &p); err != nil {
 		return nil, err
-	}
-	if err := checkSessionID("sessionId", p.SessionID); err != nil {
-		return nil, err
-	}
-	if err := required("requestId", p.RequestID); err != nil {
-		return nil, err
-	}
-	if p.Decision != "approve" && p.Decision != "deny" {
-		return nil, api.InvalidParam("decision", "must be \"approve\" or \"deny\", got %q", p.Decision)
 	}
 	return struct{}{}, c.srv.o.Backend.Respond(ctx, p)
 }

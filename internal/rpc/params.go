@@ -3,17 +3,26 @@ package rpc
 import (
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
-	"regexp"
 
 	"github.com/sessiond/sessiond/internal/api"
 )
 
-var sessionIDRe = regexp.MustCompile(`^[A-Za-z0-9_-]{8,128}$`)
+// validator is a params type that checks itself (internal/api's Validate
+// methods, and initialize's below).
+type validator interface{ Validate() error }
 
-// maxAttachLimit is the largest attach/read page.
-const maxAttachLimit = 4096
+// decodeValid decodes params into v and validates it: the one place a
+// request's fields are checked before any handler acts on them.
+func decodeValid(params json.RawMessage, v validator) error {
+	if err := decode(params, v); err != nil {
+		return err
+	}
+	return v.Validate()
+}
+
+// maxDecodeErrBytes bounds a decoding error repeated to the client (a
+// field's own UnmarshalJSON may quote the value).
+const maxDecodeErrBytes = 160
 
 // decode unmarshals params (absent or null = {}) into v, turning type
 // mismatches into invalid_params naming the field.
@@ -31,49 +40,24 @@ func decode(params json.RawMessage, v any) error {
 			if field == "" {
 				field = "params"
 			}
-			return api.InvalidParam(field, "want %s, got %s", te.Type, te.Value)
+			// Value can hold the literal ("number 1111…"): a prefix only.
+			return api.InvalidParam(field, "want %s, got %s", te.Type, api.Prefix(te.Value))
 		}
-		return api.InvalidParam("params", "%v", err)
+		return api.InvalidParam("params", "%s", api.Truncate(err.Error(), maxDecodeErrBytes))
 	}
 	return nil
 }
 
-func checkSessionID(field, id string) error {
-	if id == "" {
-		return api.InvalidParam(field, "required")
+// Validate checks initialize's params: the version is present; the
+// client's name and version (logged) are bounded like ids.
+func (p *InitializeParams) Validate() error {
+	if p.ProtocolVersion == nil {
+		return api.InvalidParam("protocolVersion", "required")
 	}
-	if !sessionIDRe.MatchString(id) {
-		return api.InvalidParam(field, "must match %s", sessionIDRe)
+	if err := api.CheckOptionalID("client.name", p.Client.Name); err != nil {
+		return err
 	}
-	return nil
-}
-
-func required(field, v string) error {
-	if v == "" {
-		return api.InvalidParam(field, "required")
-	}
-	return nil
-}
-
-func checkCwd(cwd string) error {
-	if cwd == "" {
-		return api.InvalidParam("cwd", "required")
-	}
-	if !filepath.IsAbs(cwd) {
-		return api.InvalidParam("cwd", "must be an absolute path, got %q", cwd)
-	}
-	fi, err := os.Stat(cwd)
-	if err != nil || !fi.IsDir() {
-		return api.InvalidParam("cwd", "%q is not an existing directory", cwd)
-	}
-	return nil
-}
-
-func checkLimit(limit int) error {
-	if limit < 0 || limit > maxAttachLimit {
-		return api.InvalidParam("limit", "must be 0..%d, got %d", maxAttachLimit, limit)
-	}
-	return nil
+	return api.CheckOptionalID("client.version", p.Client.Version)
 }
 
 // InitializeParams is initialize's params.
