@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
 )
 
 // Status is where a lease stands.
