@@ -151,7 +151,7 @@ func plainString(p []byte) (s, rest []byte, ok bool) {
 var knownTypes = []string{event.SessionCreated, event.LeaseAcquired, event.ProviderStarted,
 	event.ProviderThreadReplace, event.TurnStarted, event.MessageDelta, event.MessageCompleted,
 	event.ApprovalRequested, event.ApprovalResolved, event.TurnCompleted, event.ProviderExited,
-	event.SessionEnded, event.LeaseReleased}
+	event.SessionEnded, event.LeaseReleased, event.JournalLoss}
 
 // internType returns the constant for a known type (no allocation).
 func internType(b []byte) string {
