@@ -242,23 +242,6 @@ func (j *Journal) State(sessionID string) State {
 	return s.d.state()
 }
 
-// LookupClientMessage returns the turn that a clientMessageId started.
-func (j *Journal) LookupClientMessage(sessionID, clientMessageID string) (turnID string, ok bool) {
-	_ = j.db.View(func(tx *bolt.Tx) error {
-		b := sessionBucket(tx, sessionID)
-		if b == nil {
-			return nil
-		}
-		if d := b.Bucket(keyDedup); d != nil {
-			if v := d.Get([]byte(clientMessageID)); v != nil {
-				turnID, ok = string(v), true
-			}
-		}
-		return nil
-	})
-	return turnID, ok
-}
-
 // Sessions lists the sessions that have a journal.
 func (j *Journal) Sessions() []string {
 	j.mu.Lock()
