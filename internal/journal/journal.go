@@ -53,6 +53,7 @@ const (
 	DefaultQueueBytes     = 4 << 20
 	DefaultReadLimit      = 256
 	MaxReadLimit          = 4096
+	DefaultPageBytes      = 1 << 20
 
 	// MaxClientMessageIDBytes bounds a clientMessageId, the key of the
 	// dedup index (bbolt refuses keys over 32 KiB); MaxSessionIDBytes a
@@ -70,6 +71,7 @@ type Options struct {
 	MaxEvents      int           // retention per session, default 100000 (0 = default)
 	QueueEvents    int           // subscriber queue, default 4096
 	QueueBytes     int           // default 4 MiB
+	PageBytes      int           // cap of a Read page / Subscribe snapshot in stored bytes, default 1 MiB
 	Logger         *slog.Logger
 }
 
@@ -167,6 +169,9 @@ func Open(db *bolt.DB, opts Options) (*Journal, error) {
 	}
 	if opts.QueueBytes <= 0 {
 		opts.QueueBytes = DefaultQueueBytes
+	}
+	if opts.PageBytes <= 0 {
+		opts.PageBytes = DefaultPageBytes
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)

@@ -10,7 +10,9 @@ import (
 )
 
 // Read returns the events with seq > afterSeq, at most limit (0: 256; capped
-// at 4096), the journal's end and whether more events follow up to it.
+// at 4096) and at most Options.PageBytes of stored rows (but always one
+// event, however big), the journal's end and whether more events follow up
+// to it.
 // afterSeq beyond the end is an *api.Error of kind KindCursorAhead
 // (data.lastSeq); events after afterSeq dropped by retention are
 // KindCursorCompacted (data.oldestSeq). The read transaction is closed
@@ -78,8 +80,8 @@ func compacted(id string, after, oldest uint64) error {
 		"session %s: events after %d compacted; oldest is %d", id, after, oldest)
 }
 
-// readRange copies out the events in (after, upto], at most limit, in one
-// short read transaction. Rows that do not decode are logged once and
+// readRange copies out the events in (after, upto], at most limit and
+// PageBytes (never fewer than one), in one short read transaction. Rows that do not decode are logged once and
 // skipped.
 func (j *Journal) readRange(id string, after, upto uint64, limit int) ([]event.Event, bool, error) {
 	if limit <= 0 {
@@ -103,6 +105,7 @@ func (j *Journal) readRange(id string, after, upto uint64, limit int) ([]event.E
 			return nil
 		}
 		c := evb.Cursor()
+		size := 0
 		for k, v := c.Seek(store.U64(after + 1)); k != nil && len(out) < limit; k, v = c.Next() {
 			if len(k) != 8 {
 				j.garbageRow(id, k, errBadRow)
@@ -112,6 +115,10 @@ func (j *Journal) readRange(id string, after, upto uint64, limit int) ([]event.E
 			if seq > upto {
 				break
 			}
+			if len(out) > 0 && size+len(v) > j.opts.PageBytes {
+				break // the byte cap; the first event always goes, so paging progresses
+			}
+			size += len(v)
 			if scanned == 0 && seq != after+1 {
 				gap = true
 			}
