@@ -55,6 +55,11 @@ type Event struct {
 	Type      string          `json:"type"`
 	TurnID    string          `json:"turnId,omitempty"`
 	Data      json.RawMessage `json:"data,omitempty"`
+
+	// Raw is the event's JSON as the journal stored it (AppendJSON's
+	// shape), set on every event the journal hands out; the wire splices
+	// it as is. It is never to be modified.
+	Raw json.RawMessage `json:"-"`
 }
 
 // Draft is an event before the journal has given it a seq and a time.

@@ -148,6 +148,10 @@ type Journal struct {
 type session struct {
 	d    derived
 	subs map[*Subscription]struct{}
+
+	// Rows up to loaded were in the file at Open; rows up to verified were
+	// read back valid since (see rowReader).
+	loaded, verified uint64
 }
 
 // Open loads every session's derived state and starts the writer.

@@ -81,7 +81,8 @@ func compacted(id string, after, oldest uint64) error {
 }
 
 // readRange copies out the events in (after, upto], at most limit and
-// PageBytes (never fewer than one), in one short read transaction. Rows that do not decode are logged once and
+// PageBytes (never fewer than one), in one short read transaction. Each
+// event carries its row as stored (Event.Raw), for the wire to splice. Rows that do not decode are logged once and
 // skipped.
 func (j *Journal) readRange(id string, after, upto uint64, limit int) ([]event.Event, bool, error) {
 	if limit <= 0 {
@@ -94,7 +95,13 @@ func (j *Journal) readRange(id string, after, upto uint64, limit int) ([]event.E
 	n := min(uint64(limit), upto-after)
 	out := make([]event.Event, 0, n)
 	var scanned uint64 // seq of the last row looked at
-	gap := false
+	gap, garbage := false, false
+	var rr rowReader
+	j.mu.Lock()
+	if s := j.sessions[id]; s != nil {
+		rr.loaded, rr.verified = s.loaded, s.verified
+	}
+	j.mu.Unlock()
 	err := j.db.View(func(tx *bolt.Tx) error {
 		b := sessionBucket(tx, id)
 		if b == nil {
@@ -109,6 +116,7 @@ func (j *Journal) readRange(id string, after, upto uint64, limit int) ([]event.E
 		for k, v := c.Seek(store.U64(after + 1)); k != nil && len(out) < limit; k, v = c.Next() {
 			if len(k) != 8 {
 				j.garbageRow(id, k, errBadRow)
+				garbage = true
 				continue
 			}
 			seq := store.FromU64(k)
@@ -123,18 +131,25 @@ func (j *Journal) readRange(id string, after, upto uint64, limit int) ([]event.E
 				gap = true
 			}
 			scanned = seq
-			ev, err := decodeEvent(v)
+			ev, err := rr.event(id, seq, v)
 			if err != nil {
 				j.garbageRow(id, k, err)
+				garbage = true
 				continue
 			}
-			ev.Seq, ev.SessionID = seq, id
 			out = append(out, ev)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("session %s: read after %d: %w", id, after, err)
+	}
+	if !garbage && scanned > rr.verified && after <= rr.verified {
+		j.mu.Lock()
+		if s := j.sessions[id]; s != nil && s.loaded == rr.loaded && s.verified == rr.verified {
+			s.verified = scanned // (after, scanned] all read back valid
+		}
+		j.mu.Unlock()
 	}
 	if gap || scanned == 0 {
 		// Retention may have run since the cursor was checked.

@@ -190,7 +190,8 @@ func (j *Journal) load() error {
 			if b == nil {
 				return fmt.Errorf("session %s: journal bucket vanished", id)
 			}
-			j.sessions[id] = &session{d: j.loadDerived(id, b), subs: map[*Subscription]struct{}{}}
+			d := j.loadDerived(id, b)
+			j.sessions[id] = &session{d: d, subs: map[*Subscription]struct{}{}, loaded: d.LastSeq, verified: max(d.OldestSeq, 1) - 1}
 			return nil
 		})
 	})

@@ -115,11 +115,8 @@ func (j *Journal) writeRequest(jb *bolt.Bucket, a *attempt, r *request) error {
 		}
 		r.events = append(r.events, event.Event{SessionID: r.id, Seq: d.LastSeq, At: a.now, Type: dr.Type, TurnID: dr.TurnID, Data: dr.Data})
 		ev := &r.events[len(r.events)-1]
-		v, err := encodeEvent(ev)
-		if err != nil {
-			return fmt.Errorf("session %s seq %d: %w", r.id, ev.Seq, err)
-		}
-		if err := tb.events.Put(store.U64(ev.Seq), v); err != nil {
+		ev.Raw = event.AppendJSON(make([]byte, 0, event.EncodedSize(ev)), ev) // stored, and published as is
+		if err := tb.events.Put(store.U64(ev.Seq), ev.Raw); err != nil {
 			return fmt.Errorf("session %s seq %d: %w", r.id, ev.Seq, err)
 		}
 		if cmid, turn := d.apply(ev); cmid != "" {
