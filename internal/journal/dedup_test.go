@@ -9,6 +9,7 @@ import (
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/store"
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // TestLookupClientMessageErrors: a dedup index the store cannot answer
@@ -44,7 +45,7 @@ func TestLookupClientMessageErrors(t *testing.T) {
 			return err
 		}), ErrDedupDamaged},
 		{"entry is empty", damage(func(b *bolt.Bucket) error { return b.Bucket(keyDedup).Put([]byte("m1"), []byte{}) }), ErrDedupDamaged},
-		{"database closed", func(t *testing.T, j *Journal, db *bolt.DB) { db.Close() }, bolt.ErrDatabaseNotOpen},
+		{"database closed", func(t *testing.T, j *Journal, db *bolt.DB) { db.Close() }, berrors.ErrDatabaseNotOpen},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sessiond/sessiond/internal/event"
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // batcher holds the writer on a first batch so that everything handed in
@@ -105,7 +106,7 @@ func TestPoisonedRequestFailsAlone(t *testing.T) {
 		t.Fatalf("innocent drain: %v", err)
 	}
 	<-bad.done
-	if !errors.Is(bad.err, bolt.ErrKeyTooLarge) {
+	if !errors.Is(bad.err, berrors.ErrKeyTooLarge) {
 		t.Fatalf("poisoned request: err = %v, want ErrKeyTooLarge", bad.err)
 	}
 	evs, last, _, err := j.Read("sess-innocent", 0, 4096)

@@ -8,6 +8,7 @@ import (
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/store"
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // txBuckets are a session's buckets inside one write transaction.
@@ -75,7 +76,7 @@ func requestsOf(batch []*request, id string) []*request {
 func (j *Journal) writeRequest(jb *bolt.Bucket, a *attempt, r *request) error {
 	r.events = nil
 	if r.del {
-		if err := jb.DeleteBucket([]byte(r.id)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+		if err := jb.DeleteBucket([]byte(r.id)); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 			return fmt.Errorf("session %s: %w", r.id, err)
 		}
 		delete(a.work, r.id)
