@@ -161,10 +161,10 @@ func TestDerivedStatePersists(t *testing.T) {
 		if got := j.State(id); !stateEqual(got, want) {
 			t.Fatalf("%s: state %+v, want %+v", when, got, want)
 		}
-		if turn, ok := j.LookupClientMessage(id, "cm-1"); !ok || turn != "t1" {
+		if turn, ok, err := j.LookupClientMessage(id, "cm-1"); !ok || turn != "t1" || err != nil {
 			t.Fatalf("%s: dedup: %q %v", when, turn, ok)
 		}
-		if _, ok := j.LookupClientMessage(id, "cm-2"); ok {
+		if _, ok, err := j.LookupClientMessage(id, "cm-2"); ok || err != nil {
 			t.Fatalf("%s: unknown client message found", when)
 		}
 	}
@@ -281,7 +281,7 @@ func TestDeleteAndClose(t *testing.T) {
 	if st := j.State(id); st.LastSeq != 0 || len(j.Sessions()) != 0 {
 		t.Fatalf("after delete: %+v %v", st, j.Sessions())
 	}
-	if _, ok := j.LookupClientMessage(id, "c"); ok {
+	if _, ok, err := j.LookupClientMessage(id, "c"); ok || err != nil {
 		t.Fatal("dedup index survived delete")
 	}
 	j.Close()

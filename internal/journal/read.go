@@ -10,7 +10,9 @@ import (
 )
 
 // Read returns the events with seq > afterSeq, at most limit (0: 256; capped
-// at 4096), the journal's end and whether more events follow up to it.
+// at 4096) and at most Options.PageBytes of stored rows (but always one
+// event, however big), the journal's end and whether more events follow up
+// to it.
 // afterSeq beyond the end is an *api.Error of kind KindCursorAhead
 // (data.lastSeq); events after afterSeq dropped by retention are
 // KindCursorCompacted (data.oldestSeq). The read transaction is closed
@@ -78,8 +80,9 @@ func compacted(id string, after, oldest uint64) error {
 		"session %s: events after %d compacted; oldest is %d", id, after, oldest)
 }
 
-// readRange copies out the events in (after, upto], at most limit, in one
-// short read transaction. Rows that do not decode are logged once and
+// readRange copies out the events in (after, upto], at most limit and
+// PageBytes (never fewer than one), in one short read transaction. Each
+// event carries its row as stored (Event.Raw), for the wire to splice. Rows that do not decode are logged once and
 // skipped.
 func (j *Journal) readRange(id string, after, upto uint64, limit int) ([]event.Event, bool, error) {
 	if limit <= 0 {
@@ -92,7 +95,13 @@ func (j *Journal) readRange(id string, after, upto uint64, limit int) ([]event.E
 	n := min(uint64(limit), upto-after)
 	out := make([]event.Event, 0, n)
 	var scanned uint64 // seq of the last row looked at
-	gap := false
+	gap, garbage := false, false
+	var rr rowReader
+	j.mu.Lock()
+	if s := j.sessions[id]; s != nil {
+		rr.loaded, rr.verified = s.loaded, s.verified
+	}
+	j.mu.Unlock()
 	err := j.db.View(func(tx *bolt.Tx) error {
 		b := sessionBucket(tx, id)
 		if b == nil {
@@ -103,31 +112,44 @@ func (j *Journal) readRange(id string, after, upto uint64, limit int) ([]event.E
 			return nil
 		}
 		c := evb.Cursor()
+		size := 0
 		for k, v := c.Seek(store.U64(after + 1)); k != nil && len(out) < limit; k, v = c.Next() {
 			if len(k) != 8 {
 				j.garbageRow(id, k, errBadRow)
+				garbage = true
 				continue
 			}
 			seq := store.FromU64(k)
 			if seq > upto {
 				break
 			}
+			if len(out) > 0 && size+len(v) > j.opts.PageBytes {
+				break // the byte cap; the first event always goes, so paging progresses
+			}
+			size += len(v)
 			if scanned == 0 && seq != after+1 {
 				gap = true
 			}
 			scanned = seq
-			ev, err := decodeEvent(v)
+			ev, err := rr.event(id, seq, v)
 			if err != nil {
 				j.garbageRow(id, k, err)
+				garbage = true
 				continue
 			}
-			ev.Seq, ev.SessionID = seq, id
 			out = append(out, ev)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("session %s: read after %d: %w", id, after, err)
+	}
+	if !garbage && scanned > rr.verified && after <= rr.verified {
+		j.mu.Lock()
+		if s := j.sessions[id]; s != nil && s.loaded == rr.loaded && s.verified == rr.verified {
+			s.verified = scanned // (after, scanned] all read back valid
+		}
+		j.mu.Unlock()
 	}
 	if gap || scanned == 0 {
 		// Retention may have run since the cursor was checked.

@@ -36,7 +36,7 @@ func newSubscription(j *Journal, id string) *Subscription {
 
 // eventSize approximates an event's weight in a subscriber queue.
 func eventSize(ev *event.Event) int {
-	return 96 + len(ev.SessionID) + len(ev.Type) + len(ev.TurnID) + len(ev.Data)
+	return 32 + event.EncodedSize(ev) // the row, and the Event around it
 }
 
 func (s *Subscription) wake() {
