@@ -88,6 +88,11 @@ var (
 	// ErrLost: a sink's asynchronous appends failed and not even their
 	// journal.loss row could be stored (Sink.Drain).
 	ErrLost = errors.New("events lost")
+	// ErrLagged ends a Subscription whose queue overflowed.
+	ErrLagged = errors.New("subscriber lagged")
+	// ErrSubscriptionClosed ends a Subscription that was closed, or whose
+	// journal was.
+	ErrSubscriptionClosed = errors.New("subscription closed")
 )
 
 // State is a session's derived journal state, kept in memory.
@@ -194,7 +199,7 @@ func Open(db *bolt.DB, opts Options) (*Journal, error) {
 
 // Close flushes every sink, commits what is pending, stops the writer and
 // ends every subscription (queued events first, then
-// api.ErrSubscriptionClosed). Later appends fail with ErrClosed.
+// ErrSubscriptionClosed). Later appends fail with ErrClosed.
 func (j *Journal) Close() error {
 	j.closeOnce.Do(func() {
 		j.mu.Lock()

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/store"
 	bolt "go.etcd.io/bbolt"
@@ -275,7 +274,7 @@ func TestDeleteAndClose(t *testing.T) {
 	if err := j.Delete(id); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sub.Next(testCtx(t)); !errors.Is(err, api.ErrSubscriptionClosed) {
+	if _, err := sub.Next(testCtx(t)); !errors.Is(err, ErrSubscriptionClosed) {
 		t.Fatalf("subscription after delete: %v", err)
 	}
 	if st := j.State(id); st.LastSeq != 0 || len(j.Sessions()) != 0 {

@@ -1,9 +1,9 @@
 package journal
 
 import (
+	"errors"
 	"fmt"
 
-	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/store"
 	bolt "go.etcd.io/bbolt"
@@ -13,7 +13,7 @@ import (
 // at 4096) and at most Options.PageBytes of stored rows (but always one
 // event, however big), the journal's end and whether more events follow up
 // to it.
-// afterSeq beyond the end is an *api.Error of kind KindCursorAhead
+// afterSeq beyond the end is a *CursorError matching ErrCursorAhead
 // (data.lastSeq); events after afterSeq dropped by retention are
 // KindCursorCompacted (data.oldestSeq). The read transaction is closed
 // before Read returns.
@@ -64,10 +64,36 @@ func (j *Journal) Subscribe(sessionID string, afterSeq uint64, limit int) (snap 
 	return snap, d.LastSeq, hasMore, sub, nil
 }
 
+// Cursor errors: Read and Subscribe return a *CursorError matching one.
+var (
+	// ErrCursorAhead: afterSeq is beyond the journal's end (LastSeq).
+	ErrCursorAhead = errors.New("cursor ahead of the journal's end")
+	// ErrCursorCompacted: events after afterSeq were dropped by retention;
+	// OldestSeq is the first one kept.
+	ErrCursorCompacted = errors.New("cursor compacted")
+)
+
+// CursorError says where a refused cursor stands against the journal.
+type CursorError struct {
+	Err       error // ErrCursorAhead or ErrCursorCompacted
+	SessionID string
+	After     uint64
+	LastSeq   uint64
+	OldestSeq uint64
+}
+
+func (e *CursorError) Error() string {
+	if e.Err == ErrCursorAhead {
+		return fmt.Sprintf("session %s: cursor %d ahead of the journal's end %d", e.SessionID, e.After, e.LastSeq)
+	}
+	return fmt.Sprintf("session %s: events after %d compacted; oldest is %d", e.SessionID, e.After, e.OldestSeq)
+}
+
+func (e *CursorError) Unwrap() error { return e.Err }
+
 func cursorCheck(id string, after uint64, d derived) error {
 	if after > d.LastSeq {
-		return api.Errorf(api.KindCursorAhead, map[string]any{"lastSeq": d.LastSeq},
-			"session %s: cursor %d ahead of the journal's end %d", id, after, d.LastSeq)
+		return &CursorError{Err: ErrCursorAhead, SessionID: id, After: after, LastSeq: d.LastSeq, OldestSeq: d.OldestSeq}
 	}
 	if d.OldestSeq > 0 && after+1 < d.OldestSeq {
 		return compacted(id, after, d.OldestSeq)
@@ -76,8 +102,7 @@ func cursorCheck(id string, after uint64, d derived) error {
 }
 
 func compacted(id string, after, oldest uint64) error {
-	return api.Errorf(api.KindCursorCompacted, map[string]any{"oldestSeq": oldest},
-		"session %s: events after %d compacted; oldest is %d", id, after, oldest)
+	return &CursorError{Err: ErrCursorCompacted, SessionID: id, After: after, OldestSeq: oldest}
 }
 
 // readRange copies out the events in (after, upto], at most limit and
