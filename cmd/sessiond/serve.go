@@ -82,11 +82,21 @@ func (d *daemon) run() error {
 		log.Error("another sessiond is running on this state directory", "state_dir", d.stateDir, "err", err.Error())
 		return err
 	}
+	var refused *store.RefusalError
+	if errors.As(err, &refused) {
+		// One line naming the file, what is wrong and the fix; the file
+		// is left exactly as it is.
+		log.Error("refusing to start: "+refused.Kind.Error(), "path", refused.Path, "err", refused.Reason, "fix", refused.Fix)
+		return err
+	}
 	if err != nil {
 		log.Error("cannot open the store", "state_dir", d.stateDir, "err", err.Error())
 		return err
 	}
 	defer st.Close() // last: releases the flock
+	for _, w := range st.Warnings {
+		log.Warn("store opened with a warning", "path", st.Path, "detail", w)
+	}
 	j, err := journal.Open(st.DB, journal.Options{Logger: log})
 	if err != nil {
 		log.Error("cannot open the journal", "err", err.Error())
