@@ -79,6 +79,9 @@ func readMetaAt(f io.ReaderAt, off int64, page int) (meta, error) {
 	if err != nil && !errors.Is(err, io.EOF) {
 		return meta{}, fmt.Errorf("meta page %d: %w", page, err)
 	}
+	if n < pageHeaderSize {
+		return meta{}, fmt.Errorf("meta page %d: cut short (%d bytes)", page, n)
+	}
 	return decodeMeta(b[pageHeaderSize:n], page)
 }
 
