@@ -10,9 +10,10 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// errPanicked marks a contained call that panicked or faulted: bbolt may
+// errPanicked marks a contained call that panicked or faulted (in the walk
+// or in bbolt): bbolt may
 // hold its locks, so the DB must not be closed (only the file).
-var errPanicked = errors.New("bbolt failed")
+var errPanicked = errors.New("unreadable")
 
 // contained runs fn on the calling goroutine with memory faults turned into
 // panics (runtime/debug.SetPanicOnFault applies to one goroutine only and
