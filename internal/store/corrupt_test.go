@@ -116,6 +116,11 @@ func TestOpenRefusesDamage(t *testing.T) {
 			}
 			return b
 		}},
+		{"branch page points to itself", "", func(b []byte) []byte {
+			id := branchPage(t, b)
+			ne.PutUint64(b[id*ps+pageHeaderSize+8:], uint64(id)) // first element's child
+			return b
+		}},
 		{"page size", "page size", func(b []byte) []byte {
 			for _, p := range []int{0, 1} {
 				putMeta(b, p, func(m []byte) { ne.PutUint32(m[8:], 3000); resum(m) })
@@ -155,6 +160,34 @@ func hwm(t *testing.T, b []byte, ps int) int {
 		return int(m1.pgid)
 	}
 	return int(m0.pgid)
+}
+
+// branchPage returns a reachable branch page of the store b.
+func branchPage(t *testing.T, b []byte) int {
+	p := filepath.Join(t.TempDir(), "copy.db")
+	os.WriteFile(p, b, 0o600)
+	db, err := bolt.Open(p, 0o600, &bolt.Options{ReadOnly: true, PreLoadFreelist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	found := 0
+	db.View(func(tx *bolt.Tx) error {
+		for id := 2; found == 0; id++ {
+			info, err := tx.Page(id)
+			if err != nil || info == nil {
+				return err
+			}
+			if info.Type == "branch" {
+				found = id
+			}
+		}
+		return nil
+	})
+	if found == 0 {
+		t.Fatal("no branch page")
+	}
+	return found
 }
 
 // resum recomputes a meta's checksum after an edit.
