@@ -77,6 +77,7 @@ type daemon struct {
 func (d *daemon) run() error {
 	log := d.log
 	// 1. The store's flock, before any process is signalled or the socket touched.
+	opened := time.Now()
 	st, err := store.Open(d.stateDir, lockTimeout)
 	if errors.Is(err, store.ErrLocked) {
 		log.Error("another sessiond is running on this state directory", "state_dir", d.stateDir, "err", err.Error())
@@ -94,6 +95,7 @@ func (d *daemon) run() error {
 		return err
 	}
 	defer st.Close() // last: releases the flock
+	log.Info("store opened", "path", st.Path, "ms", time.Since(opened).Milliseconds()) // validation and tx.Check included
 	for _, w := range st.Warnings {
 		log.Warn("store opened with a warning", "path", st.Path, "detail", w)
 	}
