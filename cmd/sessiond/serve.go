@@ -94,7 +94,7 @@ func (d *daemon) run() error {
 		log.Error("cannot open the store", "state_dir", d.stateDir, "err", err.Error())
 		return err
 	}
-	defer st.Close() // last: releases the flock
+	defer st.Close()                                                                   // last: releases the flock
 	log.Info("store opened", "path", st.Path, "ms", time.Since(opened).Milliseconds()) // validation and tx.Check included
 	for _, w := range st.Warnings {
 		log.Warn("store opened with a warning", "path", st.Path, "detail", w)
