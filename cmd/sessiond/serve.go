@@ -94,8 +94,9 @@ func (d *daemon) run() error {
 		log.Error("cannot open the store", "state_dir", d.stateDir, "err", err.Error())
 		return err
 	}
-	defer st.Close()                                                                   // last: releases the flock
-	log.Info("store opened", "path", st.Path, "ms", time.Since(opened).Milliseconds()) // validation and tx.Check included
+	defer st.Close() // last: releases the flock
+	// ms covers the validation and bbolt's consistency check.
+	log.Info("store opened", "path", st.Path, "ms", time.Since(opened).Milliseconds())
 	for _, w := range st.Warnings {
 		log.Warn("store opened with a warning", "path", st.Path, "detail", w)
 	}
