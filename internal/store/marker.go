@@ -98,6 +98,9 @@ func usedBefore(dir string) (evidence string, m marker, err error) {
 // asides lists the files of dir moved aside under one of the aside names.
 func asides(dir string) ([]string, error) {
 	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
