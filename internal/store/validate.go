@@ -92,7 +92,7 @@ func readMetaAt(f io.ReaderAt, off int64, page int) (meta, error) {
 type fileMeta struct {
 	meta
 	size     int64
-	fallback string // why the newer meta page was not used ("" if it was)
+	fallback string // which meta page is damaged and which one bbolt uses ("" if both are valid)
 }
 
 // validateMeta checks the file against its own meta pages, reading it with
