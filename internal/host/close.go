@@ -14,6 +14,13 @@ func (h *Host) Close(ctx context.Context, id string) (api.CloseResult, error) {
 	if _, err := h.record(id); err != nil {
 		return api.CloseResult{}, err
 	}
+	// A send blocked on a provider that stopped reading holds the session
+	// lock: end its write first (the close stops that child anyway).
+	h.mu.Lock()
+	if e := h.sessions[id]; e != nil && e.state == StateLive {
+		h.beginStopMapLocked(e)
+	}
+	h.mu.Unlock()
 	e := h.lockEntry(id, false)
 	if e == nil {
 		return api.CloseResult{Steps: []api.StepResult{}}, nil

@@ -175,7 +175,31 @@ func (h *Host) disarmLocked(e *entry) {
 // It is not counted in h.wg (an Add racing Shutdown's Wait is a misuse):
 // Shutdown takes every session lock, so it waits for a running eviction.
 func (h *Host) releaseClockFired(e *entry, t Timer) {
-	e.mu.Lock()
+	// A teardown that is owed (a retry, an exited child) goes ahead: end any
+	// write blocking the session lock. An idle eviction does not wait for a
+	// lock somebody is using (a send, a start): that is activity, so the
+	// clock starts again.
+	h.mu.Lock()
+	if e.idle != t || e.gone || h.closing {
+		h.mu.Unlock()
+		return
+	}
+	if e.retry > 0 || e.exited {
+		h.beginStopMapLocked(e)
+		h.mu.Unlock()
+		e.mu.Lock()
+	} else {
+		h.mu.Unlock()
+		if !e.mu.TryLock() {
+			h.mu.Lock()
+			if e.idle == t && !e.gone && !h.closing {
+				h.log.Debug("release clock re-armed: session in use", "session_id", e.id)
+				h.armLocked(e, h.o.IdleTimeout)
+			}
+			h.mu.Unlock()
+			return
+		}
+	}
 	defer e.mu.Unlock()
 	h.mu.Lock()
 	retrying, exited := e.retry > 0, e.exited

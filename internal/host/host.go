@@ -55,6 +55,9 @@ type Options struct {
 	// (defaults 1024 and 256).
 	MaxHoldsPerConn int
 	MaxSubsPerConn  int
+	// RequestTimeout bounds each request to a provider (0: the provider
+	// package's default).
+	RequestTimeout time.Duration
 }
 
 // State is where a session is in its lifecycle.
@@ -114,6 +117,10 @@ type entry struct {
 	pid       int
 	fence     uint64
 	threadID  string
+	// stopper is the live child's adapter, reachable without the session
+	// lock: beginStopMapLocked cancels its writes so a teardown never waits
+	// behind a send blocked on a provider that stopped reading.
+	stopper *provider.Adapter
 
 	// Guarded by the session lock.
 	rec      store.Record
@@ -274,6 +281,17 @@ func (h *Host) forgetLocked(e *entry) {
 		}
 	}
 	e.holds = map[string]*hold{}
+	e.stopper = nil
+}
+
+// beginStopMapLocked makes every write to e's child, and every request
+// waiting for its answer, give up at once: the caller is about to tear the
+// child down and must not wait for the session lock behind a blocked send.
+// Needs the map lock.
+func (h *Host) beginStopMapLocked(e *entry) {
+	if e.stopper != nil {
+		e.stopper.BeginStop()
+	}
 }
 
 // setState records e's state under the map lock.

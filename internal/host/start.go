@@ -73,10 +73,11 @@ func (h *Host) startLocked(ctx context.Context, e *entry) (err error) {
 	e.child = child
 	e.adapter = provider.NewAdapter(provider.Options{
 		In: child.Stdin(), Out: child.Stdout(), Cwd: rec.Cwd, ThreadID: rec.ThreadID,
-		Emit: e.sink.Append, Logger: h.log.With("session_id", e.id),
+		Emit: e.sink.Append, Logger: h.log.With("session_id", e.id), RequestTimeout: h.o.RequestTimeout,
 	})
 	h.mu.Lock()
 	e.pid = child.Identity().PID
+	e.stopper = e.adapter
 	h.mu.Unlock()
 	h.wg.Add(1)
 	go h.watch(e, child)
@@ -135,6 +136,7 @@ func (h *Host) watch(e *entry, child *proc.Child) {
 	<-child.Exited()
 	h.mu.Lock()
 	e.exited = true
+	h.beginStopMapLocked(e) // a descendant may still hold stdin open: no write waits on it
 	h.mu.Unlock()
 	ex := child.Exit()
 	h.log.Info("provider exited", "session_id", e.id, "pid", child.Identity().PID,

@@ -217,8 +217,11 @@ func (h *Host) Shutdown(ctx context.Context) error {
 	}
 	h.closing = true
 	ids := make([]string, 0, len(h.sessions))
-	for id := range h.sessions {
+	for id, e := range h.sessions {
 		ids = append(ids, id)
+		if e.state == StateLive {
+			h.beginStopMapLocked(e) // no eviction waits behind a blocked send
+		}
 	}
 	subs := make([]*subscription, 0, len(h.subs))
 	for id, s := range h.subs {

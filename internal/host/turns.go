@@ -75,6 +75,13 @@ func (h *Host) Send(ctx context.Context, p api.SendParams) (api.SendResult, erro
 			// The child is gone: its teardown completes the turn interrupted.
 			return api.SendResult{TurnID: turnID}, nil
 		}
+		if errors.Is(err, provider.ErrStopping) {
+			// A close (or the child's exit) cancelled the write: the
+			// teardown under way completes the turn interrupted.
+			return api.SendResult{}, &api.Error{Kind: api.KindSessionNotLive,
+				Msg: "session " + e.id + " is being stopped: turn " + turnID + " was not delivered", Err: err,
+				Data: map[string]any{"turnId": turnID}}
+		}
 		if _, cerr := e.sink.Commit(context.WithoutCancel(ctx), event.New(event.TurnCompleted, turnID,
 			event.TurnCompletedData{Status: event.StatusFailed, Reason: event.ReasonProviderError, Error: err.Error()})); cerr != nil {
 			h.log.Error("journal failed turn", "session_id", e.id, "turn_id", turnID, "err", cerr)
@@ -93,6 +100,9 @@ func (h *Host) Cancel(ctx context.Context, id string) (api.CancelResult, error) 
 	}
 	defer e.mu.Unlock()
 	ok, err := e.adapter.Interrupt(ctx)
+	if stopped(err) {
+		return api.CancelResult{}, notLiveStopping(id, err)
+	}
 	if err != nil {
 		return api.CancelResult{}, &api.Error{Kind: api.KindProviderFailed, Msg: "session " + id + ": interrupt", Err: err,
 			Data: map[string]any{"cause": err.Error()}}
@@ -118,6 +128,9 @@ func (h *Host) Respond(ctx context.Context, p api.RespondParams) error {
 		return &api.Error{Kind: api.KindRequestNotFound, Msg: "session " + p.SessionID + ": no pending approval " + p.RequestID,
 			Data: map[string]any{"requestId": p.RequestID}}
 	}
+	if stopped(err) {
+		return notLiveStopping(p.SessionID, err)
+	}
 	if err != nil {
 		return &api.Error{Kind: api.KindProviderFailed, Msg: "session " + p.SessionID + ": respond", Err: err,
 			Data: map[string]any{"cause": err.Error()}}
@@ -132,4 +145,15 @@ func (h *Host) busyLocked(e *entry) bool {
 	}
 	st := h.j.State(e.id)
 	return st.OpenTurn != "" || len(st.PendingApprovals) > 0
+}
+
+// stopped reports an adapter error that means the child is being stopped,
+// not a provider failure: the session is no longer live.
+func stopped(err error) bool {
+	return errors.Is(err, provider.ErrStopping)
+}
+
+// notLiveStopping is session_not_live for a child found stopping mid-call.
+func notLiveStopping(id string, err error) error {
+	return &api.Error{Kind: api.KindSessionNotLive, Msg: "session " + id + " has no live provider: its child is being stopped", Err: err}
 }

@@ -113,19 +113,44 @@ func (a *Adapter) write(v any) error {
 	defer a.writeMu.Unlock()
 	// A provider that stops reading must not block its caller (who may hold
 	// the session lock the close ladder needs): a pipe's write is bounded by
-	// the request timeout.
+	// the request timeout, and BeginStop ends it at once.
 	if d, ok := a.o.In.(writeDeadliner); ok {
 		if d.SetWriteDeadline(time.Now().Add(a.o.RequestTimeout)) == nil {
 			defer d.SetWriteDeadline(time.Time{})
 		}
 	}
+	// Checked after the deadline is set: a BeginStop racing this write
+	// either is seen here or sets its past deadline after ours.
+	if a.writesCancelled.Load() {
+		return fmt.Errorf("provider: write stdin: %w", ErrStopping)
+	}
 	if _, err := a.o.In.Write(b); err != nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) {
+		switch {
+		case a.writesCancelled.Load():
+			return fmt.Errorf("provider: write stdin: %w", ErrStopping)
+		case errors.Is(err, os.ErrDeadlineExceeded):
 			return fmt.Errorf("provider: write stdin: not read for %s: %w", a.o.RequestTimeout, ErrTimeout)
 		}
 		return fmt.Errorf("provider: write stdin: %w: %w", ErrExited, err)
 	}
 	return nil
+}
+
+// BeginStop tells the adapter its provider is being stopped: the write in
+// progress (one blocked on a provider that stopped reading) and every
+// request waiting for its answer return ErrStopping at once, and so does
+// every later write. The host calls it before it takes the session lock to
+// stop the child, so a close never waits behind a send. Stdin stays open:
+// closing it is the close ladder's first step. The reader goes on, so
+// what the provider still writes is journaled by the drain step.
+func (a *Adapter) BeginStop() {
+	if a.writesCancelled.Swap(true) {
+		return
+	}
+	close(a.stopping)
+	if d, ok := a.o.In.(writeDeadliner); ok {
+		_ = d.SetWriteDeadline(time.Unix(1, 0)) // in the past: a pending write fails now
+	}
 }
 
 // writeDeadliner is a stdin that can bound a write (an *os.File pipe).
