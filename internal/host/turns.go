@@ -147,13 +147,15 @@ func (h *Host) busyLocked(e *entry) bool {
 	return st.OpenTurn != "" || len(st.PendingApprovals) > 0
 }
 
-// stopped reports an adapter error that means the child is being stopped,
-// not a provider failure: the session is no longer live.
+// stopped reports an adapter error that means the child is exiting (a
+// broken pipe, stdout's end: the adapter can see it before the watcher
+// does) or being stopped, not a provider failure: the session is no longer
+// live.
 func stopped(err error) bool {
-	return errors.Is(err, provider.ErrStopping)
+	return errors.Is(err, provider.ErrExited) || errors.Is(err, provider.ErrStopping)
 }
 
-// notLiveStopping is session_not_live for a child found stopping mid-call.
+// notLiveStopping is session_not_live for a child found exiting mid-call.
 func notLiveStopping(id string, err error) error {
-	return &api.Error{Kind: api.KindSessionNotLive, Msg: "session " + id + " has no live provider: its child is being stopped", Err: err}
+	return &api.Error{Kind: api.KindSessionNotLive, Msg: "session " + id + " has no live provider: its child is exiting", Err: err}
 }
