@@ -21,7 +21,10 @@ func (h *Host) Close(ctx context.Context, id string) (api.CloseResult, error) {
 		h.beginStopMapLocked(e)
 	}
 	h.mu.Unlock()
-	e := h.lockEntry(id, false)
+	e, err := h.lockEntry(ctx, id, false)
+	if err != nil {
+		return api.CloseResult{}, err
+	}
 	if e == nil {
 		return api.CloseResult{Steps: []api.StepResult{}}, nil
 	}

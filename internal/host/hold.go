@@ -72,7 +72,10 @@ func (h *Host) Hold(ctx context.Context, conn string, p api.HoldParams) (api.Hol
 // that exited on its own, and starts a child when none runs.
 func (h *Host) lockLiveEntry(ctx context.Context, id string) (*entry, error) {
 	for {
-		e := h.lockEntry(id, true)
+		e, err := h.lockEntry(ctx, id, true)
+		if err != nil {
+			return nil, err
+		}
 		h.mu.Lock()
 		exited := e.exited
 		h.mu.Unlock()
@@ -108,7 +111,10 @@ func (h *Host) Release(ctx context.Context, conn string, p api.ReleaseParams) (a
 	}
 	// The session lock queues a release behind a hold still starting the
 	// child (a pipelined hold+release must not overtake it).
-	e := h.lockEntry(p.SessionID, false)
+	e, err := h.lockEntry(ctx, p.SessionID, false)
+	if err != nil {
+		return api.ReleaseResult{}, err
+	}
 	if e == nil {
 		return api.ReleaseResult{Released: false, Holders: []string{}}, nil
 	}

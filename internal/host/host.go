@@ -103,7 +103,7 @@ type Host struct {
 // entry is one session in the map.
 type entry struct {
 	id string
-	mu sync.Mutex // session lock
+	mu sessionLock // session lock
 
 	// Guarded by the map lock (written with both locks held where noted).
 	state     State
@@ -228,33 +228,6 @@ func (h *Host) lookup(id string) *entry {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.sessions[id]
-}
-
-// lockEntry looks up (or, with create, inserts) the entry of id and takes
-// its session lock, retrying when the entry was forgotten while waiting.
-// It returns nil when there is no entry and create is false.
-func (h *Host) lockEntry(id string, create bool) *entry {
-	for {
-		h.mu.Lock()
-		e := h.sessions[id]
-		if e == nil {
-			if !create {
-				h.mu.Unlock()
-				return nil
-			}
-			e = &entry{id: id, state: StateStored, holds: make(map[string]*hold)}
-			h.sessions[id] = e
-		}
-		h.mu.Unlock()
-		e.mu.Lock()
-		h.mu.Lock()
-		gone := e.gone
-		h.mu.Unlock()
-		if !gone {
-			return e
-		}
-		e.mu.Unlock()
-	}
 }
 
 // forgetLocked deletes e from the map iff it is still the map's entry for

@@ -132,7 +132,7 @@ func (h *Host) Delete(ctx context.Context, id string) error {
 		}
 	}
 	// A placeholder entry keeps a concurrent hold out while we delete.
-	e := &entry{id: id, state: StateEvicting, holds: map[string]*hold{}}
+	e := newEntry(id, StateEvicting)
 	h.sessions[id] = e
 	e.mu.Lock()
 	h.mu.Unlock()

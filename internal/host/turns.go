@@ -12,11 +12,14 @@ import (
 
 // liveEntry locks and returns the entry of a session with a live child, or
 // session_not_live. The caller unlocks.
-func (h *Host) liveEntry(id string) (*entry, error) {
+func (h *Host) liveEntry(ctx context.Context, id string) (*entry, error) {
 	if _, err := h.record(id); err != nil {
 		return nil, err
 	}
-	e := h.lockEntry(id, false)
+	e, err := h.lockEntry(ctx, id, false)
+	if err != nil {
+		return nil, err
+	}
 	if e == nil {
 		return nil, &api.Error{Kind: api.KindSessionNotLive, Msg: "session " + id + " has no live provider: hold it first"}
 	}
@@ -45,7 +48,7 @@ func (h *Host) Send(ctx context.Context, p api.SendParams) (api.SendResult, erro
 			return api.SendResult{TurnID: tid, Duplicate: true}, nil
 		}
 	}
-	e, err := h.liveEntry(p.SessionID)
+	e, err := h.liveEntry(ctx, p.SessionID)
 	if err != nil {
 		return api.SendResult{}, err
 	}
@@ -94,7 +97,7 @@ func (h *Host) Send(ctx context.Context, p api.SendParams) (api.SendResult, erro
 
 // Cancel interrupts the running turn.
 func (h *Host) Cancel(ctx context.Context, id string) (api.CancelResult, error) {
-	e, err := h.liveEntry(id)
+	e, err := h.liveEntry(ctx, id)
 	if err != nil {
 		return api.CancelResult{}, err
 	}
@@ -118,7 +121,7 @@ func (h *Host) Respond(ctx context.Context, p api.RespondParams) error {
 	if p.Decision != "approve" && p.Decision != "deny" {
 		return api.InvalidParam("decision", "must be \"approve\" or \"deny\", not %q", p.Decision)
 	}
-	e, err := h.liveEntry(p.SessionID)
+	e, err := h.liveEntry(ctx, p.SessionID)
 	if err != nil {
 		return err
 	}
