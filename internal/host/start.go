@@ -127,6 +127,7 @@ func (h *Host) spec(rec store.Record, prov Provider, fence uint64) proc.Spec {
 		Path: prov.Command[0], Args: prov.Command[1:], Env: env, Dir: rec.Cwd,
 		Tags:        proc.Tags{SessionID: rec.ID, Fence: fence, StateID: h.st.StateID},
 		StderrBytes: 16 << 10,
+		Logger:      h.log, // the ladder logs every signal it sends
 	}
 }
 

@@ -71,7 +71,7 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 			oid := proc.Identity{PID: o.PID, StartTicks: o.StartTicks, BootID: o.BootID}
 			switch proc.Probe(oid) {
 			case proc.Alive:
-				v = proc.Reap(ctx, oid, proc.Tags{SessionID: id, Fence: rec.Fence, StateID: h.st.StateID}, h.o.Ladder)
+				v = proc.Reap(ctx, h.log, oid, proc.Tags{SessionID: id, Fence: rec.Fence, StateID: h.st.StateID}, h.o.Ladder)
 				evidence.Kind = lease.EvidenceExitObserved
 				reaped++
 				h.log.Info("orphan reaped", "session_id", id, "fence", rec.Fence, "pid", o.PID, "root", v.Root.String(), "tree", v.Tree.String())
@@ -84,7 +84,7 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 			}
 		}
 		for _, t := range bySession[id] {
-			tv := proc.Reap(ctx, t.Identity, proc.Tags{SessionID: id, Fence: t.Fence, StateID: h.st.StateID}, h.o.Ladder)
+			tv := proc.Reap(ctx, h.log, t.Identity, proc.Tags{SessionID: id, Fence: t.Fence, StateID: h.st.StateID}, h.o.Ladder)
 			reaped++
 			h.log.Info("tagged orphan reaped", "session_id", id, "fence", t.Fence, "pid", t.PID, "root", tv.Root.String())
 			if tv.Root != proc.Exited {
@@ -110,7 +110,7 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 	// Tagged processes of ours that no lease names.
 	for id, ts := range bySession {
 		for _, t := range ts {
-			v := proc.Reap(ctx, t.Identity, proc.Tags{SessionID: id, Fence: t.Fence, StateID: h.st.StateID}, h.o.Ladder)
+			v := proc.Reap(ctx, h.log, t.Identity, proc.Tags{SessionID: id, Fence: t.Fence, StateID: h.st.StateID}, h.o.Ladder)
 			reaped++
 			h.log.Info("tagged orphan reaped", "session_id", id, "pid", t.PID, "root", v.Root.String())
 		}
@@ -123,7 +123,7 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 			break
 		}
 		for _, t := range late {
-			v := proc.Reap(ctx, t.Identity, proc.Tags{SessionID: t.SessionID, Fence: t.Fence, StateID: h.st.StateID}, h.o.Ladder)
+			v := proc.Reap(ctx, h.log, t.Identity, proc.Tags{SessionID: t.SessionID, Fence: t.Fence, StateID: h.st.StateID}, h.o.Ladder)
 			reaped++
 			h.log.Info("tagged orphan reaped", "session_id", t.SessionID, "pid", t.PID, "root", v.Root.String(), "pass", pass+1)
 		}
