@@ -17,7 +17,7 @@ func (h *Host) Close(ctx context.Context, id string) (api.CloseResult, error) {
 	// A send blocked on a provider that stopped reading holds the session
 	// lock: end its write first (the close stops that child anyway).
 	h.mu.Lock()
-	if e := h.sessions[id]; e != nil && e.state == StateLive {
+	if e := h.sessions[id]; e != nil && (e.state == StateLive || e.state == StateExited) {
 		h.beginStopMapLocked(e)
 	}
 	h.mu.Unlock()
@@ -33,8 +33,8 @@ func (h *Host) Close(ctx context.Context, id string) (api.CloseResult, error) {
 	for holder, hd := range e.holds {
 		h.dropHoldMapLocked(e, holder, hd.token, "close")
 	}
-	h.disarmLocked(e)
-	live := e.state == StateLive
+	h.disarmMapLocked(e)
+	live := e.state == StateLive || e.state == StateExited
 	h.mu.Unlock()
 	if !live {
 		return api.CloseResult{Steps: []api.StepResult{}}, nil

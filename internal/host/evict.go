@@ -137,11 +137,11 @@ func (h *Host) evictLocked(ctx context.Context, e *entry, cause evictCause) ([]a
 	}
 	h.mu.Lock()
 	if !e.gone {
-		e.state = prev
+		e.state = loadedStateLocked(e, prev)
 		if prev == StateStarting {
 			// A failed start whose teardown failed: loaded but unusable,
 			// so the next hold tears it down before starting afresh.
-			e.state, e.exited = StateLive, true
+			e.state = StateExited
 		}
 	}
 	h.mu.Unlock()

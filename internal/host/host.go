@@ -9,7 +9,8 @@
 // entry fields that readers (list, get) need, and is held only briefly.
 //
 // Lock order: session lock, then map lock. Never take a session lock while
-// holding the map lock; functions named …Locked need the session lock held.
+// holding the map lock. Functions named …MapLocked need the map lock held;
+// other functions named …Locked need the session lock held.
 package host
 
 import (
@@ -27,7 +28,6 @@ import (
 	"github.com/sessiond/sessiond/internal/journal"
 	"github.com/sessiond/sessiond/internal/lease"
 	"github.com/sessiond/sessiond/internal/proc"
-	"github.com/sessiond/sessiond/internal/provider"
 	"github.com/sessiond/sessiond/internal/store"
 )
 
@@ -60,21 +60,6 @@ type Options struct {
 	RequestTimeout time.Duration
 }
 
-// State is where a session is in its lifecycle.
-type State int
-
-// Session states; the map only holds starting, live and evicting entries.
-const (
-	StateStored State = iota
-	StateStarting
-	StateLive
-	StateEvicting
-)
-
-var stateNames = [...]string{"stored", "starting", "live", "evicting"}
-
-func (s State) String() string { return stateNames[s] }
-
 // Host is the session map. It implements api.Backend.
 type Host struct {
 	o       Options
@@ -98,56 +83,6 @@ type Host struct {
 
 	stats counters
 	wg    sync.WaitGroup // watchers and timers' work
-}
-
-// entry is one session in the map.
-type entry struct {
-	id string
-	mu sessionLock // session lock
-
-	// Guarded by the map lock (written with both locks held where noted).
-	state     State
-	gone      bool // forgotten: a waiter must look the session up again
-	holds     map[string]*hold
-	idle      Timer // release clock, nil when not armed
-	releaseAt *time.Time
-	retry     int        // failed evictions in a row
-	retryWhy  evictCause // the cause a retry evicts with
-	exited    bool       // the child exited, or its start failed: a teardown is owed
-	pid       int
-	fence     uint64
-	threadID  string
-	// stopper is the live child's adapter, reachable without the session
-	// lock: beginStopMapLocked cancels its writes so a teardown never waits
-	// behind a send blocked on a provider that stopped reading.
-	stopper *provider.Adapter
-
-	// Guarded by the session lock.
-	rec      store.Record
-	token    string
-	child    *proc.Child
-	adapter  *provider.Adapter
-	sink     *journal.Sink
-	verdict  *proc.Verdict
-	tailDone map[string]bool // eviction tail rows already written (idempotent retries)
-	// leftBehind is closed when a step that outlived its deadline in an
-	// earlier attempt returns; no new attempt starts before it has.
-	leftBehind <-chan struct{}
-}
-
-// hold is one holder of a session.
-type hold struct {
-	conn  string
-	token string
-	ttl   Timer
-}
-
-// connState tracks a connection's holds and subscriptions.
-type connState struct {
-	closed   bool
-	inflight int // holds and attaches in progress
-	holds    int
-	subs     int
 }
 
 // New builds a Host on an opened store and journal.
@@ -221,57 +156,6 @@ func (h *Host) Providers() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// lookup returns the map entry of id, or nil.
-func (h *Host) lookup(id string) *entry {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.sessions[id]
-}
-
-// forgetLocked deletes e from the map iff it is still the map's entry for
-// its id. Needs the session lock.
-func (h *Host) forgetLocked(e *entry) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.sessions[e.id] == e {
-		delete(h.sessions, e.id)
-	}
-	e.gone = true
-	e.state = StateStored
-	if e.idle != nil {
-		e.idle.Stop()
-		e.idle = nil
-	}
-	e.releaseAt = nil
-	for _, hd := range e.holds {
-		if hd.ttl != nil {
-			hd.ttl.Stop()
-		}
-		if cs := h.conns[hd.conn]; cs != nil {
-			cs.holds--
-		}
-	}
-	e.holds = map[string]*hold{}
-	e.stopper = nil
-}
-
-// beginStopMapLocked makes every write to e's child, and every request
-// waiting for its answer, give up at once: the caller is about to tear the
-// child down and must not wait for the session lock behind a blocked send.
-// Needs the map lock.
-func (h *Host) beginStopMapLocked(e *entry) {
-	if e.stopper != nil {
-		e.stopper.BeginStop()
-	}
-}
-
-// setState records e's state under the map lock.
-func (h *Host) setState(e *entry, s State) {
-	h.mu.Lock()
-	e.state = s
-	h.mu.Unlock()
 }
 
 var idEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)

@@ -43,11 +43,6 @@ func (l sessionLock) TryLock() bool {
 // Unlock releases the lock.
 func (l sessionLock) Unlock() { <-l }
 
-// newEntry is a map entry of id in state s, its lock free.
-func newEntry(id string, s State) *entry {
-	return &entry{id: id, mu: newSessionLock(), state: s, holds: map[string]*hold{}}
-}
-
 // lockEntry looks up (or, with create, inserts) the entry of id and takes
 // its session lock, retrying when the entry was forgotten while waiting.
 // It returns nil when there is no entry and create is false, and ctx's

@@ -179,7 +179,7 @@ func (h *Host) info(r store.Record) api.SessionInfo {
 	defer h.mu.Unlock()
 	if e := h.sessions[r.ID]; e != nil && !e.gone {
 		si.State = e.state.String()
-		if e.exited && e.state == StateLive {
+		if e.state == StateExited {
 			si.State = StateEvicting.String()
 		}
 		si.PID = e.pid
@@ -209,7 +209,7 @@ func (h *Host) Counts() api.SessionCounts {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, e := range h.sessions {
-		if e.state == StateLive && !e.exited {
+		if e.state == StateLive {
 			c.Live++
 		}
 	}

@@ -104,7 +104,7 @@ func (h *Host) startLocked(ctx context.Context, e *entry) (err error) {
 		return fail(fmt.Errorf("journal: %w", err))
 	}
 	h.mu.Lock()
-	e.state = StateLive
+	e.state = loadedStateLocked(e, StateLive)
 	e.threadID = res.ThreadID
 	h.stats.starts++
 	h.mu.Unlock()
@@ -136,7 +136,9 @@ func (h *Host) watch(e *entry, child *proc.Child) {
 	defer h.wg.Done()
 	<-child.Exited()
 	h.mu.Lock()
-	e.exited = true
+	if e.state == StateLive {
+		e.state = StateExited // a starting or evicting entry sees the exit itself
+	}
 	h.beginStopMapLocked(e) // a descendant may still hold stdin open: no write waits on it
 	h.mu.Unlock()
 	ex := child.Exit()
@@ -144,7 +146,7 @@ func (h *Host) watch(e *entry, child *proc.Child) {
 		"code", ex.Code, "signal", ex.Signal)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.child != child || e.state != StateLive {
+	if e.child != child || e.state != StateExited {
 		return // torn down, or failed to start, under someone else's hand
 	}
 	if _, err := h.evictLocked(context.Background(), e, evictExited); err != nil {

@@ -24,7 +24,7 @@ func (h *Host) liveEntry(ctx context.Context, id string) (*entry, error) {
 		return nil, &api.Error{Kind: api.KindSessionNotLive, Msg: "session " + id + " has no live provider: hold it first"}
 	}
 	h.mu.Lock()
-	ok := e.state == StateLive && !e.exited && e.adapter != nil
+	ok := e.state == StateLive && e.adapter != nil
 	h.mu.Unlock()
 	if !ok {
 		e.mu.Unlock()
