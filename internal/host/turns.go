@@ -74,8 +74,9 @@ func (h *Host) Send(ctx context.Context, p api.SendParams) (api.SendResult, erro
 	// The write-ahead row is committed: the turn must reach the provider
 	// even if the caller goes away now (the adapter bounds the wait).
 	if err := e.adapter.StartTurn(context.WithoutCancel(ctx), turnID, p.Text); err != nil {
-		if errors.Is(err, provider.ErrExited) {
-			// The child is gone: its teardown completes the turn interrupted.
+		if errors.Is(err, provider.ErrExited) || (errors.Is(err, provider.ErrStopping) && loadedStateLocked(e, StateLive) == StateExited) {
+			// The child is gone (its exit may have cancelled the write):
+			// its teardown completes the turn interrupted.
 			return api.SendResult{TurnID: turnID}, nil
 		}
 		if errors.Is(err, provider.ErrStopping) {

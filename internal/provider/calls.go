@@ -60,6 +60,14 @@ func (a *Adapter) request(ctx context.Context, method string, params any, onResu
 		}
 		return nil, fmt.Errorf("provider: %s: %w", method, ErrExited)
 	case <-a.stopping:
+		select {
+		case m := <-c.resp: // answered just before
+			if m.Error != nil {
+				return nil, fmt.Errorf("provider: %s: %w", method, m.Error)
+			}
+			return m.Result, nil
+		default:
+		}
 		return nil, fmt.Errorf("provider: %s: %w", method, ErrStopping)
 	case <-t.C:
 		return nil, fmt.Errorf("provider: %s after %s: %w", method, a.o.RequestTimeout, ErrTimeout)
