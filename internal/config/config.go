@@ -28,6 +28,11 @@ const (
 	DefaultGrace           = 1500 * time.Millisecond
 	DefaultTermTimeout     = 2 * time.Second
 	DefaultKillTimeout     = 1 * time.Second
+	// Per-connection limits and journal page sizes (not configurable).
+	DefaultMaxHoldsPerConn = 1024
+	DefaultMaxSubsPerConn  = 256
+	DefaultPageEvents      = 256  // a read or attach page when limit is 0
+	MaxPageEvents          = 4096 // the largest limit a read or attach may ask
 )
 
 // ErrUnknownKey: the file names a key this version does not know.

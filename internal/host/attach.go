@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/config"
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/journal"
 )
@@ -24,8 +25,8 @@ func (s *subscription) ID() string { return s.id }
 func (s *subscription) Next(ctx context.Context) (event.Event, error) { return s.feed.Next(ctx) }
 
 const (
-	defaultPage = 256
-	maxPage     = 4096
+	defaultPage = config.DefaultPageEvents
+	maxPage     = config.MaxPageEvents
 )
 
 func pageLimit(limit int) (int, error) {

@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessiond/sessiond/internal/config"
 	"github.com/sessiond/sessiond/internal/journal"
 	"github.com/sessiond/sessiond/internal/lease"
 	"github.com/sessiond/sessiond/internal/proc"
@@ -33,10 +34,9 @@ import (
 
 // Provider is a configured provider profile.
 type Provider struct {
-	Name     string
-	Command  []string
-	Env      map[string]string
-	Protocol string
+	Name    string
+	Command []string
+	Env     map[string]string
 }
 
 // Options configures a Host.
@@ -48,11 +48,10 @@ type Options struct {
 	StartTimeout time.Duration
 	StepTimeout  time.Duration
 	Ladder       proc.Ladder
-	StateDir     string
 	Logger       *slog.Logger
 	Clock        Clock // nil: real time
 	// MaxHoldsPerConn and MaxSubsPerConn are the per-connection limits
-	// (defaults 1024 and 256).
+	// (0: config.DefaultMaxHoldsPerConn and DefaultMaxSubsPerConn).
 	MaxHoldsPerConn int
 	MaxSubsPerConn  int
 	// RequestTimeout bounds each request to a provider (0: the provider
@@ -96,20 +95,24 @@ func New(o Options) (*Host, error) {
 	if o.Clock == nil {
 		o.Clock = realClock{}
 	}
+	// Defaults live in config; a zero value means the documented one.
 	if o.IdleTimeout <= 0 {
-		o.IdleTimeout = 60 * time.Second
+		o.IdleTimeout = config.DefaultIdleTimeout
 	}
 	if o.StartTimeout <= 0 {
-		o.StartTimeout = 15 * time.Second
+		o.StartTimeout = config.DefaultStartTimeout
 	}
 	if o.StepTimeout <= 0 {
-		o.StepTimeout = 10 * time.Second
+		o.StepTimeout = config.DefaultStepTimeout
+	}
+	if o.Ladder == (proc.Ladder{}) {
+		o.Ladder = proc.Ladder{Grace: config.DefaultGrace, TermTimeout: config.DefaultTermTimeout, KillTimeout: config.DefaultKillTimeout}
 	}
 	if o.MaxHoldsPerConn <= 0 {
-		o.MaxHoldsPerConn = 1024
+		o.MaxHoldsPerConn = config.DefaultMaxHoldsPerConn
 	}
 	if o.MaxSubsPerConn <= 0 {
-		o.MaxSubsPerConn = 256
+		o.MaxSubsPerConn = config.DefaultMaxSubsPerConn
 	}
 	boot, err := proc.BootID()
 	if err != nil {
