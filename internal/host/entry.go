@@ -116,12 +116,17 @@ func (h *Host) forgetLocked(e *entry) {
 	e.stopper = nil
 }
 
-// beginStopMapLocked makes every write to e's child, and every request
-// waiting for its answer, give up at once: the caller is about to tear the
-// child down and must not wait for the session lock behind a blocked send.
-// Needs the map lock.
+// beginStopMapLocked makes every write to e's child give up at once, and,
+// while the child lives, every request waiting for its answer: the caller
+// is about to tear the child down and must not wait for the session lock
+// behind a blocked send. An exited child's pending answers are left for the
+// reader (they may already be in the pipe). Needs the map lock.
 func (h *Host) beginStopMapLocked(e *entry) {
-	if e.stopper != nil {
+	switch {
+	case e.stopper == nil:
+	case e.state == StateExited:
+		e.stopper.CancelWrites()
+	default:
 		e.stopper.BeginStop()
 	}
 }

@@ -139,7 +139,9 @@ func (h *Host) watch(e *entry, child *proc.Child) {
 	if e.state == StateLive {
 		e.state = StateExited // a starting or evicting entry sees the exit itself
 	}
-	h.beginStopMapLocked(e) // a descendant may still hold stdin open: no write waits on it
+	if e.stopper != nil {
+		e.stopper.CancelWrites() // a descendant may still hold stdin open: no write waits on it
+	}
 	h.mu.Unlock()
 	ex := child.Exit()
 	h.log.Info("provider exited", "session_id", e.id, "pid", child.Identity().PID,

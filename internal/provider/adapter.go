@@ -40,8 +40,8 @@ var (
 	// ErrTimeout means the provider did not answer a request within
 	// Options.RequestTimeout.
 	ErrTimeout = errors.New("provider request timed out")
-	// ErrStopping means the host is stopping the provider (BeginStop): the
-	// write or request was abandoned.
+	// ErrStopping means the host is stopping the provider (CancelWrites,
+	// BeginStop): the write or request was abandoned.
 	ErrStopping = errors.New("provider is being stopped")
 )
 
@@ -83,8 +83,9 @@ type Adapter struct {
 	done chan struct{} // closed when the reader has emitted everything and stopped
 
 	writeMu         sync.Mutex    // serializes writes to o.In
-	writesCancelled atomic.Bool   // BeginStop was called
+	writesCancelled atomic.Bool   // CancelWrites (or BeginStop) was called
 	stopping        chan struct{} // closed by BeginStop
+	stopOnce        sync.Once
 
 	// emitMu serializes Emit calls and guards stopped: once Drain has
 	// stopped reading, nothing more is emitted.

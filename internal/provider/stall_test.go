@@ -86,3 +86,34 @@ func TestBeginStopEndsWaitingRequest(t *testing.T) {
 		t.Fatal("request still waiting after BeginStop")
 	}
 }
+
+// A turn/start abandoned by BeginStop keeps its turn open: what the
+// provider wrote for it is still emitted while it drains.
+func TestTurnAbandonedByBeginStopStaysOpen(t *testing.T) {
+	f := newFake(t, func(o *Options) { o.RequestTimeout = time.Hour })
+	f.handshake(t)
+	errc := make(chan error, 1)
+	go func() { errc <- f.a.StartTurn(context.Background(), "t_1", "hi") }()
+	f.expect(t, "turn/start") // never answered
+	f.a.BeginStop()
+	if err := <-errc; !errors.Is(err, ErrStopping) {
+		t.Fatalf("StartTurn after BeginStop: %v, want ErrStopping", err)
+	}
+	f.send(t, map[string]any{"method": "item/agentMessage/delta", "params": map[string]any{"turnId": "pt", "delta": "late"}})
+	f.rec.waitFor(t, event.MessageDelta, "t_1")
+}
+
+// CancelWrites leaves a request already written waiting for its answer (an
+// exited child's answer may still be in the pipe).
+func TestCancelWritesKeepsWaitingRequest(t *testing.T) {
+	f := newFake(t, func(o *Options) { o.RequestTimeout = time.Hour })
+	done := make(chan error, 1)
+	go func() { _, err := f.a.Start(context.Background()); done <- err }()
+	m := f.expect(t, "initialize")
+	f.a.CancelWrites()
+	f.reply(t, m, map[string]any{"userAgent": "fake"})
+	// The answer arrived; the next write (initialized) is refused.
+	if err := <-done; !errors.Is(err, ErrStopping) || !strings.Contains(err.Error(), "initialized") {
+		t.Fatalf("Start after CancelWrites: %v, want initialized refused with ErrStopping", err)
+	}
+}
