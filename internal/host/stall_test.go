@@ -143,3 +143,44 @@ func stepsOK() []api.StepResult {
 	}
 	return out
 }
+
+// The release clock does not wait behind a send blocked on a provider
+// that stopped reading either: a session lock in use is activity, so the
+// clock starts again instead of waiting.
+func TestReleaseClockDoesNotWaitBehindBlockedSend(t *testing.T) {
+	f := newFixture(t)
+	f.h.o.RequestTimeout = time.Hour
+	ctx := context.Background()
+	id := f.create("echo")
+	f.hold(id, "h", "c1")
+	child := f.lookupChild(t, id)
+	pid := child.Identity().PID
+	if _, err := f.h.Release(ctx, "c1", api.ReleaseParams{SessionID: id, HolderID: "h"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	sent := make(chan error, 1)
+	go func() {
+		_, err := f.h.Send(ctx, api.SendParams{SessionID: id, Text: strings.Repeat("x", 900<<10)})
+		sent <- err
+	}()
+	waitPipeFull(t, child)
+	fired := make(chan struct{})
+	go func() { f.clk.Advance(idle); close(fired) }()
+	select {
+	case <-fired:
+	case <-time.After(stallGuard):
+		syscall.Kill(pid, syscall.SIGCONT)
+		<-fired
+		t.Fatal("the release clock waited behind the send blocked on a stopped provider")
+	}
+	if si, _ := f.h.Get(ctx, id); si.ReleaseAt == nil || si.State != "live" {
+		t.Fatalf("after the clock fired on a busy session: %+v, want live with the clock re-armed", si)
+	}
+	if _, err := f.h.Close(ctx, id); err != nil { // cancels the send
+		t.Fatal(err)
+	}
+	wantKind(t, <-sent, api.KindSessionNotLive)
+}
