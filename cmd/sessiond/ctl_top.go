@@ -222,7 +222,6 @@ func bytesText(n uint64) string {
 	}
 }
 
-
 // sortTopRows orders rows by CPU, then id, so the busiest come first.
 func sortTopRows(rows []topRow) {
 	sort.Slice(rows, func(i, k int) bool {
