@@ -36,10 +36,10 @@ lint:
 chaos:
 	$(GO) test -race -v -run Chaos -count=1 -timeout 60m ./internal/chaos/ -args -rounds=200
 
-# Runs the units under a real `systemd --user` (root, throwaway machine:
-# see docs/operations.md "Running under systemd").
+# The units under a real `systemd --user` (root; also part of `test`):
+# see docs/operations.md "Running under systemd".
 test-systemd:
-	SESSIOND_TEST_SYSTEMD=1 $(GO) test -race -v -count=1 -run TestSystemdUserService ./cmd/sessiond/
+	$(GO) test -race -v -count=1 -run TestSystemdUserService ./cmd/sessiond/
 
 clean:
 	rm -rf bin

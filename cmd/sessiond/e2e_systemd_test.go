@@ -15,10 +15,14 @@ import (
 	"github.com/sessiond/sessiond/internal/daemontest"
 )
 
-// userManager is a real `systemd --user` for one test, in a private mount
+// userManager is a real `systemd --user` for one test. This machine's PID 1
+// is not systemd, so the manager runs in private namespaces: a mount
 // namespace whose /run/systemd/system exists (systemd refuses to run as a
-// user instance unless the machine looks booted with systemd; this
-// machine's PID 1 is not systemd). Units run in that namespace too.
+// user instance otherwise), and a cgroup namespace rooted at a cgroup of
+// its own with the cgroup filesystems mounted afresh, so it sees and
+// manages only that subtree. (Without it, a root user manager takes the
+// machine's cgroup root for its own and moves every process into its
+// init.scope.) Units run in those namespaces too.
 type userManager struct {
 	t        *testing.T
 	cmd      *exec.Cmd
@@ -30,17 +34,14 @@ type userManager struct {
 
 const systemdBin = "/lib/systemd/systemd"
 
-// startUserManager skips unless asked for (SESSIOND_TEST_SYSTEMD=1) and a
-// user manager can run here: the systemd binary, root (for the mount
-// namespace), and no systemd already booted (a booted host has its own
-// user managers; use a login session there).
+// startUserManager skips unless a user manager can run here: the systemd
+// binary, root (for the namespaces), a cgroup layout it knows, and no
+// systemd already booted (a booted host has its own user managers: use a
+// login session there). SESSIOND_TEST_SYSTEMD=0 skips it.
 func startUserManager(t *testing.T) *userManager {
 	t.Helper()
-	if os.Getenv("SESSIOND_TEST_SYSTEMD") != "1" {
-		// Opt-in: on a machine whose PID 1 is not systemd, a root user
-		// manager takes the cgroup root for its own and moves every
-		// process of the machine into init.scope (docs/operations.md).
-		t.Skip("set SESSIOND_TEST_SYSTEMD=1 (make test-systemd) on a throwaway machine; see docs/operations.md")
+	if os.Getenv("SESSIOND_TEST_SYSTEMD") == "0" {
+		t.Skip("SESSIOND_TEST_SYSTEMD=0")
 	}
 	for _, p := range []string{systemdBin, "/usr/bin/systemctl", "/usr/bin/unshare", "/usr/bin/nsenter"} {
 		if _, err := os.Stat(p); err != nil {
@@ -53,6 +54,7 @@ func startUserManager(t *testing.T) *userManager {
 	if _, err := os.Stat("/run/systemd/system"); err == nil {
 		t.Skip("this machine runs systemd: run the units in a real login session instead")
 	}
+	hierarchies := cgroupHierarchies(t)
 	rt, err := os.MkdirTemp("", "sdm") // short: sun_path
 	if err != nil {
 		t.Fatal(err)
@@ -61,8 +63,7 @@ func startUserManager(t *testing.T) *userManager {
 	notify := notifySocket(t)
 	m := &userManager{t: t, runtime: rt, exited: make(chan struct{})}
 	m.env = append(os.Environ(), "XDG_RUNTIME_DIR="+rt, "XDG_CONFIG_HOME="+t.TempDir(), "GORACE=atexit_sleep_ms=0")
-	m.cmd = exec.Command("/usr/bin/unshare", "-m", "--propagation", "private", "/bin/sh", "-c",
-		`mount -t tmpfs tmpfs /run/systemd && mkdir /run/systemd/system && exec "$0" --user`, systemdBin)
+	m.cmd = exec.Command("/bin/sh", "-c", managerScript(hierarchies), systemdBin)
 	m.cmd.Env = append(m.env, "NOTIFY_SOCKET="+notify.LocalAddr().String())
 	out := &daemontest.SyncBuffer{}
 	m.cmd.Stdout, m.cmd.Stderr = out, out
@@ -70,6 +71,8 @@ func startUserManager(t *testing.T) *userManager {
 	if err := m.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	own := "sessiond-test-" + strconv.Itoa(m.cmd.Process.Pid)
+	t.Cleanup(func() { removeCgroups(t, hierarchies, own) })
 	go func() {
 		m.cmd.Wait()
 		close(m.exited)
