@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -127,5 +128,15 @@ func TestE2ENotifyNoReadyOnFailedStartup(t *testing.T) {
 		if m == "READY=1" {
 			t.Fatalf("READY=1 sent although startup failed\n%s", out.String())
 		}
+	}
+}
+
+// TestE2ENotifyBadSocketIgnored: an unusable NOTIFY_SOCKET is logged and
+// ignored (as sd_notify does); the daemon serves.
+func TestE2ENotifyBadSocketIgnored(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Options{Env: []string{"NOTIFY_SOCKET=relative/notify"}})
+	d.Status(t)
+	if !strings.Contains(d.Log.String(), "NOTIFY_SOCKET ignored") {
+		t.Fatalf("no warning for a relative NOTIFY_SOCKET:\n%s", d.Log.String())
 	}
 }

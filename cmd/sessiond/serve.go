@@ -45,7 +45,7 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sessiond serve:", err)
 		return exitUsage
 	}
-	act, err := readActivation()
+	act, err := readActivation(log)
 	if err != nil {
 		log.Error(activationError(err), "err", err.Error())
 		return exitError

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 
@@ -19,12 +20,14 @@ type activation struct {
 
 // readActivation reads LISTEN_PID/LISTEN_FDS/NOTIFY_SOCKET and removes them
 // from the environment, so no provider child inherits them. A bad
-// combination is an error naming what was wrong (serve exits 1).
-func readActivation() (activation, error) {
+// LISTEN_* combination is an error naming what was wrong (serve exits 1);
+// an unusable NOTIFY_SOCKET is logged and ignored, as sd_notify does.
+func readActivation(log *slog.Logger) (activation, error) {
 	defer systemd.UnsetEnv()
 	n, err := systemd.NewNotifier(os.Getenv)
 	if err != nil {
-		return activation{}, err
+		log.Warn("NOTIFY_SOCKET ignored: no readiness notifications", "err", err.Error())
+		n = &systemd.Notifier{}
 	}
 	l, err := systemd.Inherited(os.Getenv, os.Getpid(), systemd.ListenFDsStart)
 	if err != nil {
