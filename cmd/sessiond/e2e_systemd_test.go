@@ -24,12 +24,11 @@ import (
 // machine's cgroup root for its own and moves every process into its
 // init.scope.) Units run in those namespaces too.
 type userManager struct {
-	t        *testing.T
-	cmd      *exec.Cmd
-	env      []string
-	runtime  string // XDG_RUNTIME_DIR (%t)
-	exited   chan struct{}
-	readyErr error
+	t       *testing.T
+	cmd     *exec.Cmd
+	env     []string
+	runtime string // XDG_RUNTIME_DIR (%t)
+	exited  chan struct{}
 }
 
 const systemdBin = "/lib/systemd/systemd"
