@@ -25,10 +25,10 @@ type rawResult []byte
 // byte, so the line framing does not copy the body.
 const replySlack = 1
 
-// encodeResponse returns the response to id with result res (a rawResult
-// is spliced as is; anything else goes through json.Marshal once) or,
-// when werr is not nil, that error.
-func encodeResponse(id jsonrpc2.ID, res any, werr *jsonrpc2.Error) ([]byte, error) {
+// encodeResponse returns the response to id (nil: null) with result res
+// (a rawResult is spliced as is; anything else goes through json.Marshal
+// once) or, when werr is not nil, that error.
+func encodeResponse(id *jsonrpc2.ID, res any, werr *jsonrpc2.Error) ([]byte, error) {
 	var body []byte
 	var err error
 	switch {
@@ -44,7 +44,11 @@ func encodeResponse(id jsonrpc2.ID, res any, werr *jsonrpc2.Error) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	b := make([]byte, 0, len(body)+48+len(id.Str)+replySlack)
+	idLen := 0
+	if id != nil {
+		idLen = len(id.Str)
+	}
+	b := make([]byte, 0, len(body)+48+idLen+replySlack)
 	b = append(b, `{"id":`...)
 	b = appendID(b, id)
 	if werr != nil {
@@ -56,8 +60,11 @@ func encodeResponse(id jsonrpc2.ID, res any, werr *jsonrpc2.Error) ([]byte, erro
 	return append(b, `,"jsonrpc":"2.0"}`...), nil
 }
 
-// appendID appends id as jsonrpc2.ID.MarshalJSON writes it.
-func appendID(b []byte, id jsonrpc2.ID) []byte {
+// appendID appends id as jsonrpc2.ID.MarshalJSON writes it (nil: null).
+func appendID(b []byte, id *jsonrpc2.ID) []byte {
+	if id == nil {
+		return append(b, "null"...)
+	}
 	if id.IsString {
 		return event.AppendString(b, id.Str)
 	}

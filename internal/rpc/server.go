@@ -188,9 +188,8 @@ func (s *Server) serveConn(nc net.Conn) {
 	s.conns[nc] = c
 	s.mu.Unlock()
 	log.Debug("connection framed", "framing", framing.String())
-	c.readLoop() // returns when reading ended, or was handed to another goroutine
-	<-c.done
-	cancel() // handlers' and pumps' ctx
+	c.readLoop() // the connection's one reader: returns when reading ended
+	cancel()     // handlers' and pumps' ctx
 	c.finish()
 	if rerr, werr := st.errs(); werr != nil {
 		s.writeFault(log, werr)

@@ -174,8 +174,9 @@ func (s *stream) readHeaderLine() (string, error) {
 }
 
 // readHeaderFrame reads tolerant LSP headers (names case-insensitive,
-// Content-Type and unknown headers ignored, "\n" or "\r\n") and then a body
-// of at most max bytes, checked before the body is read.
+// Content-Type and unknown headers ignored, "\n" or "\r\n"; Content-Length
+// repeated with the same value is accepted, with two values refused) and
+// then a body of at most max bytes, checked before the body is read.
 func (s *stream) readHeaderFrame() ([]byte, error) {
 	length, lines := int64(-1), 0
 	for {
@@ -201,6 +202,9 @@ func (s *stream) readHeaderFrame() ([]byte, error) {
 			n, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
 			if err != nil || n < 0 {
 				return nil, fmt.Errorf("Content-Length %.40q: %w", val, ErrBadHeader)
+			}
+			if length >= 0 && n != length {
+				return nil, fmt.Errorf("conflicting Content-Length headers %d and %d: %w", length, n, ErrBadHeader)
 			}
 			length = n
 		}
