@@ -31,6 +31,7 @@ type fakeBackend struct {
 	sessLocks map[string]*sync.Mutex
 	startCost func()
 	sendHook  func(ctx context.Context) error
+	readHook  func(p api.ReadParams) api.ReadResult
 }
 
 // lockSession takes id's modelled session lock, if locks are on.
@@ -163,7 +164,10 @@ func (f *fakeBackend) Attach(_ context.Context, conn string, p api.AttachParams,
 	return api.AttachResult{SubscriptionID: sub.id}, sub, nil
 }
 
-func (f *fakeBackend) Read(context.Context, api.ReadParams) (api.ReadResult, error) {
+func (f *fakeBackend) Read(_ context.Context, p api.ReadParams) (api.ReadResult, error) {
+	if f.readHook != nil {
+		return f.readHook(p), nil
+	}
 	return api.ReadResult{}, nil
 }
 

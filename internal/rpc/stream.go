@@ -252,16 +252,39 @@ func (s *stream) writeOwned(b []byte) error {
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	if s.writeTimeout > 0 {
-		s.conn.SetWriteDeadline(time.Now().Add(s.writeTimeout))
-	}
-	if _, err := s.conn.Write(frame); err != nil {
+	return s.writeFrameLocked(frame)
+}
+
+// writeFrameLocked writes frame under wmu. write_timeout measures
+// progress: each write gets a fresh deadline, and a write that times out
+// having moved some bytes starts a new window; only a whole window with
+// no byte written fails. A peer that stopped reading is so closed between
+// write_timeout and twice that after its last byte; one that reads slowly
+// but steadily is never cut, however long the message.
+func (s *stream) writeFrameLocked(frame []byte) error {
+	for off := 0; off < len(frame); {
+		if s.writeTimeout > 0 {
+			s.conn.SetWriteDeadline(time.Now().Add(s.writeTimeout))
+		}
+		n, err := s.conn.Write(frame[off:])
+		off += n
+		if err == nil {
+			continue
+		}
+		if n > 0 && isTimeout(err) {
+			continue // it moved: a new window
+		}
 		// A peer that stopped reading: close, so the read loop ends and
 		// the connection's holds go through ConnClosed.
 		s.conn.Close()
 		return s.setErr(false, fmt.Errorf("write: %w", err))
 	}
 	return nil
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // Close implements jsonrpc2.ObjectStream.
