@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,6 +26,12 @@ type stream struct {
 	max          int
 	writeTimeout time.Duration
 	onBatch      func() // counts and logs a refused batch
+
+	// The server's outbound budget (nil for the client's stream), this
+	// stream's unwritten bytes in it, and whether the budget closed it.
+	budget  *outbound
+	pending atomic.Int64
+	shed    atomic.Bool
 
 	wmu sync.Mutex
 
@@ -250,6 +257,9 @@ func (s *stream) writeOwned(b []byte) error {
 	} else {
 		frame = append(b, '\n')
 	}
+	if s.budget != nil {
+		s.budget.hold(s, len(frame))
+	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	return s.writeFrameLocked(frame)
@@ -262,12 +272,19 @@ func (s *stream) writeOwned(b []byte) error {
 // write_timeout and twice that after its last byte; one that reads slowly
 // but steadily is never cut, however long the message.
 func (s *stream) writeFrameLocked(frame []byte) error {
-	for off := 0; off < len(frame); {
+	off := 0
+	if s.budget != nil {
+		defer func() { s.budget.written(s, len(frame)-off) }() // what failed to go
+	}
+	for off < len(frame) {
 		if s.writeTimeout > 0 {
 			s.conn.SetWriteDeadline(time.Now().Add(s.writeTimeout))
 		}
-		n, err := s.conn.Write(frame[off:])
+		n, err := s.conn.Write(frame[off:min(len(frame), off+writeChunk)])
 		off += n
+		if s.budget != nil {
+			s.budget.written(s, n)
+		}
 		if err == nil {
 			continue
 		}
@@ -281,6 +298,11 @@ func (s *stream) writeFrameLocked(frame []byte) error {
 	}
 	return nil
 }
+
+// writeChunk is the most one write call is given: bytes leave the
+// outbound count as the kernel takes them, not when a whole large
+// message has gone.
+const writeChunk = 64 << 10
 
 func isTimeout(err error) bool {
 	var ne net.Error
