@@ -14,13 +14,14 @@ import (
 // not empty and exits when it drains, so an idle connection holds no
 // goroutine but its reader.
 //
-// A connection may have at most maxQueuedCalls calls and maxQueuedBytes
-// of their params waiting or running in its queues; a call past either
-// bound is answered limit_exceeded at once (the first refusal per
-// connection is logged) and the connection goes on.
+// A connection may have at most maxQueuedCalls calls, and params of at
+// most queuedBytesFactor × max_message_bytes (4 MiB by default), waiting
+// or running in its queues; a call past either bound is answered
+// limit_exceeded at once (the first refusal per connection is logged)
+// and the connection goes on.
 const (
-	maxQueuedCalls = 4096
-	maxQueuedBytes = 16 << 20
+	maxQueuedCalls    = 4096
+	queuedBytesFactor = 4
 )
 
 // maxKeyBytes: a sessionId longer than any valid one (they are at most 128
@@ -57,6 +58,7 @@ func queueKey(params json.RawMessage) string {
 // enqueue appends run to key's queue, starting its worker if the queue
 // was idle; a call past the connection's bounds is refused.
 func (c *conn) enqueue(key string, size int, run func()) error {
+	maxQueuedBytes := queuedBytesFactor * c.srv.o.MaxMessageBytes
 	c.qmu.Lock()
 	if c.qcalls >= maxQueuedCalls || c.qbytes+size > maxQueuedBytes {
 		first := !c.qrefused

@@ -186,50 +186,68 @@ func TestPipelinedBurstKeepsOrder(t *testing.T) {
 var _ = api.CapAttach
 
 // TestQueueBound: a connection that pipelines more waiting calls than
-// maxQueuedCalls gets limit_exceeded for the excess (logged once), goes on
+// its bounds (maxQueuedCalls calls; queuedBytesFactor × max_message_bytes
+// of params) gets limit_exceeded for the excess (logged once), goes on
 // being read, and runs everything it accepted once the session frees.
 func TestQueueBound(t *testing.T) {
-	fake := newFake()
-	unblock := make(chan struct{})
-	var once sync.Once
-	fake.holdHook = func(ctx context.Context) error {
-		once.Do(func() {
-			select {
-			case <-unblock:
-			case <-ctx.Done():
+	pad := strings.Repeat("p", 1000-len(`{"sessionId":"s_aaaaaaaa","holderId":"h0000"}`))
+	for _, tc := range []struct {
+		name         string
+		maxMsg, sent int
+		accepted     int
+		padded       bool
+	}{
+		{"calls", 1 << 20, maxQueuedCalls + 2, maxQueuedCalls, false},
+		{"bytes", 4096, 20, queuedBytesFactor * 4096 / 1000, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := newFake()
+			unblock := make(chan struct{})
+			var once sync.Once
+			fake.holdHook = func(ctx context.Context) error {
+				once.Do(func() {
+					select {
+					case <-unblock:
+					case <-ctx.Done():
+					}
+				})
+				return nil
+			}
+			var closeOnce sync.Once
+			release := func() { closeOnce.Do(func() { close(unblock) }) }
+			t.Cleanup(release)
+			ts := startServer(t, fake, func(o *ServerOptions) { o.MaxMessageBytes = tc.maxMsg })
+			r := ts.raw(t, FramingLines)
+			r.initializeAll()
+			var msgs []string
+			for i := 1; i <= tc.sent; i++ {
+				holder := fmt.Sprintf("h%04d", i)
+				if tc.padded {
+					holder = fmt.Sprintf("h%04d%s", i, pad)
+				}
+				msgs = append(msgs, req(i, "agentSession.hold", fmt.Sprintf(`{"sessionId":"s_aaaaaaaa","holderId":%q}`, holder)))
+			}
+			msgs = append(msgs, req(0, "daemon.status", `{}`))
+			go r.nc.Write([]byte(r.frame(msgs...)))
+			for want := tc.accepted + 1; want <= tc.sent; want++ {
+				m := r.recv()
+				e, _ := m["error"].(map[string]any)
+				if m["id"] != float64(want) || e == nil || e["data"].(map[string]any)["reason"] != "limit_exceeded" {
+					t.Fatalf("got %v, want limit_exceeded for call %v", m, want)
+				}
+			}
+			if m := r.recv(); m["id"] != 0.0 || m["result"] == nil {
+				t.Fatalf("status after the refusals: %v", m)
+			}
+			release()
+			for i := 1; i <= tc.accepted; i++ {
+				if m := r.recv(); m["id"] != float64(i) || m["result"] == nil {
+					t.Fatalf("got %v, want the answer to hold %d", m, i)
+				}
+			}
+			if n := ts.logs.count("call refused", "reason=limit_exceeded"); n != 1 {
+				t.Fatalf("refusal logged %d times, want once", n)
 			}
 		})
-		return nil
-	}
-	var closeOnce sync.Once
-	release := func() { closeOnce.Do(func() { close(unblock) }) }
-	t.Cleanup(release)
-	ts := startServer(t, fake, nil)
-	r := ts.raw(t, FramingLines)
-	r.initializeAll()
-	var msgs []string
-	for i := 1; i <= maxQueuedCalls+2; i++ {
-		msgs = append(msgs, req(i, "agentSession.hold", fmt.Sprintf(`{"sessionId":"s_aaaaaaaa","holderId":"h%d"}`, i)))
-	}
-	msgs = append(msgs, req(0, "daemon.status", `{}`))
-	go r.nc.Write([]byte(r.frame(msgs...)))
-	for _, want := range []float64{maxQueuedCalls + 1, maxQueuedCalls + 2} {
-		m := r.recv()
-		e, _ := m["error"].(map[string]any)
-		if m["id"] != want || e == nil || e["data"].(map[string]any)["reason"] != "limit_exceeded" {
-			t.Fatalf("got %v, want limit_exceeded for call %v", m, want)
-		}
-	}
-	if m := r.recv(); m["id"] != 0.0 || m["result"] == nil {
-		t.Fatalf("status after the refusals: %v", m)
-	}
-	release()
-	for i := 1; i <= maxQueuedCalls; i++ {
-		if m := r.recv(); m["id"] != float64(i) || m["result"] == nil {
-			t.Fatalf("got %v, want the answer to hold %d", m, i)
-		}
-	}
-	if n := ts.logs.count("call refused", "reason=limit_exceeded"); n != 1 {
-		t.Fatalf("refusal logged %d times, want once", n)
 	}
 }
