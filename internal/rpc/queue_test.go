@@ -139,7 +139,9 @@ func TestWaitingCallsDoNotStopReading(t *testing.T) {
 func TestPipelinedBurstKeepsOrder(t *testing.T) {
 	fake := newFake()
 	fake.startCost = func() { time.Sleep(2 * time.Millisecond) } // a child start; not synchronisation
-	ts := startServer(t, fake, nil)
+	// The default max_message_bytes, so the queue bounds (4096 calls, 4 MiB
+	// of params) are the daemon's, not the 4 KiB test setting's.
+	ts := startServer(t, fake, func(o *ServerOptions) { o.MaxMessageBytes = 1 << 20 })
 	r := ts.raw(t, FramingLines)
 	r.initializeAll()
 	const pairs, sessions = 1000, 50
