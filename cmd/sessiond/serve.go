@@ -143,7 +143,8 @@ func (d *daemon) run() error {
 	var once sync.Once
 	srv := rpc.NewServer(rpc.ServerOptions{
 		Backend: h, MaxMessageBytes: d.cfg.MaxMessageBytes, WriteTimeout: d.cfg.WriteTimeout,
-		Version: version(), Socket: d.socket, StateDir: d.stateDir, StateID: st.StateID, StartedAt: time.Now(),
+		MaxOutboundBytes: d.cfg.MaxOutboundBytes,
+		Version:          version(), Socket: d.socket, StateDir: d.stateDir, StateID: st.StateID, StartedAt: time.Now(),
 		OnShutdown: func() { once.Do(func() { close(shutdown) }) }, Logger: log,
 	})
 	served := make(chan error, 1)

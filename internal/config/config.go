@@ -34,6 +34,10 @@ const (
 	DefaultMaxSubsPerConn  = 256
 )
 
+// DefaultMaxOutboundBytes bounds the unwritten replies and notifications
+// the daemon holds for all its connections together (max_outbound_bytes).
+const DefaultMaxOutboundBytes = 64 << 20
+
 // ErrUnknownKey: the file names a key this version does not know.
 var ErrUnknownKey = errors.New("unknown config key")
 
@@ -62,6 +66,8 @@ type Config struct {
 	MaxMessageBytes                                      int
 	Ladder                                               Ladder
 	Providers                                            map[string]Provider
+
+	MaxOutboundBytes int64 // max_outbound_bytes
 }
 
 // lookPath finds codex; a variable so tests can pretend it is (not) installed.
@@ -81,6 +87,7 @@ func Default() Config {
 			"echo": {Protocol: ProtocolCodexAppServer},
 		},
 	}
+	c.MaxOutboundBytes = DefaultMaxOutboundBytes
 	if _, err := lookPath("codex"); err == nil {
 		c.Providers["codex"] = Provider{Command: []string{"codex", "app-server"}, Protocol: ProtocolCodexAppServer}
 	}
@@ -115,6 +122,7 @@ type file struct {
 	StepTimeout     *string                 `toml:"step_timeout"`
 	WriteTimeout    *string                 `toml:"write_timeout"`
 	MaxMessageBytes *int64                  `toml:"max_message_bytes"`
+	MaxOutbound     *int64                  `toml:"max_outbound_bytes"`
 	Ladder          fileLadder              `toml:"ladder"`
 	Providers       map[string]fileProvider `toml:"providers"`
 }
@@ -185,6 +193,12 @@ func Parse(text string, c *Config) error {
 			return fmt.Errorf("%w: max_message_bytes = %d: want 1024 .. 1073741824", ErrBadValue, *f.MaxMessageBytes)
 		}
 		c.MaxMessageBytes = int(*f.MaxMessageBytes)
+	}
+	if f.MaxOutbound != nil {
+		if *f.MaxOutbound < 1<<20 || *f.MaxOutbound > 1<<40 {
+			return fmt.Errorf("%w: max_outbound_bytes = %d: want 1048576 .. 1099511627776", ErrBadValue, *f.MaxOutbound)
+		}
+		c.MaxOutboundBytes = *f.MaxOutbound
 	}
 	for name, fp := range f.Providers {
 		p := c.Providers[name]

@@ -32,6 +32,7 @@ func TestFramingFaults(t *testing.T) {
 		{"header over limit", FramingHeader, true, "Content-Length: 4097\r\n\r\n", false, "message_too_large"},
 		{"line over limit, no newline", FramingLines, true, `{"jsonrpc":"2.0","id":1,"method":"x","params":"` + big, false, "message_too_large"},
 		{"bad content-length", FramingHeader, true, "Content-Length: ten\r\n\r\n", false, "bad_header"},
+		{"conflicting content-length", FramingHeader, true, "Content-Length: 2\r\ncontent-length: 50\r\n\r\n{}", false, "bad_header"},
 		{"no content-length", FramingHeader, true, "Content-Type: x\r\n\r\n{}", false, "bad_header"},
 		{"header without colon", FramingHeader, true, "Content-Length 10\r\n\r\n", false, "bad_header"},
 		{"malformed json line", FramingLines, true, `{"jsonrpc":"2.0",,}` + "\n", false, "malformed_json"},
@@ -103,6 +104,12 @@ func TestTolerantHeaders(t *testing.T) {
 	r.write(msg)
 	if m := r.recv(); m["result"] == nil || m["id"] != 2.0 {
 		t.Fatalf("split header/body: %v", m)
+	}
+	// the same Content-Length twice is not a conflict
+	msg = `{"jsonrpc":"2.0","id":3,"method":"daemon.status"}`
+	r.write(fmt.Sprintf("Content-Length: %d\r\ncontent-length:%d\r\n\r\n%s", len(msg), len(msg), msg))
+	if m := r.recv(); m["result"] == nil || m["id"] != 3.0 {
+		t.Fatalf("duplicate identical Content-Length: %v", m)
 	}
 	r.write("CONTENT-LENGTH:2\r\n\r\n{}")
 	r.expectClosed() // {} is neither request nor response: malformed

@@ -3,7 +3,6 @@ package rpc
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -17,7 +16,8 @@ import (
 
 // conn is one accepted, framed connection.
 //
-// Lock order: conn.mu only; never held while calling the Backend or writing.
+// Lock order: conn.mu and conn.qmu are never held together, nor while
+// calling the Backend or writing.
 type conn struct {
 	srv     *Server
 	id      string
@@ -27,27 +27,33 @@ type conn struct {
 	ctx     context.Context // cancelled when the connection closes
 	cancel  context.CancelFunc
 
-	done      chan struct{} // closed once reading has ended
-	closeOnce sync.Once
+	done chan struct{} // closed once reading has ended
 
 	mu          sync.Mutex
 	initialized bool
 	caps        map[string]bool
 	closing     bool           // no new handler or pump may start
-	handlers    sync.WaitGroup // every running request handler
+	handlers    sync.WaitGroup // every request handler running or queued
 	pumps       sync.WaitGroup // every subscription pump
+
+	qmu      sync.Mutex               // guards the queues (queue.go)
+	queues   map[string]*sessionQueue // by sessionId; present while not empty
+	qcalls   int                      // calls queued or running
+	qbytes   int                      // their params' bytes
+	qrefused bool                     // a call was refused (logged once)
 }
 
-// handle answers one request. It runs on the reading goroutine: requests
-// before initialize is answered, and fast methods, are answered inline and
-// so in order; a slow method runs inline too, but reading moves to another
-// goroutine if it takes longer than handoffAfter (handedOff: the caller
-// must stop reading).
-func (c *conn) handle(req *jsonrpc2.Request) (handedOff bool) {
+// handle answers one request; it runs on the reading goroutine and never
+// waits for a call that can wait. Requests before initialize is
+// answered, refusals and fast methods are answered inline, so in order; a
+// slow method (one that can wait on a session) goes to its session's
+// queue (queue.go). nullID: the request's id was null, and so is the
+// answer's.
+func (c *conn) handle(req *jsonrpc2.Request, nullID bool) {
 	ctx := c.ctx
 	if req.Notif {
 		c.log.Debug("notification ignored", "method", req.Method)
-		return false
+		return
 	}
 	c.mu.Lock()
 	inited := c.initialized
@@ -71,43 +77,63 @@ func (c *conn) handle(req *jsonrpc2.Request) (handedOff bool) {
 	}
 	if c.closing {
 		c.mu.Unlock()
-		return false
+		return
 	}
 	c.handlers.Add(1)
 	c.mu.Unlock()
 
+	id := &req.ID
+	if nullID {
+		id = nil
+	}
+	if gateErr != nil {
+		defer c.handlers.Done()
+		c.reply(ctx, req.Method, id, nil, gateErr)
+		return
+	}
+	var params json.RawMessage
+	if req.Params != nil {
+		params = *req.Params
+	}
 	run := func() {
 		defer c.handlers.Done()
-		if gateErr != nil {
-			c.reply(ctx, req, nil, gateErr)
-			return
+		if ctx.Err() != nil {
+			return // closed while queued: nobody to answer, nothing to do
 		}
-		res, err := c.call(ctx, m, req)
-		c.reply(ctx, req, res, err)
+		res, err := c.call(ctx, m, params)
+		c.reply(ctx, req.Method, id, res, err)
 	}
-	if gateErr == nil && inited && m.slow {
-		return c.runInline(run)
+	if !m.slow {
+		run()
+		return
 	}
-	run()
-	return false
+	if err := c.enqueue(queueKey(params), len(params), run); err != nil {
+		defer c.handlers.Done()
+		c.reply(ctx, req.Method, id, nil, err)
+	}
+}
+
+// replyBadID answers a request whose id is neither a string nor an
+// integer: -32600 with id null (JSON-RPC 2.0's answer when the id cannot
+// be echoed); the connection goes on.
+func (c *conn) replyBadID() {
+	c.srv.stats.rpc("(invalid)")
+	c.reply(c.ctx, "(invalid)", nil, nil, errInvalidID())
 }
 
 // call runs one handler, turning a panic into -32603.
-func (c *conn) call(ctx context.Context, m method, req *jsonrpc2.Request) (res any, err error) {
+func (c *conn) call(ctx context.Context, m method, params json.RawMessage) (res any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.log.Error("handler panicked", "method", m.name, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			res, err = nil, api.Errorf(api.KindInternal, nil, "internal error in %s", m.name)
 		}
 	}()
-	var params json.RawMessage
-	if req.Params != nil {
-		params = *req.Params
-	}
 	return m.handle(ctx, c, params)
 }
 
-func (c *conn) reply(ctx context.Context, req *jsonrpc2.Request, res any, err error) {
+// reply answers the request of method with id (nil: id null).
+func (c *conn) reply(ctx context.Context, method string, id *jsonrpc2.ID, res any, err error) {
 	var then func()
 	var we *jsonrpc2.Error
 	if err != nil {
@@ -117,13 +143,13 @@ func (c *conn) reply(ctx context.Context, req *jsonrpc2.Request, res any, err er
 			lvl = slog.LevelError
 		}
 		c.srv.stats.errored(reasonOf(we))
-		c.log.Log(ctx, lvl, "rpc error", "method", req.Method, "id", req.ID.String(), "code", we.Code,
+		c.log.Log(ctx, lvl, "rpc error", "method", method, "id", idString(id), "code", we.Code,
 			"reason", reasonOf(we), "err", err.Error())
 	} else if ar, ok := res.(*afterReply); ok {
 		res, then = ar.result, ar.then
 	}
-	if err = c.writeResponse(req.ID, res, we); err != nil {
-		c.log.Debug("reply not written", "method", req.Method, "err", err.Error())
+	if err = c.writeResponse(id, res, we); err != nil {
+		c.log.Debug("reply not written", "method", method, "err", err.Error())
 		return
 	}
 	if then != nil {
@@ -134,7 +160,7 @@ func (c *conn) reply(ctx context.Context, req *jsonrpc2.Request, res any, err er
 // writeResponse encodes a response once (see reply.go) and writes it to
 // the stream, unless the connection is already closed (as jsonrpc2's
 // Reply would refuse it).
-func (c *conn) writeResponse(id jsonrpc2.ID, res any, we *jsonrpc2.Error) error {
+func (c *conn) writeResponse(id *jsonrpc2.ID, res any, we *jsonrpc2.Error) error {
 	select {
 	case <-c.done:
 		return jsonrpc2.ErrClosed
@@ -145,6 +171,13 @@ func (c *conn) writeResponse(id jsonrpc2.ID, res any, we *jsonrpc2.Error) error 
 		return err
 	}
 	return c.st.writeOwned(b)
+}
+
+func idString(id *jsonrpc2.ID) string {
+	if id == nil {
+		return "null"
+	}
+	return id.String()
 }
 
 func reasonOf(e *jsonrpc2.Error) string {
@@ -184,90 +217,6 @@ func (c *conn) has(capability string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.caps[capability]
-}
-
-// notification is a JSON-RPC notification as written on the wire.
-type notification struct {
-	JSONRPC string `json:"jsonrpc"`
-	Method  string `json:"method"`
-	Params  any    `json:"params"`
-}
-
-// notify sends a notification if its capability was negotiated. It is
-// marshalled once and written straight to the stream (whose writes are
-// serialised and carry the write deadline): jsonrpc2.Notify would marshal
-// it three times.
-func (c *conn) notify(method string, params any) error {
-	if capa := notifyCaps[method]; capa != "" && !c.has(capa) {
-		return nil
-	}
-	b, err := json.Marshal(notification{JSONRPC: "2.0", Method: method, Params: params})
-	if err != nil {
-		return err
-	}
-	return c.st.writeBytes(b)
-}
-
-// notifyEvent is notify(NotifyEvent, n) with the event encoded by hand
-// (see reply.go): the same bytes, no reflection.
-func (c *conn) notifyEvent(n api.EventNotice) error {
-	if !c.has(notifyCaps[NotifyEvent]) {
-		return nil
-	}
-	b, err := encodeEventNotice(n)
-	if err != nil {
-		return err
-	}
-	return c.st.writeOwned(b)
-}
-
-// startPump forwards sub's events as notifications, after the attach reply.
-func (c *conn) startPump(sub api.Subscription, lastSeq uint64) {
-	if sub == nil {
-		return
-	}
-	c.mu.Lock()
-	if c.closing {
-		c.mu.Unlock()
-		return // ConnClosed ends the subscription
-	}
-	c.pumps.Add(1)
-	c.mu.Unlock()
-	go func() {
-		defer c.pumps.Done()
-		defer func() {
-			if r := recover(); r != nil {
-				c.log.Error("subscription pump panicked; closing the connection", "subscription_id", sub.ID(),
-					"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-				c.st.Close()
-			}
-		}()
-		c.pump(sub, lastSeq)
-	}()
-}
-
-func (c *conn) pump(sub api.Subscription, last uint64) {
-	for {
-		ev, err := sub.Next(c.ctx)
-		switch {
-		case errors.Is(err, api.ErrLagged):
-			c.srv.stats.lagged()
-			c.log.Warn("subscriber lagged, detaching", "subscription_id", sub.ID(), "last_delivered_seq", last)
-			if err := c.notify(NotifyLagged, api.LaggedNotice{SubscriptionID: sub.ID(), LastDeliveredSeq: last}); err != nil {
-				c.log.Debug("lagged notice not written", "err", err.Error())
-			}
-			if err := c.srv.o.Backend.Detach(context.WithoutCancel(c.ctx), c.id, sub.ID()); err != nil {
-				c.log.Debug("detach after lag", "subscription_id", sub.ID(), "err", err.Error())
-			}
-			return
-		case err != nil:
-			return
-		}
-		if err := c.notifyEvent(api.EventNotice{SubscriptionID: sub.ID(), Event: ev}); err != nil {
-			return
-		}
-		last = ev.Seq
-	}
 }
 
 // finish runs once after the connection closed: wait for its handlers,

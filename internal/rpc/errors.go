@@ -62,6 +62,11 @@ func errCapability(method, capability string) error {
 		fmt.Sprintf("%s needs capability %s, not negotiated", method, capability), map[string]any{"capability": capability}}
 }
 
+func errInvalidID() error {
+	return &protoError{CodeInvalidRequest, "invalid_request", "id must be a string, an integer or null",
+		map[string]any{"field": "id"}}
+}
+
 func errAlreadyInitialized() error {
 	return &protoError{CodeInvalidRequest, "already_initialized", "already initialized", nil}
 }

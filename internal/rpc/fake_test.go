@@ -20,6 +20,57 @@ type fakeBackend struct {
 	attachHook   func(conn string, p api.AttachParams, legacy bool) (api.AttachResult, api.Subscription, error)
 	panicOn      string
 	onConnClosed func()
+
+	// A model of the host's holds and session locks, for ordering tests:
+	// holders per session, the order calls ran in per session, a per-session
+	// lock that hold/release/send/cancel/respond take (nil map: off), a
+	// simulated child start on a session's first hold, and a hook a send
+	// runs while it holds the session lock.
+	holders   map[string]map[string]bool
+	ops       map[string][]string
+	sessLocks map[string]*sync.Mutex
+	startCost func()
+	sendHook  func(ctx context.Context) error
+	readHook  func(p api.ReadParams) api.ReadResult
+}
+
+// lockSession takes id's modelled session lock, if locks are on.
+func (f *fakeBackend) lockSession(id string) func() {
+	f.mu.Lock()
+	if f.sessLocks == nil {
+		f.mu.Unlock()
+		return func() {}
+	}
+	l := f.sessLocks[id]
+	if l == nil {
+		l = new(sync.Mutex)
+		f.sessLocks[id] = l
+	}
+	f.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+func (f *fakeBackend) record(id, op string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ops == nil {
+		f.ops = map[string][]string{}
+	}
+	f.ops[id] = append(f.ops[id], op)
+}
+
+// heldBy lists the holders the model still has, "session/holder".
+func (f *fakeBackend) heldBy() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for s, hs := range f.holders {
+		for h := range hs {
+			out = append(out, s+"/"+h)
+		}
+	}
+	return out
 }
 
 func newFake() *fakeBackend {
@@ -66,16 +117,39 @@ func (f *fakeBackend) Get(_ context.Context, id string) (api.SessionInfo, error)
 func (f *fakeBackend) Delete(context.Context, string) error { return nil }
 
 func (f *fakeBackend) Hold(ctx context.Context, conn string, p api.HoldParams) (api.HoldResult, error) {
+	defer f.lockSession(p.SessionID)()
+	f.record(p.SessionID, "hold "+p.HolderID)
 	if f.holdHook != nil {
 		if err := f.holdHook(ctx); err != nil {
 			return api.HoldResult{}, err
 		}
 	}
+	f.mu.Lock()
+	first := f.holders[p.SessionID] == nil
+	f.mu.Unlock()
+	if first && f.startCost != nil {
+		f.startCost()
+	}
+	f.mu.Lock()
+	if f.holders == nil {
+		f.holders = map[string]map[string]bool{}
+	}
+	if f.holders[p.SessionID] == nil {
+		f.holders[p.SessionID] = map[string]bool{}
+	}
+	f.holders[p.SessionID][p.HolderID] = true
+	f.mu.Unlock()
 	return api.HoldResult{SessionID: p.SessionID, Fence: 1, State: "live", Holders: []string{p.HolderID}}, nil
 }
 
-func (f *fakeBackend) Release(context.Context, string, api.ReleaseParams) (api.ReleaseResult, error) {
-	return api.ReleaseResult{Holders: []string{}}, nil
+func (f *fakeBackend) Release(_ context.Context, _ string, p api.ReleaseParams) (api.ReleaseResult, error) {
+	defer f.lockSession(p.SessionID)()
+	f.record(p.SessionID, "release "+p.HolderID)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	released := f.holders[p.SessionID][p.HolderID]
+	delete(f.holders[p.SessionID], p.HolderID)
+	return api.ReleaseResult{Released: released, Holders: []string{}}, nil
 }
 
 func (f *fakeBackend) Close(context.Context, string) (api.CloseResult, error) {
@@ -90,7 +164,10 @@ func (f *fakeBackend) Attach(_ context.Context, conn string, p api.AttachParams,
 	return api.AttachResult{SubscriptionID: sub.id}, sub, nil
 }
 
-func (f *fakeBackend) Read(context.Context, api.ReadParams) (api.ReadResult, error) {
+func (f *fakeBackend) Read(_ context.Context, p api.ReadParams) (api.ReadResult, error) {
+	if f.readHook != nil {
+		return f.readHook(p), nil
+	}
 	return api.ReadResult{}, nil
 }
 
@@ -99,15 +176,28 @@ func (f *fakeBackend) Detach(_ context.Context, _ string, id string) error {
 	return nil
 }
 
-func (f *fakeBackend) Send(context.Context, api.SendParams) (api.SendResult, error) {
+func (f *fakeBackend) Send(ctx context.Context, p api.SendParams) (api.SendResult, error) {
+	defer f.lockSession(p.SessionID)()
+	f.record(p.SessionID, "send")
+	if f.sendHook != nil {
+		if err := f.sendHook(ctx); err != nil {
+			return api.SendResult{}, err
+		}
+	}
 	return api.SendResult{TurnID: "t_1"}, nil
 }
 
-func (f *fakeBackend) Cancel(context.Context, string) (api.CancelResult, error) {
+func (f *fakeBackend) Cancel(_ context.Context, id string) (api.CancelResult, error) {
+	defer f.lockSession(id)()
+	f.record(id, "cancel")
 	return api.CancelResult{}, nil
 }
 
-func (f *fakeBackend) Respond(context.Context, api.RespondParams) error { return nil }
+func (f *fakeBackend) Respond(_ context.Context, p api.RespondParams) error {
+	defer f.lockSession(p.SessionID)()
+	f.record(p.SessionID, "respond")
+	return nil
+}
 
 func (f *fakeBackend) ConnClosed(conn string) {
 	f.mu.Lock()

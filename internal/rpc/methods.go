@@ -34,7 +34,7 @@ type afterReply struct {
 type method struct {
 	name       string
 	capability string // "" = open to every initialized client
-	slow       bool   // runs in its own goroutine once initialized
+	slow       bool   // can wait on a session: runs in its session's queue (queue.go)
 	handle     handlerFunc
 }
 
@@ -42,9 +42,9 @@ type method struct {
 // and in step with docs/protocol.md).
 var methodList = []method{
 	{name: "agentSession.attach", capability: api.CapAttach, slow: true, handle: hAttach},
-	{name: "agentSession.cancel", capability: api.CapTurns, handle: hCancel},
+	{name: "agentSession.cancel", capability: api.CapTurns, slow: true, handle: hCancel},
 	{name: "agentSession.close", capability: api.CapClose, slow: true, handle: hClose},
-	{name: "agentSession.create", handle: hCreate},
+	{name: "agentSession.create", slow: true, handle: hCreate},
 	{name: "agentSession.delete", slow: true, handle: hDelete},
 	{name: "agentSession.detach", capability: api.CapAttach, handle: hDetach},
 	{name: "agentSession.get", handle: hGet},
@@ -52,7 +52,7 @@ var methodList = []method{
 	{name: "agentSession.list", handle: hList},
 	{name: "agentSession.read", capability: api.CapAttach, handle: hRead},
 	{name: "agentSession.release", capability: api.CapStructuredHold, slow: true, handle: hRelease},
-	{name: "agentSession.respond", capability: api.CapTurns, handle: hRespond},
+	{name: "agentSession.respond", capability: api.CapTurns, slow: true, handle: hRespond},
 	{name: "agentSession.send", capability: api.CapTurns, slow: true, handle: hSend},
 	{name: "daemon.shutdown", capability: api.CapAdmin, handle: hShutdown},
 	{name: "daemon.stats", capability: api.CapAdmin, handle: hStats},

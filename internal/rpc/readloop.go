@@ -3,36 +3,34 @@ package rpc
 import (
 	"encoding/json"
 	"errors"
-	"sync"
-	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
 )
 
 // The server reads its connections itself (jsonrpc2.Conn is the client's):
-// messages decode exactly as jsonrpc2 decodes them (its Request's
-// UnmarshalJSON, its request/response test), a response from the client is
-// ignored as jsonrpc2 ignored it, and the first read error ends the
-// connection.
-//
-// A slow method runs inline on the reading goroutine; if it is still
-// running after handoffAfter, a new goroutine takes over reading, so one
-// blocked call never stalls the connection for longer than that. Starting
-// a goroutine per slow call instead cost ~25 µs per call on 2 cores (the
-// runtime wakes a second thread for it), more than most holds and releases
-// take.
-const handoffAfter = 500 * time.Microsecond
+// messages decode as jsonrpc2 decodes them (its Request's UnmarshalJSON,
+// its request/response test), except for the id: "id":null is a request
+// answered with id null (JSON-RPC 2.0: only a request without an id is a
+// notification), and an id that is neither a string nor an integer is
+// answered -32600 invalid_request with id null instead of closing the
+// connection. A response from the client is ignored as jsonrpc2 ignored
+// it, and the first read error ends the connection.
 
 // errNotMessage: neither a request nor a response (jsonrpc2's wording).
 var errNotMessage = errors.New("jsonrpc2: unable to determine message type (request or response)")
 
-// inMessage is one decoded message: a request, or nil for a response.
-type inMessage struct{ req *jsonrpc2.Request }
+// inMessage is one decoded message: a request (req), a request whose id
+// is unusable (badID), or neither for a response.
+type inMessage struct {
+	req    *jsonrpc2.Request
+	nullID bool // "id":null: answered with id null
+	badID  bool // the id is not a string or an integer: answered -32600
+}
 
 // UnmarshalJSON is jsonrpc2's anyMessage test for a single message.
 func (m *inMessage) UnmarshalJSON(data []byte) error {
 	var probe struct {
-		ID     any            `json:"id"`
+		ID     idProbe        `json:"id"`
 		Method *string        `json:"method"`
 		Result explicitResult `json:"result"`
 		Error  any            `json:"error"`
@@ -49,11 +47,38 @@ func (m *inMessage) UnmarshalJSON(data []byte) error {
 		var r jsonrpc2.Response
 		return json.Unmarshal(data, &r)
 	}
+	if probe.ID.bad {
+		m.badID = true
+		return nil
+	}
 	req := new(jsonrpc2.Request)
 	if err := req.UnmarshalJSON(data); err != nil {
 		return err
 	}
+	if probe.ID.null {
+		req.Notif, m.nullID = false, true
+	}
 	m.req = req
+	return nil
+}
+
+// idProbe classifies a message's id: null, or bad (not a string and not
+// an integer jsonrpc2 can hold: true, {}, [], 1.5).
+type idProbe struct{ null, bad bool }
+
+func (p *idProbe) UnmarshalJSON(b []byte) error {
+	switch {
+	case string(b) == "null":
+		p.null = true
+	case b[0] == '"':
+	default:
+		var n json.Number
+		if json.Unmarshal(b, &n) != nil {
+			p.bad = true
+		} else if _, err := n.Int64(); err != nil {
+			p.bad = true
+		}
+	}
 	return nil
 }
 
@@ -73,52 +98,25 @@ func (r *explicitResult) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// readLoop reads and dispatches until a read fails or it hands reading
-// over (see handle); the goroutine that meets the failure cancels c.ctx
-// and closes c.done.
+// readLoop is the connection's one reader, for its whole life: it reads
+// and dispatches (handle never waits for a call that can wait) until a
+// read fails, then closes the stream, cancels c.ctx and closes c.done.
 func (c *conn) readLoop() {
+	defer close(c.done)
 	for {
 		var m inMessage
 		if err := c.st.ReadObject(&m); err != nil {
 			c.st.Close()
-			c.cancel() // handlers' and pumps' ctx: a blocked call may hold the first reader
-			c.closeOnce.Do(func() { close(c.done) })
+			c.cancel() // handlers' and pumps' ctx
 			return
 		}
-		if m.req == nil {
+		switch {
+		case m.badID:
+			c.replyBadID()
+		case m.req == nil:
 			c.log.Debug("jsonrpc2", "detail", "ignoring a response: the server sends no requests")
-			continue
-		}
-		if handedOff := c.handle(m.req); handedOff {
-			return
+		default:
+			c.handle(m.req, m.nullID)
 		}
 	}
 }
-
-// runInline runs a slow call on the reading goroutine and reports whether
-// reading was handed to another goroutine meanwhile (then the caller stops
-// reading).
-func (c *conn) runInline(run func()) (handedOff bool) {
-	var mu sync.Mutex
-	done := false
-	t := time.AfterFunc(handoffAfter, func() {
-		mu.Lock()
-		if done {
-			mu.Unlock()
-			return
-		}
-		handedOff = true
-		mu.Unlock()
-		c.readLoop() // this timer goroutine is the reader now
-	})
-	run()
-	t.Stop()
-	mu.Lock()
-	done = true
-	h := handedOff
-	mu.Unlock()
-	return h
-}
-
-// closed is closed once reading has ended.
-func (c *conn) closed() <-chan struct{} { return c.done }

@@ -58,16 +58,14 @@ func (discardLogger) Printf(string, ...any) {}
 
 // TestDecodeLikeJSONRPC2: the read loop decodes each message as
 // jsonrpc2.Conn did: same error or not, same request (method, params
-// bytes, id, notification, meta, extra fields), responses ignored.
+// bytes, id, notification, meta, extra fields), responses ignored. The
+// id is the exception, on purpose: see TestIDEdgeCases.
 func TestDecodeLikeJSONRPC2(t *testing.T) {
 	msgs := []string{
 		`{"jsonrpc":"2.0","id":1,"method":"daemon.status"}`,
 		`{"jsonrpc":"2.0","id":"x<y","method":"m","params":{"b":1,"a":[1.50,"<"],"a":2}}`,
 		`{"jsonrpc":"2.0","id":-3,"method":"m","params":null}`,
-		`{"jsonrpc":"2.0","id":1.5,"method":"m"}`,
-		`{"jsonrpc":"2.0","id":null,"method":"m"}`,
 		`{"jsonrpc":"2.0","method":"m","params":[1,2]}`,
-		`{"jsonrpc":"2.0","id":true,"method":"m"}`,
 		`{"jsonrpc":"2.0","id":2,"method":"m","meta":{"t":1},"extra":"e"}`,
 		`{"jsonrpc":"2.0","id":2,"method":7}`,
 		`{"jsonrpc":"2.0","id":5,"result":{"x":1}}`,
@@ -93,6 +91,49 @@ func TestDecodeLikeJSONRPC2(t *testing.T) {
 			}
 			if !reflect.DeepEqual(m.req, want) {
 				t.Fatalf("got  %+v\nwant %+v", m.req, want)
+			}
+		})
+	}
+}
+
+// TestIDEdgeCases: "id":null is a request answered with id null (jsonrpc2
+// took it for a notification and never answered); an id that is valid
+// JSON but neither a string nor an integer is answered -32600
+// invalid_request with id null (jsonrpc2 closed the connection), and the
+// connection goes on; in both framings.
+func TestIDEdgeCases(t *testing.T) {
+	ts := startServer(t, newFake(), nil)
+	for _, f := range framings {
+		t.Run(f.String(), func(t *testing.T) {
+			r := ts.raw(t, f)
+			r.send(`{"jsonrpc":"2.0","id":null,"method":"daemon.status"}`)
+			if m := r.recv(); m["id"] != nil || m["error"].(map[string]any)["code"] != -32002.0 {
+				t.Fatalf("null id before initialize: %v", m)
+			}
+			r.initialize()
+			for _, id := range []string{`true`, `{}`, `[1]`, `1.5`, `"x"`} {
+				r.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"daemon.status"}`)
+				m := r.recv()
+				if id == `"x"` {
+					if m["id"] != "x" || m["result"] == nil {
+						t.Fatalf("string id: %v", m)
+					}
+					continue
+				}
+				e, _ := m["error"].(map[string]any)
+				if _, has := m["id"]; !has || m["id"] != nil || e == nil || e["code"] != -32600.0 ||
+					e["data"].(map[string]any)["reason"] != "invalid_request" {
+					t.Fatalf("id %s: got %v, want -32600 invalid_request with id null", id, m)
+				}
+			}
+			r.send(`{"jsonrpc":"2.0","id":null,"method":"daemon.status"}`)
+			if m := r.recv(); m["id"] != nil || m["result"] == nil {
+				t.Fatalf("null id: got %v, want a result with id null", m)
+			}
+			r.send(`{"jsonrpc":"2.0","method":"daemon.status"}`) // a notification: no answer
+			r.send(`{"jsonrpc":"2.0","id":9,"method":"daemon.status"}`)
+			if m := r.recv(); m["id"] != 9.0 || m["result"] == nil {
+				t.Fatalf("after the edge cases: %v", m)
 			}
 		})
 	}

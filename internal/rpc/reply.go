@@ -44,10 +44,10 @@ func newRaw(size int) []byte {
 	return make([]byte, rawHead, rawHead+size+rawTail)
 }
 
-// encodeResponse returns the response to id with result res (a rawResult
-// is spliced as is; anything else goes through json.Marshal once) or,
-// when werr is not nil, that error.
-func encodeResponse(id jsonrpc2.ID, res any, werr *jsonrpc2.Error) ([]byte, error) {
+// encodeResponse returns the response to id (nil: null) with result res
+// (a rawResult is spliced as is; anything else goes through json.Marshal
+// once) or, when werr is not nil, that error.
+func encodeResponse(id *jsonrpc2.ID, res any, werr *jsonrpc2.Error) ([]byte, error) {
 	var body []byte
 	var err error
 	switch r, raw := res.(rawResult); {
@@ -68,14 +68,18 @@ func encodeResponse(id jsonrpc2.ID, res any, werr *jsonrpc2.Error) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	b := make([]byte, 0, len(body)+48+len(id.Str)+replySlack)
+	idLen := 0
+	if id != nil {
+		idLen = len(id.Str)
+	}
+	b := make([]byte, 0, len(body)+48+idLen+replySlack)
 	b = appendHead(b, id, werr != nil)
 	b = append(b, body...)
 	return append(b, `,"jsonrpc":"2.0"}`...), nil
 }
 
 // appendHead appends {"id":<id>,"result": (or "error").
-func appendHead(b []byte, id jsonrpc2.ID, isErr bool) []byte {
+func appendHead(b []byte, id *jsonrpc2.ID, isErr bool) []byte {
 	b = append(b, `{"id":`...)
 	b = appendID(b, id)
 	if isErr {
@@ -84,8 +88,11 @@ func appendHead(b []byte, id jsonrpc2.ID, isErr bool) []byte {
 	return append(b, `,"result":`...)
 }
 
-// appendID appends id as jsonrpc2.ID.MarshalJSON writes it.
-func appendID(b []byte, id jsonrpc2.ID) []byte {
+// appendID appends id as jsonrpc2.ID.MarshalJSON writes it (nil: null).
+func appendID(b []byte, id *jsonrpc2.ID) []byte {
+	if id == nil {
+		return append(b, "null"...)
+	}
 	if id.IsString {
 		return event.AppendString(b, id.Str)
 	}

@@ -114,7 +114,7 @@ func TestRepliesMatchJSONRPC2(t *testing.T) {
 				if in == nil {
 					in = tt.res
 				}
-				got, err := encodeResponse(id, in, tt.we)
+				got, err := encodeResponse(&id, in, tt.we)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -22,11 +22,14 @@ type ServerOptions struct {
 	Backend         api.Backend
 	MaxMessageBytes int           // 0: config.DefaultMaxMessageBytes
 	WriteTimeout    time.Duration // 0: config.DefaultWriteTimeout
-	Version         string
-	Socket          string
-	StateDir        string
-	StateID         string
-	StartedAt       time.Time
+	// MaxOutboundBytes bounds the unwritten output held for all
+	// connections together (outbound.go); 0: config.DefaultMaxOutboundBytes.
+	MaxOutboundBytes int64
+	Version          string
+	Socket           string
+	StateDir         string
+	StateID          string
+	StartedAt        time.Time
 	// OnShutdown runs (in its own goroutine) after daemon.shutdown's reply
 	// was written.
 	OnShutdown func()
@@ -43,6 +46,7 @@ type Server struct {
 	cancel context.CancelFunc
 	nextID atomic.Uint64
 	stats  stats
+	out    *outbound
 
 	mu        sync.Mutex
 	closed    bool
@@ -59,15 +63,19 @@ func NewServer(o ServerOptions) *Server {
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = config.DefaultWriteTimeout
 	}
+	if o.MaxOutboundBytes <= 0 {
+		o.MaxOutboundBytes = config.DefaultMaxOutboundBytes
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		o: o, log: o.Logger, table: newTable(methodList),
+		o: o, log: o.Logger, table: newTable(methodList), out: newOutbound(o.MaxOutboundBytes, o.Logger),
 		ctx: ctx, cancel: cancel,
 		listeners: map[net.Listener]struct{}{}, conns: map[net.Conn]*conn{},
 	}
+	s.stats.out = s.out
 	s.euid.Store(int64(os.Geteuid()))
 	return s
 }
@@ -187,12 +195,15 @@ func (s *Server) serveConn(nc net.Conn) {
 	}
 	s.conns[nc] = c
 	s.mu.Unlock()
+	s.out.register(st, id)
+	defer s.out.unregister(st)
 	log.Debug("connection framed", "framing", framing.String())
-	c.readLoop() // returns when reading ended, or was handed to another goroutine
-	<-c.done
-	cancel() // handlers' and pumps' ctx
+	c.readLoop() // the connection's one reader: returns when reading ended
+	cancel()     // handlers' and pumps' ctx
 	c.finish()
-	if rerr, werr := st.errs(); werr != nil {
+	if rerr, werr := st.errs(); st.shed.Load() {
+		// logged by the budget when it closed the connection
+	} else if werr != nil {
 		s.writeFault(log, werr)
 	} else if !s.isClosed() {
 		s.readFault(log, rerr)

@@ -17,6 +17,8 @@ type stats struct {
 	batchesRefused atomic.Uint64
 	writeTimeouts  atomic.Uint64
 	laggedSubs     atomic.Uint64
+
+	out *outbound // the server's outbound budget, for its figures
 }
 
 func (s *stats) rpc(method string) {
@@ -40,6 +42,7 @@ func (s *stats) errored(reason string) {
 func (s *stats) lagged() { s.laggedSubs.Add(1) }
 
 func (s *stats) snapshot(open int) map[string]any {
+	out := s.out
 	s.mu.Lock()
 	rpcs := make(map[string]uint64, len(s.rpcs))
 	for k, v := range s.rpcs {
@@ -59,5 +62,7 @@ func (s *stats) snapshot(open int) map[string]any {
 		"batchesRefused":    s.batchesRefused.Load(),
 		"writeTimeouts":     s.writeTimeouts.Load(),
 		"laggedSubscribers": s.laggedSubs.Load(),
+		"outboundBytes":     out.total.Load(),
+		"outboundCloses":    out.closes.Load(),
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,6 +26,12 @@ type stream struct {
 	max          int
 	writeTimeout time.Duration
 	onBatch      func() // counts and logs a refused batch
+
+	// The server's outbound budget (nil for the client's stream), this
+	// stream's unwritten bytes in it, and whether the budget closed it.
+	budget  *outbound
+	pending atomic.Int64
+	shed    atomic.Bool
 
 	wmu sync.Mutex
 
@@ -174,8 +181,9 @@ func (s *stream) readHeaderLine() (string, error) {
 }
 
 // readHeaderFrame reads tolerant LSP headers (names case-insensitive,
-// Content-Type and unknown headers ignored, "\n" or "\r\n") and then a body
-// of at most max bytes, checked before the body is read.
+// Content-Type and unknown headers ignored, "\n" or "\r\n"; Content-Length
+// repeated with the same value is accepted, with two values refused) and
+// then a body of at most max bytes, checked before the body is read.
 func (s *stream) readHeaderFrame() ([]byte, error) {
 	length, lines := int64(-1), 0
 	for {
@@ -202,6 +210,9 @@ func (s *stream) readHeaderFrame() ([]byte, error) {
 			if err != nil || n < 0 {
 				return nil, fmt.Errorf("Content-Length %.40q: %w", val, ErrBadHeader)
 			}
+			if length >= 0 && n != length {
+				return nil, fmt.Errorf("conflicting Content-Length headers %d and %d: %w", length, n, ErrBadHeader)
+			}
 			length = n
 		}
 	}
@@ -219,45 +230,6 @@ func (s *stream) readHeaderFrame() ([]byte, error) {
 		return nil, err
 	}
 	return body, nil
-}
-
-// WriteObject implements jsonrpc2.ObjectStream.
-func (s *stream) WriteObject(obj any) error {
-	b, err := json.Marshal(obj)
-	if err != nil {
-		return err
-	}
-	return s.writeBytes(b)
-}
-
-func (s *stream) writeBytes(b []byte) error {
-	return s.writeOwned(b[:len(b):len(b)]) // b may be shared: no append in place
-}
-
-// writeOwned writes one message whose body b the caller hands over: the
-// line framing's "\n" goes into b's spare capacity when it has some, so a
-// large body is not copied again. (One write(2), not writev: the race
-// detector sees an ordering through write and read, not through writev.)
-func (s *stream) writeOwned(b []byte) error {
-	var frame []byte
-	if s.framing == FramingHeader {
-		hdr := "Content-Length: " + strconv.Itoa(len(b)) + "\r\n\r\n"
-		frame = append(append(make([]byte, 0, len(hdr)+len(b)), hdr...), b...)
-	} else {
-		frame = append(b, '\n')
-	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if s.writeTimeout > 0 {
-		s.conn.SetWriteDeadline(time.Now().Add(s.writeTimeout))
-	}
-	if _, err := s.conn.Write(frame); err != nil {
-		// A peer that stopped reading: close, so the read loop ends and
-		// the connection's holds go through ConnClosed.
-		s.conn.Close()
-		return s.setErr(false, fmt.Errorf("write: %w", err))
-	}
-	return nil
 }
 
 // Close implements jsonrpc2.ObjectStream.

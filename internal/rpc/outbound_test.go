@@ -1,0 +1,76 @@
+package rpc
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sessiond/sessiond/internal/api"
+)
+
+// TestOutboundBudget: connections that ask for large replies and never
+// read them are closed, the one holding the most unwritten bytes first,
+// once the unwritten total passes max_outbound_bytes; each closing is
+// logged once; what is left stays under the bound, and another client is
+// served meanwhile.
+func TestOutboundBudget(t *testing.T) {
+	const budget = 2 << 20
+	fake := newFake()
+	fake.readHook = func(api.ReadParams) api.ReadResult { return bigPage(1 << 20) }
+	ts := startServer(t, fake, func(o *ServerOptions) {
+		o.MaxOutboundBytes = budget
+		o.WriteTimeout = time.Hour // only the budget may close them
+	})
+	const conns = 12
+	rs := make([]*raw, conns)
+	for i := range rs {
+		rs[i] = ts.raw(t, FramingLines)
+		rs[i].initialize()
+		rs[i].send(`{"jsonrpc":"2.0","id":2,"method":"agentSession.read","params":{"sessionId":"s_aaaaaaaa"}}`)
+	}
+	// Each reply is ~1 MiB, of which the kernel takes a few hundred KiB:
+	// 12 of them cannot all stay under 2 MiB. Wait (on the budget's
+	// state) until every connection either holds its reply or was closed.
+	waitState(t, func() bool {
+		ts.srv.out.mu.Lock()
+		defer ts.srv.out.mu.Unlock()
+		n := int(ts.srv.out.closes.Load())
+		for s := range ts.srv.out.streams {
+			if !s.shed.Load() && s.pending.Load() > 0 {
+				n++
+			}
+		}
+		return n == conns
+	})
+	c := ts.client(t, FramingLines, nil, false)
+	var stats map[string]any
+	if err := call(t, c, "daemon.stats", nil, &stats); err != nil {
+		t.Fatal(err)
+	}
+	closes := int(stats["outboundCloses"].(float64))
+	if closes == 0 || closes == conns {
+		t.Fatalf("%d of %d connections closed for the budget", closes, conns)
+	}
+	ts.logs.waitFor(t, closes, "over the outbound byte budget", "reason=outbound_budget")
+	if got := ts.logs.count("over the outbound byte budget"); got != closes {
+		t.Fatalf("%d closings logged, %d counted", got, closes)
+	}
+	// the shed connections' frames leave the count as their writes fail
+	waitState(t, func() bool { return ts.srv.out.total.Load() <= budget })
+	var st Status
+	if err := call(t, c, "daemon.status", nil, &st); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitState waits until cond holds (a state the server reaches; polled,
+// as it has no signal of its own), or fails after 10 s.
+func waitState(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("state not reached in 10 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
