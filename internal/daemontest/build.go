@@ -2,6 +2,7 @@ package daemontest
 
 import (
 	"fmt"
+	"hash/fnv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,7 +33,11 @@ func buildBinary() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(os.TempDir(), fmt.Sprintf("sessiond-daemontest-%d", os.Getuid()))
+	// One directory per checkout: two checkouts on one machine must never
+	// run each other's daemon.
+	h := fnv.New32a()
+	h.Write([]byte(root))
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("sessiond-daemontest-%d-%08x", os.Getuid(), h.Sum32()))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
