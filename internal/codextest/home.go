@@ -1,0 +1,33 @@
+package codextest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Home writes a CODEX_HOME whose config sends every model request to
+// modelURL (offline), with the approval policy that makes an escalated
+// command ask first, and returns its path. extra is appended to config.toml
+// (e.g. an [mcp_servers.x] table).
+func Home(t testing.TB, modelURL, extra string) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := fmt.Sprintf(`model = "mock-model"
+model_provider = "mock"
+approval_policy = "on-request"
+sandbox_mode = "read-only"
+
+[model_providers.mock]
+name = "mock"
+base_url = %q
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+%s`, modelURL, extra)
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatalf("codex home: %v", err)
+	}
+	return dir
+}
