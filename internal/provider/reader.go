@@ -124,4 +124,3 @@ func errorText(raw json.RawMessage) string {
 	}
 	return truncate(raw, 500)
 }
-
