@@ -32,6 +32,9 @@ func (a *Adapter) Respond(_ context.Context, requestID string, ans Answer) error
 		return fmt.Errorf("request %s: %w", requestID, &DecisionError{Decision: ans.Decision, Allowed: slices.Clone(ap.options)})
 	}
 	delete(a.approvals, requestID)
+	if ok && ans.Decision == DecisionCancel && a.turn != nil && a.turn.ours == ap.turnID {
+		a.turn.interrupted = true // the provider ends the turn: the user's cancel
+	}
 	a.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("request %s: %w", requestID, ErrRequestNotFound)

@@ -16,6 +16,9 @@ type directives struct {
 	approve    bool
 	orphan     bool
 	forget     bool
+	work       bool
+	workN      int // output deltas of /work's command
+	ask        bool
 	floodN     int
 	floodBytes int
 }
@@ -45,6 +48,14 @@ func parseDirectives(text string) directives {
 			d.orphan = true
 		case "/forget":
 			d.forget = true
+		case "/work":
+			d.work, d.workN = true, 2
+			if n, ok := num(i + 1); ok && n > 0 {
+				d.workN = n
+				i++
+			}
+		case "/ask":
+			d.ask = true
 		case "/flood":
 			if n, ok := num(i + 1); ok {
 				d.floodN, d.floodBytes = n, 8
@@ -94,11 +105,11 @@ func (s *server) runTurn(th *thread, tu *activeTurn, text string) {
 	}
 	answer := "echo: " + text
 	if d.approve {
-		ch := s.requestApproval(with("itemId", tu.id+"_cmd", "command", "echo approve",
+		ch := s.request("item/commandExecution/requestApproval", with("itemId", tu.id+"_cmd", "command", "echo approve",
 			"cwd", th.cwd, "reason", "the echo provider asks (/approve)"))
 		select {
-		case dec := <-ch:
-			if dec != "accept" && dec != "acceptForSession" {
+		case res := <-ch:
+			if dec := decisionOf(res); dec != "accept" && dec != "acceptForSession" {
 				answer = "declined"
 			}
 		case <-tu.cancel:
@@ -108,6 +119,20 @@ func (s *server) runTurn(th *thread, tu *activeTurn, text string) {
 		case <-s.eof:
 			return
 		}
+	}
+	if d.work {
+		suffix, ok := s.playWork(th, tu, text, d.workN, with)
+		if !ok {
+			return
+		}
+		answer += suffix
+	}
+	if d.ask {
+		suffix, ok := s.playAsk(th, tu, text, with)
+		if !ok {
+			return
+		}
+		answer += suffix
 	}
 	if d.sleep > 0 {
 		t := time.NewTimer(d.sleep)
