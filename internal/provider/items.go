@@ -57,9 +57,10 @@ type threadItem struct {
 	Type string `json:"type"`
 	ID   string `json:"id"`
 	Text string `json:"text"`
-	// reasoning
-	Summary []string `json:"summary"`
-	Content []string `json:"content"`
+	// reasoning (strings; a userMessage's content is objects: decoded
+	// only for reasoning)
+	Summary json.RawMessage `json:"summary"`
+	Content json.RawMessage `json:"content"`
 	// commandExecution
 	Command          string  `json:"command"`
 	Cwd              string  `json:"cwd"`
@@ -103,8 +104,12 @@ func (a *Adapter) onItem(method string, p json.RawMessage, done bool) {
 		return
 	}
 	var it threadItem
-	if len(n.Item) == 0 || json.Unmarshal(n.Item, &it) != nil {
-		a.anomaly("bad_item", "method", method)
+	if len(n.Item) == 0 {
+		a.anomaly("bad_item", "method", method, "err", "no item")
+		return
+	}
+	if err := json.Unmarshal(n.Item, &it); err != nil {
+		a.anomaly("bad_item", "method", method, "err", err)
 		return
 	}
 	switch it.Type {
@@ -170,7 +175,10 @@ func itemStatus(it *threadItem) string {
 func itemPayload(kind string, it *threadItem, cut int) any {
 	switch kind {
 	case event.KindReasoning:
-		return map[string]any{"summary": nonNil(it.Summary), "text": strings.Join(it.Content, "\n")}
+		var summary, content []string
+		_ = json.Unmarshal(it.Summary, &summary)
+		_ = json.Unmarshal(it.Content, &content)
+		return map[string]any{"summary": nonNil(summary), "text": strings.Join(content, "\n")}
 	case event.KindCommandExecution:
 		p := map[string]any{"command": it.Command, "cwd": it.Cwd}
 		if it.ExitCode != nil {

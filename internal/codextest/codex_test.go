@@ -1,0 +1,176 @@
+package codextest_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/sessiond/sessiond/internal/codextest"
+	"github.com/sessiond/sessiond/internal/event"
+)
+
+// (a) A turn with streamed text: every delta arrives as message.delta
+// with the item's id, the whole text as message.completed, then
+// turn.completed; no anomaly is logged for codex's ordinary notifications.
+func TestCodexStreamedText(t *testing.T) {
+	m := codextest.NewModel(t, codextest.Text("Hel", "lo ", "world"))
+	d := daemonWith(t, "", providerConfig(t, "codex", codextest.Home(t, m.URL, "")))
+	s := newSession(t, d, "codex", t.TempDir())
+	turn := s.send(t, "say hello")
+	done := decode[event.TurnCompletedData](t, s.f.next(t, event.TurnCompleted))
+	if done.Status != event.StatusCompleted {
+		t.Fatalf("turn.completed %+v", done)
+	}
+	var text, itemID string
+	completed := ""
+	for _, ev := range s.f.all() {
+		if ev.TurnID != turn {
+			continue
+		}
+		switch ev.Type {
+		case event.MessageDelta:
+			dd := decode[event.DeltaData](t, ev)
+			text += dd.Text
+			itemID = dd.ItemID
+		case event.MessageCompleted:
+			dd := decode[event.DeltaData](t, ev)
+			completed = dd.Text
+			if dd.ItemID != itemID || itemID == "" {
+				t.Errorf("message.completed item %q, deltas' %q", dd.ItemID, itemID)
+			}
+		}
+	}
+	if text != "Hello world" || completed != "Hello world" {
+		t.Fatalf("deltas %q, completed %q; events %s", text, completed, s.f.types())
+	}
+	if !strings.Contains(s.f.types(), event.TurnUsage) {
+		t.Errorf("no turn.usage in %s", s.f.types())
+	}
+	noAnomalies(t, d)
+}
+
+// (b, c) A command the model runs asks for approval first. Approved, it
+// runs and its output streams; denied, it never runs (the file system
+// says so) and its item ends declined.
+func TestCodexCommandApproval(t *testing.T) {
+	for _, decision := range []string{"approve", "deny"} {
+		t.Run(decision, func(t *testing.T) {
+			dir := t.TempDir()
+			marker := filepath.Join(dir, "ran")
+			m := codextest.NewModel(t, codextest.Exec("call_1", "echo hi > "+marker+"; echo done"), codextest.Text("all ", "done"))
+			d := daemonWith(t, "", providerConfig(t, "codex", codextest.Home(t, m.URL, "")))
+			s := newSession(t, d, "codex", t.TempDir())
+			s.send(t, "run it")
+			started := decode[event.ItemData](t, s.f.next(t, event.ItemStarted))
+			req := decode[event.ApprovalRequestedData](t, s.f.next(t, event.ApprovalRequested))
+			if started.Kind != event.KindCommandExecution || req.Kind != "command" || req.ItemID != started.ItemID ||
+				strings.Join(req.Options, ",") != "approve,approveForSession,deny,cancel" {
+				t.Fatalf("item.started %+v, approval.requested %+v", started, req)
+			}
+			s.respond(t, req.RequestID, decision)
+			item := s.f.next(t, event.ItemCompleted)
+			done := decode[event.TurnCompletedData](t, s.f.next(t, event.TurnCompleted))
+			it := decode[event.ItemData](t, item)
+			p := it.Payload.(map[string]any)
+			output := ""
+			for _, ev := range s.f.all() {
+				if ev.Type == event.ItemDelta {
+					if dd := decode[event.ItemDeltaData](t, ev); dd.ItemID == it.ItemID && dd.Stream == event.StreamOutput {
+						output += dd.Text
+					}
+				}
+			}
+			_, statErr := os.Stat(marker)
+			switch decision {
+			case "approve":
+				if it.Status != event.ItemCompletedStatus || p["exitCode"] != float64(0) || !strings.Contains(output, "done") || statErr != nil {
+					t.Fatalf("approved: item %+v, output %q, marker %v", it, output, statErr)
+				}
+			case "deny":
+				if it.Status != event.ItemDeclinedStatus || output != "" || !os.IsNotExist(statErr) {
+					t.Fatalf("denied: item %+v, output %q, marker %v", it, output, statErr)
+				}
+			}
+			if done.Status != event.StatusCompleted {
+				t.Fatalf("turn.completed %+v", done)
+			}
+			msg := decode[event.DeltaData](t, lastOf(t, s.f.all(), event.MessageCompleted))
+			if msg.Text != "all done" {
+				t.Fatalf("final message %q", msg.Text)
+			}
+			if n := len(m.Requests()); n != 2 {
+				t.Fatalf("model saw %d requests, want 2 (the call, then its output)", n)
+			}
+			noAnomalies(t, d)
+		})
+	}
+}
+
+func lastOf(t *testing.T, evs []event.Event, typ string) event.Event {
+	t.Helper()
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Type == typ {
+			return evs[i]
+		}
+	}
+	t.Fatalf("no %s", typ)
+	return event.Event{}
+}
+
+// (d) cancel while the model stream is stalled: the turn ends interrupted
+// with user_cancel.
+func TestCodexCancelStalled(t *testing.T) {
+	stall := make(chan struct{})
+	t.Cleanup(func() { close(stall) })
+	m := codextest.NewModel(t, codextest.Reply{Stall: stall})
+	d := daemonWith(t, "", providerConfig(t, "codex", codextest.Home(t, m.URL, "")))
+	s := newSession(t, d, "codex", t.TempDir())
+	s.send(t, "think hard")
+	waitArrived(t, m)
+	var cr struct {
+		Cancelled bool `json:"cancelled"`
+	}
+	if err := s.c.Call(ctxT(t), "agentSession.cancel", map[string]string{"sessionId": s.id}, &cr); err != nil || !cr.Cancelled {
+		t.Fatalf("cancel %+v %v", cr, err)
+	}
+	done := decode[event.TurnCompletedData](t, s.f.next(t, event.TurnCompleted))
+	if done.Status != event.StatusInterrupted || done.Reason != event.ReasonUserCancel {
+		t.Fatalf("turn.completed %+v", done)
+	}
+}
+
+func waitArrived(t *testing.T, m *codextest.Model) {
+	t.Helper()
+	select {
+	case <-m.Arrived():
+	case <-ctxT(t).Done():
+		t.Fatal("the model saw no request")
+	}
+}
+
+// (e) SIGKILL of the codex process mid-turn, its approval open: the
+// approval is cancelled, then the turn ends interrupted (provider_exited),
+// and nothing of the session's tree is left.
+func TestCodexKilledMidTurn(t *testing.T) {
+	m := codextest.NewModel(t, codextest.Exec("call_1", "echo never"))
+	d := daemonWith(t, "", providerConfig(t, "codex", codextest.Home(t, m.URL, "")))
+	s := newSession(t, d, "codex", t.TempDir())
+	s.send(t, "run it")
+	req := decode[event.ApprovalRequestedData](t, s.f.next(t, event.ApprovalRequested))
+	if err := syscall.Kill(s.hold.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	res := s.f.next(t, event.ApprovalResolved)
+	done := s.f.next(t, event.TurnCompleted)
+	got := decode[event.ApprovalResolvedData](t, res)
+	if got.RequestID != req.RequestID || got.Decision != "cancel" || got.By != "daemon" || got.Reason != "provider_exited" {
+		t.Fatalf("approval.resolved %+v", got)
+	}
+	if tc := decode[event.TurnCompletedData](t, done); tc.Status != event.StatusInterrupted || tc.Reason != event.ReasonProviderExited {
+		t.Fatalf("turn.completed %+v", tc)
+	}
+	s.f.next(t, event.LeaseReleased)
+	noProcesses(t, d)
+}
