@@ -95,6 +95,7 @@ type Adapter struct {
 	warned    map[string]bool      // anomaly kinds already logged at warn level
 	items     itemState            // per-turn item bookkeeping (items.go)
 	approvalN int64                // approvals seen, for their order
+	reading   string               // the method being handled (for anomaly logs)
 }
 
 // openTurn binds our turn id to the provider's.

@@ -118,6 +118,9 @@ var notifyNotices = map[string]string{
 }
 
 func (a *Adapter) handleNotification(m *message) {
+	a.mu.Lock()
+	a.reading = m.Method
+	a.mu.Unlock()
 	if h, ok := notifyMapped[m.Method]; ok {
 		h(a, m.Params)
 		return

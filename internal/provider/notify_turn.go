@@ -187,6 +187,12 @@ func (a *Adapter) onTokenUsage(p json.RawMessage) {
 	if !a.params("thread/tokenUsage/updated", p, &n) {
 		return
 	}
+	a.mu.Lock()
+	idle := a.turn == nil
+	a.mu.Unlock()
+	if idle {
+		return // a resume restores the thread's last usage: no turn of ours
+	}
 	t, ok := a.resolveTurn(n.ThreadID, n.TurnID)
 	if !ok {
 		return

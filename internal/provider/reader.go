@@ -60,11 +60,11 @@ func (a *Adapter) resolveTurn(threadID, providerTurnID string) (openTurn, bool) 
 	defer a.mu.Unlock()
 	t := a.turn
 	if threadID != "" && a.threadID != "" && threadID != a.threadID {
-		a.anomalyLocked("other_thread")
+		a.anomalyLocked("other_thread", "method", a.reading)
 		return openTurn{}, false
 	}
 	if t == nil || (t.provider != "" && providerTurnID != "" && providerTurnID != t.provider) {
-		a.anomalyLocked("event_outside_open_turn")
+		a.anomalyLocked("event_outside_open_turn", "method", a.reading)
 		return openTurn{}, false
 	}
 	if t.provider == "" {
