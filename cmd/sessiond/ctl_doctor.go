@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -122,6 +123,16 @@ func doctorOnline(e *ctlEnv, c *rpc.Client, rep *doctorReport) int {
 	leases.Detail = fmt.Sprintf("%d sessions, %d live", len(l.Sessions), len(live))
 	rep.add(leases)
 	rep.add(turns)
+	var stats struct {
+		Journal struct {
+			LostBySession map[string]uint64
+		} `json:"journal"`
+	}
+	if err := c.Call(e.ctx, "daemon.stats", nil, &stats); err != nil {
+		rep.add(doctorCheck{Name: checkJournalLoss, Unknown: true, Detail: "daemon.stats: " + err.Error()})
+	} else {
+		rep.add(doctorLosses(stats.Journal.LostBySession))
+	}
 	rep.add(doctorTagged(st.StateID, func(t proc.Tagged) bool { return ownedByLive(t, live) },
 		func(t proc.Tagged) string {
 			return fmt.Sprintf("kill %d   # or: sessiond ctl close %s", t.PID, t.SessionID)
@@ -235,4 +246,24 @@ func doctorPrint(e *ctlEnv, rep *doctorReport) int {
 		return exitNoDaemon
 	}
 	return exitOK
+}
+
+const checkJournalLoss = "journal-loss"
+
+// doctorLosses reports every session whose journal records lost events
+// (journal.loss rows): its history has a hole nothing can fill.
+func doctorLosses(lost map[string]uint64) doctorCheck {
+	c := doctorCheck{Name: checkJournalLoss}
+	ids := make([]string, 0, len(lost))
+	for id := range lost {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		c.Problems = append(c.Problems, doctorProblem{
+			What: fmt.Sprintf("session %s: %d events could not be stored (journal.loss rows; the turn open then was failed)", id, lost[id]),
+			Fix:  fmt.Sprintf("nothing restores them: read `sessiond ctl events %s`, then `sessiond ctl delete %s` once its history is no longer needed", id, id)})
+	}
+	c.Detail = fmt.Sprintf("%d sessions with lost events", len(ids))
+	return c
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sessiond/sessiond/internal/config"
 	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/journal"
 	"github.com/sessiond/sessiond/internal/lease"
 	"github.com/sessiond/sessiond/internal/proc"
 	"github.com/sessiond/sessiond/internal/store"
@@ -66,6 +67,9 @@ func doctorOffline(e *ctlEnv, rep *doctorReport) {
 	rep.add(schema)
 	rep.add(doctorLeases(db))
 	rep.add(doctorOpenTurns(db))
+	var lost map[string]uint64
+	db.View(func(tx *bolt.Tx) error { lost = journal.Losses(tx); return nil })
+	rep.add(doctorLosses(lost))
 	rep.add(doctorTagged(stateID, func(proc.Tagged) bool { return false },
 		func(t proc.Tagged) string {
 			return fmt.Sprintf("kill %d   # or start `sessiond serve`: it reaps", t.PID)

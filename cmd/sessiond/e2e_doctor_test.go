@@ -11,6 +11,9 @@ import (
 
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/daemontest"
+	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/journal"
+	"github.com/sessiond/sessiond/internal/store"
 )
 
 // stubbornConfig: a provider that survives SIGTERM and stdin EOF, so a
@@ -144,5 +147,45 @@ func TestE2EDoctorAfterKill(t *testing.T) {
 	code, rep, out = doctorJSON(t, d2.Socket, "--state-dir", d.StateDir)
 	if code != 0 || rep.Daemon || rep.Problems != 0 {
 		t.Fatalf("doctor on a cleanly stopped state dir: exit %d\n%s", code, out)
+	}
+}
+
+// TestE2EDoctorReportsJournalLoss: a journal that records lost events
+// (journal.loss) is a problem for doctor, from the store with no daemon
+// and from a running daemon alike.
+func TestE2EDoctorReportsJournalLoss(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Options{})
+	c := d.Client(t)
+	var s api.SessionInfo
+	if err := c.Call(ctx10(t), "agentSession.create", api.CreateParams{Provider: "echo", Cwd: t.TempDir()}, &s); err != nil {
+		t.Fatal(err)
+	}
+	if code, rep, out := doctorJSON(t, d.Socket); code != 0 || len(problemsOf(rep, "journal-loss")) != 0 {
+		t.Fatalf("doctor before any loss: exit %d\n%s", code, out)
+	}
+	d.Stop()
+	// What the journal writes when a live session's rows could not be stored.
+	st, err := store.Open(d.StateDir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := journal.Open(st.DB, journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Append(ctx10(t), s.SessionID, event.New(event.JournalLoss, "", event.JournalLossData{Count: 3, Cause: "key too large"})); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	st.Close()
+
+	code, rep, out := doctorJSON(t, d.Socket, "--state-dir", d.StateDir)
+	if ps := problemsOf(rep, "journal-loss"); code != 1 || len(ps) != 1 || !strings.Contains(ps[0].What, s.SessionID) {
+		t.Fatalf("doctor on the store: exit %d\n%s", code, out)
+	}
+	d2 := daemontest.Start(t, daemontest.Options{StateDir: d.StateDir})
+	code, rep, out = doctorJSON(t, d2.Socket)
+	if ps := problemsOf(rep, "journal-loss"); code != 1 || len(ps) != 1 || !strings.Contains(ps[0].What, "3 events") {
+		t.Fatalf("doctor on the daemon: exit %d\n%s", code, out)
 	}
 }

@@ -23,6 +23,9 @@ const (
 	ProviderExited        = "provider.exited"
 	SessionEnded          = "session.ended"
 	LeaseReleased         = "lease.released"
+	// JournalLoss records events a live session handed to the journal that
+	// could not be stored (JournalLossData), in the place they would have had.
+	JournalLoss = "journal.loss"
 )
 
 // Turn statuses carried by turn.completed.
@@ -41,6 +44,7 @@ const (
 	ReasonEvicted        = "evicted"
 	ReasonDaemonRestart  = "daemon_restart"
 	ReasonShutdown       = "shutdown"
+	ReasonJournalLoss    = "journal_loss" // the turn's events could not all be stored
 )
 
 // Event is one committed journal row.
@@ -51,6 +55,11 @@ type Event struct {
 	Type      string          `json:"type"`
 	TurnID    string          `json:"turnId,omitempty"`
 	Data      json.RawMessage `json:"data,omitempty"`
+
+	// Raw is the event's JSON as the journal stored it (AppendJSON's
+	// shape), set on every event the journal hands out; the wire splices
+	// it as is. It is never to be modified.
+	Raw json.RawMessage `json:"-"`
 }
 
 // Draft is an event before the journal has given it a seq and a time.
@@ -137,4 +146,12 @@ type ThreadReplacedData struct {
 	OldThreadID string `json:"oldThreadId"`
 	NewThreadID string `json:"newThreadId"`
 	Cause       string `json:"cause"`
+}
+
+// JournalLossData is the data of journal.loss: how many events were lost
+// and why (the store's error). Its top-level turnId is the turn that was
+// open then, completed failed (reason journal_loss) right after this row.
+type JournalLossData struct {
+	Count int    `json:"count"`
+	Cause string `json:"cause"`
 }

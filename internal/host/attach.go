@@ -21,7 +21,10 @@ type subscription struct {
 
 func (s *subscription) ID() string { return s.id }
 
-func (s *subscription) Next(ctx context.Context) (event.Event, error) { return s.feed.Next(ctx) }
+func (s *subscription) Next(ctx context.Context) (event.Event, error) {
+	ev, err := s.feed.Next(ctx)
+	return ev, journalError(err)
+}
 
 // pageLimit is the page size for a limit already checked at the RPC edge
 // (0..api.MaxPageEvents): 0 means the default page.
@@ -74,7 +77,7 @@ func (h *Host) Attach(ctx context.Context, conn string, p api.AttachParams, lega
 		if s.holder != "" {
 			h.releaseSubHold(s)
 		}
-		return fail(err)
+		return fail(journalError(err))
 	}
 	s.feed = feed
 	h.mu.Lock()
@@ -100,7 +103,7 @@ func (h *Host) Read(ctx context.Context, p api.ReadParams) (api.ReadResult, erro
 	}
 	evs, last, more, err := h.j.Read(p.SessionID, p.AfterSeq, limit)
 	if err != nil {
-		return api.ReadResult{}, err
+		return api.ReadResult{}, journalError(err)
 	}
 	if evs == nil {
 		evs = []event.Event{}

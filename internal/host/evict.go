@@ -10,6 +10,7 @@ import (
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/eviction"
+	"github.com/sessiond/sessiond/internal/journal"
 	"github.com/sessiond/sessiond/internal/lease"
 	"github.com/sessiond/sessiond/internal/proc"
 	"github.com/sessiond/sessiond/internal/store"
@@ -179,7 +180,13 @@ func (h *Host) stepDrain(ctx context.Context, e *entry, cause evictCause) error 
 		}
 	}
 	if err := e.sink.Drain(ctx); err != nil {
-		return fmt.Errorf("drain sink: %w", err)
+		if !errors.Is(err, journal.ErrLost) {
+			return fmt.Errorf("drain sink: %w", err)
+		}
+		// Rows that could not be stored are not coming back: retrying the
+		// drain cannot help. The tail below fails too if the store still
+		// refuses writes; if it commits, it carries the loss note first.
+		h.log.Error("journal lost rows of this session", "session_id", e.id, "err", err)
 	}
 	var tail []event.Draft
 	st := h.j.State(e.id)

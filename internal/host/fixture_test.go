@@ -191,7 +191,7 @@ func (f *fixture) waitFor(id string, afterSeq uint64, ok func(event.Event) bool)
 		}
 		for {
 			ev, err := sub.Next(ctx)
-			if errors.Is(err, api.ErrLagged) {
+			if errors.Is(err, journal.ErrLagged) {
 				break
 			}
 			if err != nil {

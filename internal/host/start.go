@@ -149,7 +149,8 @@ func (h *Host) watch(e *entry, child *proc.Child) {
 	}
 }
 
-// leaseError translates a lease refusal into the wire's kinds.
+// leaseError translates a lease refusal into the wire's kinds: the one
+// place lease errors become api kinds.
 func leaseError(id string, err error) error {
 	var owned *lease.OwnedError
 	if errors.As(err, &owned) {
@@ -159,6 +160,9 @@ func leaseError(id string, err error) error {
 	if errors.Is(err, lease.ErrUnverifiable) {
 		return &api.Error{Kind: api.KindSessionOwned, Msg: "session " + id + ": lease owner cannot be verified",
 			Err: err, Data: map[string]any{"owner": "unverifiable"}}
+	}
+	if errors.Is(err, lease.ErrStaleFence) {
+		return &api.Error{Kind: api.KindStaleFence, Msg: "session " + id + ": " + err.Error(), Err: err}
 	}
 	return fmt.Errorf("session %s: lease: %w", id, err)
 }

@@ -38,20 +38,16 @@ func (h *Host) Send(ctx context.Context, p api.SendParams) (api.SendResult, erro
 	if _, err := h.record(p.SessionID); err != nil {
 		return api.SendResult{}, err
 	}
-	if p.ClientMessageID != "" {
-		if tid, ok := h.j.LookupClientMessage(p.SessionID, p.ClientMessageID); ok {
-			return api.SendResult{TurnID: tid, Duplicate: true}, nil
-		}
+	if tid, ok, err := h.lookupClientMessage(p); ok || err != nil {
+		return api.SendResult{TurnID: tid, Duplicate: ok}, err
 	}
 	e, err := h.liveEntry(p.SessionID)
 	if err != nil {
 		return api.SendResult{}, err
 	}
 	defer e.mu.Unlock()
-	if p.ClientMessageID != "" { // re-check under the session lock
-		if tid, ok := h.j.LookupClientMessage(p.SessionID, p.ClientMessageID); ok {
-			return api.SendResult{TurnID: tid, Duplicate: true}, nil
-		}
+	if tid, ok, err := h.lookupClientMessage(p); ok || err != nil { // re-check under the session lock
+		return api.SendResult{TurnID: tid, Duplicate: ok}, err
 	}
 	if err := e.sink.Drain(ctx); err != nil {
 		return api.SendResult{}, fmt.Errorf("session %s: %w", e.id, err)
@@ -81,6 +77,21 @@ func (h *Host) Send(ctx context.Context, p api.SendParams) (api.SendResult, erro
 			Err: err, Data: map[string]any{"turnId": turnID, "cause": err.Error()}}
 	}
 	return api.SendResult{TurnID: turnID}, nil
+}
+
+// lookupClientMessage finds the turn a send's clientMessageId started. A
+// lookup that fails fails the send: taking the message for a new one could
+// send it twice.
+func (h *Host) lookupClientMessage(p api.SendParams) (string, bool, error) {
+	if p.ClientMessageID == "" {
+		return "", false, nil
+	}
+	tid, ok, err := h.j.LookupClientMessage(p.SessionID, p.ClientMessageID)
+	if err != nil {
+		h.log.Error("send refused: clientMessageId lookup failed", "session_id", p.SessionID, "err", err)
+		return "", false, fmt.Errorf("send: %w", err)
+	}
+	return tid, ok, nil
 }
 
 // Cancel interrupts the running turn.

@@ -1,65 +1,91 @@
 package journal
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/sessiond/sessiond/internal/event"
 )
 
-// Rows are the JSON of event.Event, written by encodeEvent in one fixed
-// shape (sessionId, seq, at, type, turnId?, data?) so decodeEvent can take a
-// fast path over them; a row of any other shape still decodes through
-// encoding/json, and one that is not an event at all is an error.
+// Rows are the JSON of event.Event as event.AppendJSON writes it (one
+// encoder for the store and the wire). A read hands every row out as
+// stored, in Event.Raw, with the fields decoded beside it for the daemon's
+// own use; decodeFast takes the fixed shape without reflection, a row of
+// any other shape still decodes through encoding/json (and is re-encoded
+// into that shape), and one that is not an event is an error.
 
 var errBadRow = errors.New("row is not an event")
 
-// encodeEvent appends ev's JSON. ev.Data must be valid JSON (checked when
-// drafts are handed in).
-func encodeEvent(ev *event.Event) ([]byte, error) {
-	b := make([]byte, 0, 96+len(ev.SessionID)+len(ev.Type)+len(ev.TurnID)+len(ev.Data))
-	b = append(b, `{"sessionId":`...)
-	b = appendString(b, ev.SessionID)
-	b = append(b, `,"seq":`...)
-	b = strconv.AppendUint(b, ev.Seq, 10)
-	b = append(b, `,"at":"`...)
-	b = ev.At.AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","type":`...)
-	b = appendString(b, ev.Type)
-	if ev.TurnID != "" {
-		b = append(b, `,"turnId":`...)
-		b = appendString(b, ev.TurnID)
-	}
-	if len(ev.Data) > 0 {
-		b = append(b, `,"data":`...)
-		b = append(b, ev.Data...)
-	}
-	return append(b, '}'), nil
+// arenaChunk is the allocation unit rows are copied into during a read.
+const arenaChunk = 64 << 10
+
+// rowReader decodes the rows of one read. Rows are copied into a shared
+// arena (one allocation per 64 KiB, not one per row); an event's Raw and
+// Data are slices of it. Consecutive rows repeat their time and turn: the
+// last ones are reused instead of parsed and allocated again.
+//
+// A row goes to the wire as stored, so it must be valid JSON. Rows this
+// process wrote (seq > loaded) are, by construction (AppendJSON of drafts
+// whose data was checked); rows found in the file are validated until a
+// read has seen them all valid (seq <= verified; rows never change once
+// written). Only untrusted rows pay for json.Valid.
+type rowReader struct {
+	arena    []byte
+	atText   string
+	at       time.Time
+	lastTurn string
+
+	loaded, verified uint64
+	validate         bool // every row (decodeEvent)
 }
 
-// appendString quotes s as JSON: as is when nothing needs escaping, else
-// through encoding/json.
-func appendString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
+func (rr *rowReader) trusted(seq uint64) bool {
+	return !rr.validate && (seq > rr.loaded || seq <= rr.verified)
+}
+
+// own copies v (valid only inside the read transaction) into the arena.
+func (rr *rowReader) own(v []byte) []byte {
+	if cap(rr.arena)-len(rr.arena) < len(v) {
+		rr.arena = make([]byte, 0, max(arenaChunk, len(v)))
+	}
+	n := len(rr.arena)
+	rr.arena = append(rr.arena, v...)
+	return rr.arena[n : n+len(v) : n+len(v)]
+}
+
+// event decodes the row stored under (id, seq) and sets its Raw: the row
+// itself when it is in the canonical shape and agrees with its key, else
+// the event re-encoded.
+func (rr *rowReader) event(id string, seq uint64, v []byte) (event.Event, error) {
+	raw := rr.own(v)
+	ev, ok := rr.decodeFast(raw, id, !rr.trusted(seq))
+	if !ok {
+		var err error
+		if ev, err = decodeSlow(raw); err != nil {
+			return event.Event{}, err
 		}
 	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
-}
-
-// decodeEvent parses a row; the bytes may be reused after it returns.
-func decodeEvent(v []byte) (event.Event, error) {
-	if ev, ok := decodeFast(v); ok {
+	if ok && ev.Seq == seq && ev.SessionID == id {
+		ev.Raw = raw
 		return ev, nil
 	}
+	ev.Seq, ev.SessionID = seq, id
+	ev.Raw = event.AppendJSON(nil, &ev)
+	return ev, nil
+}
+
+// decodeEvent parses a row; Data refers to v.
+func decodeEvent(v []byte) (event.Event, error) {
+	rr := rowReader{validate: true}
+	if ev, ok := rr.decodeFast(v, "", true); ok {
+		return ev, nil
+	}
+	return decodeSlow(v)
+}
+
+func decodeSlow(v []byte) (event.Event, error) {
 	var ev event.Event
 	if err := json.Unmarshal(v, &ev); err != nil {
 		return event.Event{}, err
@@ -70,9 +96,10 @@ func decodeEvent(v []byte) (event.Event, error) {
 	return ev, nil
 }
 
-// decodeFast parses the shape encodeEvent writes, with no escapes in its
-// strings; false means "use the slow path".
-func decodeFast(p []byte) (ev event.Event, ok bool) {
+// decodeFast parses the shape event.AppendJSON writes, with no escapes in
+// its strings; false means "use the slow path". A sessionId equal to id
+// shares id's string. validate checks that data is valid JSON.
+func (rr *rowReader) decodeFast(p []byte, id string, validate bool) (ev event.Event, ok bool) {
 	var s []byte
 	if p, ok = cut(p, `{"sessionId":`); !ok {
 		return ev, false
@@ -80,13 +107,18 @@ func decodeFast(p []byte) (ev event.Event, ok bool) {
 	if s, p, ok = plainString(p); !ok {
 		return ev, false
 	}
-	ev.SessionID = string(s)
+	if ev.SessionID = id; string(s) != id {
+		ev.SessionID = string(s)
+	}
 	if p, ok = cut(p, `,"seq":`); !ok {
 		return ev, false
 	}
 	i := 0
 	for i < len(p) && p[i] >= '0' && p[i] <= '9' {
 		i++
+	}
+	if i == 0 || i > 20 {
+		return ev, false
 	}
 	seq, err := strconv.ParseUint(string(p[:i]), 10, 64)
 	if err != nil {
@@ -99,9 +131,14 @@ func decodeFast(p []byte) (ev event.Event, ok bool) {
 	if s, p, ok = plainString(p); !ok {
 		return ev, false
 	}
-	if ev.At, err = time.Parse(time.RFC3339Nano, string(s)); err != nil {
-		return ev, false
+	if string(s) != rr.atText || rr.atText == "" {
+		at, err := time.Parse(time.RFC3339Nano, string(s))
+		if err != nil {
+			return ev, false
+		}
+		rr.atText, rr.at = string(s), at
 	}
+	ev.At = rr.at
 	if p, ok = cut(p, `,"type":`); !ok {
 		return ev, false
 	}
@@ -113,13 +150,17 @@ func decodeFast(p []byte) (ev event.Event, ok bool) {
 		if s, p, ok = plainString(q); !ok {
 			return ev, false
 		}
-		ev.TurnID = string(s)
+		if string(s) != rr.lastTurn {
+			rr.lastTurn = string(s)
+		}
+		ev.TurnID = rr.lastTurn
 	}
 	if q, found := cut(p, `,"data":`); found {
-		if len(q) < 2 || q[len(q)-1] != '}' || !json.Valid(q[:len(q)-1]) {
+		n := len(q) - 1
+		if n < 1 || q[n] != '}' || validate && !json.Valid(q[:n]) {
 			return ev, false
 		}
-		ev.Data = bytes.Clone(q[:len(q)-1])
+		ev.Data = q[:n:n]
 		return ev, true
 	}
 	return ev, string(p) == "}"
@@ -151,7 +192,7 @@ func plainString(p []byte) (s, rest []byte, ok bool) {
 var knownTypes = []string{event.SessionCreated, event.LeaseAcquired, event.ProviderStarted,
 	event.ProviderThreadReplace, event.TurnStarted, event.MessageDelta, event.MessageCompleted,
 	event.ApprovalRequested, event.ApprovalResolved, event.TurnCompleted, event.ProviderExited,
-	event.SessionEnded, event.LeaseReleased}
+	event.SessionEnded, event.LeaseReleased, event.JournalLoss}
 
 // internType returns the constant for a known type (no allocation).
 func internType(b []byte) string {

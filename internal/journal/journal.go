@@ -24,7 +24,8 @@
 // nothing was or will be committed. If the writer already took them, the call
 // waits for that commit (bounded by one transaction) and reports its real
 // outcome. So an append is either committed and reported, or not committed:
-// never lost after a success, never duplicated (the journal never retries).
+// never lost after a success, never duplicated (a batch is retried only
+// after its transaction rolled back, without the request that failed it).
 //
 // Lock order: Journal.mu, then Subscription.mu. Sink.mu is taken before
 // Journal.qmu (enqueue) and never while holding Journal.mu.
@@ -52,6 +53,14 @@ const (
 	DefaultQueueBytes     = 4 << 20
 	DefaultReadLimit      = 256
 	MaxReadLimit          = 4096
+	DefaultPageBytes      = 1 << 20
+
+	// MaxClientMessageIDBytes bounds a clientMessageId, the key of the
+	// dedup index (bbolt refuses keys over 32 KiB); MaxSessionIDBytes a
+	// session id, a bucket name. The RPC edge's limits are lower; these
+	// keep the store safe whoever calls.
+	MaxClientMessageIDBytes = 1024
+	MaxSessionIDBytes       = 1024
 )
 
 // Options configure a Journal; zero fields take the defaults.
@@ -62,6 +71,7 @@ type Options struct {
 	MaxEvents      int           // retention per session, default 100000 (0 = default)
 	QueueEvents    int           // subscriber queue, default 4096
 	QueueBytes     int           // default 4 MiB
+	PageBytes      int           // cap of a Read page / Subscribe snapshot in stored bytes, default 1 MiB
 	Logger         *slog.Logger
 }
 
@@ -75,6 +85,14 @@ var (
 	ErrBadDraft = errors.New("bad event draft")
 	// ErrNoBucket: the store has no journal bucket (not opened through store.Open).
 	ErrNoBucket = errors.New("journal bucket missing")
+	// ErrLost: a sink's asynchronous appends failed and not even their
+	// journal.loss row could be stored (Sink.Drain).
+	ErrLost = errors.New("events lost")
+	// ErrLagged ends a Subscription whose queue overflowed.
+	ErrLagged = errors.New("subscriber lagged")
+	// ErrSubscriptionClosed ends a Subscription that was closed, or whose
+	// journal was.
+	ErrSubscriptionClosed = errors.New("subscription closed")
 )
 
 // State is a session's derived journal state, kept in memory.
@@ -83,6 +101,7 @@ type State struct {
 	OpenTurn           string // turnId of the running turn, "" when none
 	OpenTurnSeq        uint64
 	PendingApprovals   []string // request ids, in request order
+	Lost               uint64   // events lost, as journal.loss rows count them
 }
 
 // Stats are counters since Open.
@@ -90,9 +109,14 @@ type Stats struct {
 	Appends     uint64 // events committed
 	Commits     uint64 // transactions
 	Lagged      uint64 // subscribers detached for a full queue
-	Dropped     uint64 // drafts handed to a closed sink
-	Failed      uint64 // transactions that failed
+	Dropped     uint64 // drafts not journaled: a closed sink, or a turn a loss failed
+	Failed      uint64 // transactions that failed as a whole
+	Isolated    uint64 // requests the store refused, failed alone
+	Lost        uint64 // events of sink appends that could not be stored
 	Subscribers int    // attached now
+	// LostBySession: sessions whose journal records a loss (journal.loss
+	// rows, ever), with the events lost.
+	LostBySession map[string]uint64
 }
 
 // Journal is the event log over one bbolt file.
@@ -119,6 +143,8 @@ type Journal struct {
 	stats    Stats
 	closed   bool
 
+	onTake func([]*request) // tests: told of every batch the writer takes
+
 	garbageMu sync.Mutex
 	garbage   map[string]bool // "<id>/<seq>" rows already logged as undecodable
 }
@@ -127,6 +153,10 @@ type Journal struct {
 type session struct {
 	d    derived
 	subs map[*Subscription]struct{}
+
+	// Rows up to loaded were in the file at Open; rows up to verified were
+	// read back valid since (see rowReader).
+	loaded, verified uint64
 }
 
 // Open loads every session's derived state and starts the writer.
@@ -149,6 +179,9 @@ func Open(db *bolt.DB, opts Options) (*Journal, error) {
 	if opts.QueueBytes <= 0 {
 		opts.QueueBytes = DefaultQueueBytes
 	}
+	if opts.PageBytes <= 0 {
+		opts.PageBytes = DefaultPageBytes
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -166,7 +199,7 @@ func Open(db *bolt.DB, opts Options) (*Journal, error) {
 
 // Close flushes every sink, commits what is pending, stops the writer and
 // ends every subscription (queued events first, then
-// api.ErrSubscriptionClosed). Later appends fail with ErrClosed.
+// ErrSubscriptionClosed). Later appends fail with ErrClosed.
 func (j *Journal) Close() error {
 	j.closeOnce.Do(func() {
 		j.mu.Lock()
@@ -223,23 +256,6 @@ func (j *Journal) State(sessionID string) State {
 	return s.d.state()
 }
 
-// LookupClientMessage returns the turn that a clientMessageId started.
-func (j *Journal) LookupClientMessage(sessionID, clientMessageID string) (turnID string, ok bool) {
-	_ = j.db.View(func(tx *bolt.Tx) error {
-		b := sessionBucket(tx, sessionID)
-		if b == nil {
-			return nil
-		}
-		if d := b.Bucket(keyDedup); d != nil {
-			if v := d.Get([]byte(clientMessageID)); v != nil {
-				turnID, ok = string(v), true
-			}
-		}
-		return nil
-	})
-	return turnID, ok
-}
-
 // Sessions lists the sessions that have a journal.
 func (j *Journal) Sessions() []string {
 	j.mu.Lock()
@@ -275,8 +291,12 @@ func (j *Journal) Stats() Stats {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	st := j.stats
-	for _, s := range j.sessions {
+	st.LostBySession = map[string]uint64{}
+	for id, s := range j.sessions {
 		st.Subscribers += len(s.subs)
+		if s.d.Lost > 0 {
+			st.LostBySession[id] = s.d.Lost
+		}
 	}
 	return st
 }

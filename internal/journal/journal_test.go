@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/store"
 	bolt "go.etcd.io/bbolt"
@@ -161,10 +160,10 @@ func TestDerivedStatePersists(t *testing.T) {
 		if got := j.State(id); !stateEqual(got, want) {
 			t.Fatalf("%s: state %+v, want %+v", when, got, want)
 		}
-		if turn, ok := j.LookupClientMessage(id, "cm-1"); !ok || turn != "t1" {
+		if turn, ok, err := j.LookupClientMessage(id, "cm-1"); !ok || turn != "t1" || err != nil {
 			t.Fatalf("%s: dedup: %q %v", when, turn, ok)
 		}
-		if _, ok := j.LookupClientMessage(id, "cm-2"); ok {
+		if _, ok, err := j.LookupClientMessage(id, "cm-2"); ok || err != nil {
 			t.Fatalf("%s: unknown client message found", when)
 		}
 	}
@@ -275,13 +274,13 @@ func TestDeleteAndClose(t *testing.T) {
 	if err := j.Delete(id); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sub.Next(testCtx(t)); !errors.Is(err, api.ErrSubscriptionClosed) {
+	if _, err := sub.Next(testCtx(t)); !errors.Is(err, ErrSubscriptionClosed) {
 		t.Fatalf("subscription after delete: %v", err)
 	}
 	if st := j.State(id); st.LastSeq != 0 || len(j.Sessions()) != 0 {
 		t.Fatalf("after delete: %+v %v", st, j.Sessions())
 	}
-	if _, ok := j.LookupClientMessage(id, "c"); ok {
+	if _, ok, err := j.LookupClientMessage(id, "c"); ok || err != nil {
 		t.Fatal("dedup index survived delete")
 	}
 	j.Close()

@@ -14,8 +14,9 @@ type request struct {
 	id     string
 	drafts []event.Draft
 	del    bool
-	sink   *Sink    // the sink it came from, told about a failure
-	prev   *request // the sink's previous request; cleared once committed
+	loss   *lossNote // a loss note: its rows are built by the writer
+	sink   *Sink     // the sink it came from, told about a failure
+	prev   *request  // the sink's previous request; cleared once committed
 
 	taken bool // by the writer; guarded by Journal.qmu
 
@@ -27,9 +28,27 @@ type request struct {
 	done   chan struct{}
 }
 
+// lossNote is a loss to journal: count events that could not be stored.
+type lossNote struct {
+	count int
+	cause string
+}
+
+// count is the number of events the request stands for.
+func (r *request) count() int {
+	if r.loss != nil {
+		return r.loss.count
+	}
+	return len(r.drafts)
+}
+
 func newRequest(id string, ds []event.Draft) (*request, error) {
 	if id == "" {
 		return nil, fmt.Errorf("empty session id: %w", ErrBadDraft)
+	}
+	if len(id) > MaxSessionIDBytes {
+		return nil, fmt.Errorf("session id %q is %d bytes, over the journal's limit of %d: %w",
+			prefix(id), len(id), MaxSessionIDBytes, ErrBadDraft)
 	}
 	if len(ds) == 0 {
 		return nil, nil
@@ -42,14 +61,23 @@ func newRequest(id string, ds []event.Draft) (*request, error) {
 	return &request{id: id, drafts: ds, done: make(chan struct{})}, nil
 }
 
-// checkDraft refuses a draft the writer could not store: no type, or data
-// that is not JSON.
+// checkDraft refuses a draft the writer could not store: no type, data
+// that is not JSON, or a clientMessageId (a dedup index key) over
+// MaxClientMessageIDBytes.
 func checkDraft(d event.Draft) error {
 	if d.Type == "" {
 		return fmt.Errorf("no type: %w", ErrBadDraft)
 	}
 	if len(d.Data) > 0 && !json.Valid(d.Data) {
 		return fmt.Errorf("%s: data is not JSON: %w", d.Type, ErrBadDraft)
+	}
+	if d.Type == event.TurnStarted && len(d.Data) > MaxClientMessageIDBytes {
+		var v event.TurnStartedData
+		_ = json.Unmarshal(d.Data, &v)
+		if n := len(v.ClientMessageID); n > MaxClientMessageIDBytes {
+			return fmt.Errorf("%s: clientMessageId %q is %d bytes, over the journal's limit of %d: %w",
+				d.Type, prefix(v.ClientMessageID), n, MaxClientMessageIDBytes, ErrBadDraft)
+		}
 	}
 	return nil
 }

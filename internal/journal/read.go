@@ -1,17 +1,19 @@
 package journal
 
 import (
+	"errors"
 	"fmt"
 
-	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/store"
 	bolt "go.etcd.io/bbolt"
 )
 
 // Read returns the events with seq > afterSeq, at most limit (0: 256; capped
-// at 4096), the journal's end and whether more events follow up to it.
-// afterSeq beyond the end is an *api.Error of kind KindCursorAhead
+// at 4096) and at most Options.PageBytes of stored rows (but always one
+// event, however big), the journal's end and whether more events follow up
+// to it.
+// afterSeq beyond the end is a *CursorError matching ErrCursorAhead
 // (data.lastSeq); events after afterSeq dropped by retention are
 // KindCursorCompacted (data.oldestSeq). The read transaction is closed
 // before Read returns.
@@ -62,10 +64,36 @@ func (j *Journal) Subscribe(sessionID string, afterSeq uint64, limit int) (snap 
 	return snap, d.LastSeq, hasMore, sub, nil
 }
 
+// Cursor errors: Read and Subscribe return a *CursorError matching one.
+var (
+	// ErrCursorAhead: afterSeq is beyond the journal's end (LastSeq).
+	ErrCursorAhead = errors.New("cursor ahead of the journal's end")
+	// ErrCursorCompacted: events after afterSeq were dropped by retention;
+	// OldestSeq is the first one kept.
+	ErrCursorCompacted = errors.New("cursor compacted")
+)
+
+// CursorError says where a refused cursor stands against the journal.
+type CursorError struct {
+	Err       error // ErrCursorAhead or ErrCursorCompacted
+	SessionID string
+	After     uint64
+	LastSeq   uint64
+	OldestSeq uint64
+}
+
+func (e *CursorError) Error() string {
+	if e.Err == ErrCursorAhead {
+		return fmt.Sprintf("session %s: cursor %d ahead of the journal's end %d", e.SessionID, e.After, e.LastSeq)
+	}
+	return fmt.Sprintf("session %s: events after %d compacted; oldest is %d", e.SessionID, e.After, e.OldestSeq)
+}
+
+func (e *CursorError) Unwrap() error { return e.Err }
+
 func cursorCheck(id string, after uint64, d derived) error {
 	if after > d.LastSeq {
-		return api.Errorf(api.KindCursorAhead, map[string]any{"lastSeq": d.LastSeq},
-			"session %s: cursor %d ahead of the journal's end %d", id, after, d.LastSeq)
+		return &CursorError{Err: ErrCursorAhead, SessionID: id, After: after, LastSeq: d.LastSeq, OldestSeq: d.OldestSeq}
 	}
 	if d.OldestSeq > 0 && after+1 < d.OldestSeq {
 		return compacted(id, after, d.OldestSeq)
@@ -74,12 +102,12 @@ func cursorCheck(id string, after uint64, d derived) error {
 }
 
 func compacted(id string, after, oldest uint64) error {
-	return api.Errorf(api.KindCursorCompacted, map[string]any{"oldestSeq": oldest},
-		"session %s: events after %d compacted; oldest is %d", id, after, oldest)
+	return &CursorError{Err: ErrCursorCompacted, SessionID: id, After: after, OldestSeq: oldest}
 }
 
-// readRange copies out the events in (after, upto], at most limit, in one
-// short read transaction. Rows that do not decode are logged once and
+// readRange copies out the events in (after, upto], at most limit and
+// PageBytes (never fewer than one), in one short read transaction. Each
+// event carries its row as stored (Event.Raw), for the wire to splice. Rows that do not decode are logged once and
 // skipped.
 func (j *Journal) readRange(id string, after, upto uint64, limit int) ([]event.Event, bool, error) {
 	if limit <= 0 {
@@ -92,7 +120,13 @@ func (j *Journal) readRange(id string, after, upto uint64, limit int) ([]event.E
 	n := min(uint64(limit), upto-after)
 	out := make([]event.Event, 0, n)
 	var scanned uint64 // seq of the last row looked at
-	gap := false
+	gap, garbage := false, false
+	var rr rowReader
+	j.mu.Lock()
+	if s := j.sessions[id]; s != nil {
+		rr.loaded, rr.verified = s.loaded, s.verified
+	}
+	j.mu.Unlock()
 	err := j.db.View(func(tx *bolt.Tx) error {
 		b := sessionBucket(tx, id)
 		if b == nil {
@@ -103,31 +137,44 @@ func (j *Journal) readRange(id string, after, upto uint64, limit int) ([]event.E
 			return nil
 		}
 		c := evb.Cursor()
+		size := 0
 		for k, v := c.Seek(store.U64(after + 1)); k != nil && len(out) < limit; k, v = c.Next() {
 			if len(k) != 8 {
 				j.garbageRow(id, k, errBadRow)
+				garbage = true
 				continue
 			}
 			seq := store.FromU64(k)
 			if seq > upto {
 				break
 			}
+			if len(out) > 0 && size+len(v) > j.opts.PageBytes {
+				break // the byte cap; the first event always goes, so paging progresses
+			}
+			size += len(v)
 			if scanned == 0 && seq != after+1 {
 				gap = true
 			}
 			scanned = seq
-			ev, err := decodeEvent(v)
+			ev, err := rr.event(id, seq, v)
 			if err != nil {
 				j.garbageRow(id, k, err)
+				garbage = true
 				continue
 			}
-			ev.Seq, ev.SessionID = seq, id
 			out = append(out, ev)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("session %s: read after %d: %w", id, after, err)
+	}
+	if !garbage && scanned > rr.verified && after <= rr.verified {
+		j.mu.Lock()
+		if s := j.sessions[id]; s != nil && s.loaded == rr.loaded && s.verified == rr.verified {
+			s.verified = scanned // (after, scanned] all read back valid
+		}
+		j.mu.Unlock()
 	}
 	if gap || scanned == 0 {
 		// Retention may have run since the cursor was checked.

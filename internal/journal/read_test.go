@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/store"
 	bolt "go.etcd.io/bbolt"
@@ -33,23 +32,26 @@ func TestReadPagingAndCursorErrors(t *testing.T) {
 		limit    int
 		want     []uint64
 		more     bool
-		kind     api.Kind
-		dataKey  string
+		kind     error
 		dataWant uint64
 	}{
-		{"page", 15, 4, seqRange(16, 19), true, 0, "", 0},
-		{"rest", 19, 100, seqRange(20, 25), false, 0, "", 0},
-		{"at end", 25, 10, nil, false, 0, "", 0},
-		{"ahead", 26, 10, nil, false, api.KindCursorAhead, "lastSeq", 25},
-		{"compacted", 3, 10, nil, false, api.KindCursorCompacted, "oldestSeq", 16},
-		{"just compacted", 14, 10, nil, false, api.KindCursorCompacted, "oldestSeq", 16},
+		{"page", 15, 4, seqRange(16, 19), true, nil, 0},
+		{"rest", 19, 100, seqRange(20, 25), false, nil, 0},
+		{"at end", 25, 10, nil, false, nil, 0},
+		{"ahead", 26, 10, nil, false, ErrCursorAhead, 25},
+		{"compacted", 3, 10, nil, false, ErrCursorCompacted, 16},
+		{"just compacted", 14, 10, nil, false, ErrCursorCompacted, 16},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			evs, last, more, err := j.Read("sess-page", tc.after, tc.limit)
-			if tc.kind != 0 {
-				var ae *api.Error
-				if !errors.As(err, &ae) || ae.Kind != tc.kind || ae.Data[tc.dataKey] != tc.dataWant {
+			if tc.kind != nil {
+				var ce *CursorError
+				at := uint64(0)
+				if errors.As(err, &ce) {
+					at = max(ce.LastSeq*boolU(tc.kind == ErrCursorAhead), ce.OldestSeq*boolU(tc.kind == ErrCursorCompacted))
+				}
+				if !errors.Is(err, tc.kind) || ce == nil || at != tc.dataWant {
 					t.Fatalf("err = %#v", err)
 				}
 				return
@@ -59,7 +61,7 @@ func TestReadPagingAndCursorErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, _, _, err := j.Read("sess-none", 1, 10); !errors.Is(err, api.ErrCursorAhead) {
+	if _, _, _, err := j.Read("sess-none", 1, 10); !errors.Is(err, ErrCursorAhead) {
 		t.Fatalf("unknown session ahead: %v", err)
 	}
 }
@@ -162,4 +164,11 @@ func TestOpenRebuildsMissingMeta(t *testing.T) {
 	if evs := mustAppend(t, j, id, delta("t1", "y")); evs[0].Seq != 4 {
 		t.Fatalf("seq after rebuild: %d", evs[0].Seq)
 	}
+}
+
+func boolU(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -28,7 +28,11 @@ type Sink struct {
 	timer  *time.Timer
 	last   *request // the latest request handed to the writer
 	closed bool
-	err    error // the first failure of an asynchronous append
+
+	// Asynchronous appends that failed and are not journaled yet: the next
+	// hand-in (or Drain) hands a journal.loss note for them first.
+	lossCount int
+	lossCause string
 }
 
 // pendingDelta is a message.delta being coalesced.
@@ -72,8 +76,18 @@ func (j *Journal) Sink(sessionID string) *Sink {
 func (s *Sink) Append(d event.Draft) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := checkDraft(d); err != nil || s.closed {
+	if s.closed {
 		s.j.dropped(s.id, d)
+		return
+	}
+	if err := checkDraft(d); err != nil {
+		s.j.log.Error("journal sink refused a draft; journaling the loss", "session_id", s.id, "type", prefix(d.Type), "err", err)
+		s.j.mu.Lock()
+		s.j.stats.Lost++
+		s.j.mu.Unlock()
+		s.flushLocked()
+		s.noteLossLocked(1, lossCause(err))
+		s.handLocked(s.lossRequestLocked())
 		return
 	}
 	if d.Type == event.MessageDelta || d.Type == event.ItemDelta {
@@ -130,11 +144,15 @@ func (s *Sink) Commit(ctx context.Context, ds ...event.Draft) ([]event.Event, er
 }
 
 // Drain flushes the coalescing buffer and waits until everything handed in
-// so far is committed. It returns the first failure of an asynchronous
-// append, if any.
+// so far is committed. An asynchronous append that failed was replaced by a
+// journal.loss row; only when even that row could not be stored does Drain
+// return an error (ErrLost), and the next hand-in tries to journal it again.
 func (s *Sink) Drain(ctx context.Context) error {
 	s.mu.Lock()
 	s.flushLocked()
+	if s.lossCount > 0 {
+		s.handLocked(s.lossRequestLocked())
+	}
 	r := s.last
 	s.mu.Unlock()
 	for r != nil {
@@ -150,8 +168,8 @@ func (s *Sink) Drain(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.err != nil {
-		return fmt.Errorf("session %s: %w", s.id, s.err)
+	if s.lossCount > 0 {
+		return fmt.Errorf("session %s: %d events lost and not journaled (%s): %w", s.id, s.lossCount, s.lossCause, ErrLost)
 	}
 	return nil
 }
@@ -199,12 +217,19 @@ func (s *Sink) flushLocked() {
 	s.handLocked(&request{id: s.id, drafts: []event.Draft{p.draft()}, done: make(chan struct{}), sink: s})
 }
 
-// handLocked enqueues r after the sink's previous request.
+// handLocked enqueues r after the sink's previous request, after a loss
+// note for earlier failures not journaled yet.
 func (s *Sink) handLocked(r *request) bool {
+	if s.lossCount > 0 && r.loss == nil {
+		s.handLocked(s.lossRequestLocked())
+	}
 	r.prev = s.last
 	if err := s.j.enqueue(r); err != nil {
-		if s.err == nil && r.sink != nil {
-			s.err = err
+		switch {
+		case r.loss != nil:
+			s.noteLossLocked(r.loss.count, r.loss.cause)
+		case r.sink != nil:
+			s.noteLossLocked(r.count(), lossCause(err))
 		}
 		s.j.log.Warn("journal sink append refused", "session_id", s.id, "err", err)
 		return false
@@ -213,12 +238,34 @@ func (s *Sink) handLocked(r *request) bool {
 	return true
 }
 
-func (s *Sink) setErr(err error) {
+// lossRequestLocked turns the pending loss into a note for the writer.
+func (s *Sink) lossRequestLocked() *request {
+	r := &request{id: s.id, sink: s, done: make(chan struct{}), loss: &lossNote{count: s.lossCount, cause: s.lossCause}}
+	s.lossCount, s.lossCause = 0, ""
+	return r
+}
+
+// noteLoss records asynchronous appends that failed and are not journaled.
+func (s *Sink) noteLoss(count int, cause string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.err == nil {
-		s.err = err
+	s.noteLossLocked(count, cause)
+}
+
+func (s *Sink) noteLossLocked(count int, cause string) {
+	s.lossCount += count
+	if s.lossCause == "" {
+		s.lossCause = cause
 	}
+}
+
+// lossCause is err's text for a journal.loss row, at most 512 bytes.
+func lossCause(err error) string {
+	c := err.Error()
+	if len(c) > 512 {
+		c = c[:512] + "…"
+	}
+	return c
 }
 
 func (j *Journal) dropped(id string, d event.Draft) {

@@ -19,6 +19,7 @@ var (
 	keyOpenTurn    = []byte("open_turn")
 	keyOpenTurnSeq = []byte("open_turn_seq")
 	keyApprovals   = []byte("approvals")
+	keyLosses      = []byte("losses")
 )
 
 // approval is a pending approval.requested.
@@ -34,6 +35,11 @@ type derived struct {
 	OpenTurn           string
 	OpenTurnSeq        uint64
 	Approvals          []approval
+	Lost               uint64 // events counted by journal.loss rows
+
+	// lostTurn is the last turn a loss failed: later drafts of it are not
+	// journaled (in memory only; its provider child does not outlive us).
+	lostTurn string
 }
 
 func (d *derived) clone() *derived {
@@ -43,7 +49,7 @@ func (d *derived) clone() *derived {
 }
 
 func (d *derived) state() State {
-	st := State{LastSeq: d.LastSeq, OldestSeq: d.OldestSeq, OpenTurn: d.OpenTurn, OpenTurnSeq: d.OpenTurnSeq}
+	st := State{LastSeq: d.LastSeq, OldestSeq: d.OldestSeq, OpenTurn: d.OpenTurn, OpenTurnSeq: d.OpenTurnSeq, Lost: d.Lost}
 	for _, a := range d.Approvals {
 		st.PendingApprovals = append(st.PendingApprovals, a.RequestID)
 	}
@@ -82,8 +88,26 @@ func (d *derived) apply(ev *event.Event) (cmid, turn string) {
 		if json.Unmarshal(ev.Data, &data) == nil {
 			d.Approvals = slices.DeleteFunc(d.Approvals, func(a approval) bool { return a.RequestID == data.RequestID })
 		}
+	case event.JournalLoss:
+		var data event.JournalLossData
+		if json.Unmarshal(ev.Data, &data) == nil && data.Count > 0 {
+			d.Lost += uint64(data.Count)
+		}
 	}
 	return "", ""
+}
+
+// lossDrafts are the rows of a loss note: journal.loss, then the open
+// turn (if any) completed failed; later drafts of that turn are dropped.
+func (d *derived) lossDrafts(l *lossNote) []event.Draft {
+	turn := d.OpenTurn
+	ds := []event.Draft{event.New(event.JournalLoss, turn, event.JournalLossData{Count: l.count, Cause: l.cause})}
+	if turn != "" {
+		ds = append(ds, event.New(event.TurnCompleted, turn, event.TurnCompletedData{Status: event.StatusFailed,
+			Reason: event.ReasonJournalLoss, Error: "events of this turn could not be stored: " + l.cause}))
+		d.lostTurn = turn
+	}
+	return ds
 }
 
 // save writes the derived state into the session's meta bucket.
@@ -98,6 +122,7 @@ func (d *derived) save(meta *bolt.Bucket) error {
 		{keyOpenTurn, []byte(d.OpenTurn)},
 		{keyOpenTurnSeq, store.U64(d.OpenTurnSeq)},
 		{keyApprovals, apps},
+		{keyLosses, store.U64(d.Lost)},
 	} {
 		if err := meta.Put(kv[0], kv[1]); err != nil {
 			return err
@@ -117,6 +142,7 @@ func (j *Journal) loadDerived(id string, b *bolt.Bucket) derived {
 		d.OldestSeq = store.FromU64(meta.Get(keyOldestSeq))
 		d.OpenTurn = string(meta.Get(keyOpenTurn))
 		d.OpenTurnSeq = store.FromU64(meta.Get(keyOpenTurnSeq))
+		d.Lost = store.FromU64(meta.Get(keyLosses))
 		if v := meta.Get(keyApprovals); v != nil {
 			if err := json.Unmarshal(v, &d.Approvals); err != nil {
 				j.log.Warn("journal meta approvals unreadable", "session_id", id, "err", err)
@@ -164,8 +190,28 @@ func (j *Journal) load() error {
 			if b == nil {
 				return fmt.Errorf("session %s: journal bucket vanished", id)
 			}
-			j.sessions[id] = &session{d: j.loadDerived(id, b), subs: map[*Subscription]struct{}{}}
+			d := j.loadDerived(id, b)
+			j.sessions[id] = &session{d: d, subs: map[*Subscription]struct{}{}, loaded: d.LastSeq, verified: max(d.OldestSeq, 1) - 1}
 			return nil
 		})
 	})
+}
+
+// Losses reads, from a store (a daemon's or a copy opened read-only), the
+// sessions whose journal records a loss, with the events lost.
+func Losses(tx *bolt.Tx) map[string]uint64 {
+	out := map[string]uint64{}
+	jb := tx.Bucket(store.BucketJournal)
+	if jb == nil {
+		return out
+	}
+	_ = jb.ForEachBucket(func(id []byte) error {
+		if meta := jb.Bucket(id).Bucket(keyMeta); meta != nil {
+			if n := store.FromU64(meta.Get(keyLosses)); n > 0 {
+				out[string(id)] = n
+			}
+		}
+		return nil
+	})
+	return out
 }

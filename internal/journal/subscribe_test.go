@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/store"
 	bolt "go.etcd.io/bbolt"
@@ -148,7 +147,7 @@ func TestLaggedSubscriber(t *testing.T) {
 					t.Fatalf("slow subscriber event %d: %d %v", i, ev.Seq, err)
 				}
 			}
-			if _, err := slow.Next(testCtx(t)); !errors.Is(err, api.ErrLagged) {
+			if _, err := slow.Next(testCtx(t)); !errors.Is(err, ErrLagged) {
 				t.Fatalf("slow subscriber: %v, want ErrLagged", err)
 			}
 			if st := j.Stats(); st.Lagged != 1 || st.Subscribers != 1 {
@@ -173,13 +172,13 @@ func TestSubscribeSnapshotAndErrors(t *testing.T) {
 		t.Fatalf("live: %d %v", ev.Seq, err)
 	}
 	sub.Close()
-	if _, err := sub.Next(testCtx(t)); !errors.Is(err, api.ErrSubscriptionClosed) {
+	if _, err := sub.Next(testCtx(t)); !errors.Is(err, ErrSubscriptionClosed) {
 		t.Fatalf("after close: %v", err)
 	}
-	if _, _, _, _, err := j.Subscribe(id, 10, 1); !errors.Is(err, api.ErrCursorAhead) {
+	if _, _, _, _, err := j.Subscribe(id, 10, 1); !errors.Is(err, ErrCursorAhead) {
 		t.Fatalf("ahead: %v", err)
 	}
-	if _, _, _, _, err := j.Subscribe(id, 1, 1); !errors.Is(err, api.ErrCursorCompacted) {
+	if _, _, _, _, err := j.Subscribe(id, 1, 1); !errors.Is(err, ErrCursorCompacted) {
 		t.Fatalf("compacted: %v", err)
 	}
 	if st := j.Stats(); st.Subscribers != 0 {
@@ -197,7 +196,7 @@ func TestSubscriptionEndsAtJournalClose(t *testing.T) {
 	if ev, err := sub.Next(ctx); err != nil || ev.Seq != 1 {
 		t.Fatalf("queued event after close: %v %v", ev, err)
 	}
-	if _, err := sub.Next(testCtx(t)); !errors.Is(err, api.ErrSubscriptionClosed) {
+	if _, err := sub.Next(testCtx(t)); !errors.Is(err, ErrSubscriptionClosed) {
 		t.Fatalf("after close: %v", err)
 	}
 	if _, _, _, _, err := j.Subscribe("sess-end", 0, 0); !errors.Is(err, ErrClosed) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 
-	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
 )
 
@@ -12,7 +11,7 @@ import (
 // lastSeq Subscribe returned, in seq order, without gap or duplicate. Its
 // queue is bounded (Options.QueueEvents / QueueBytes): the writer never
 // waits for it; a full queue detaches the subscriber, whose Next then returns
-// the events queued before and then api.ErrLagged.
+// the events queued before and then ErrLagged.
 type Subscription struct {
 	j  *Journal
 	id string
@@ -36,7 +35,7 @@ func newSubscription(j *Journal, id string) *Subscription {
 
 // eventSize approximates an event's weight in a subscriber queue.
 func eventSize(ev *event.Event) int {
-	return 96 + len(ev.SessionID) + len(ev.Type) + len(ev.TurnID) + len(ev.Data)
+	return 32 + event.EncodedSize(ev) // the row, and the Event around it
 }
 
 func (s *Subscription) wake() {
@@ -78,15 +77,15 @@ func (s *Subscription) end(now bool) {
 	s.wake()
 }
 
-// Next returns the next event; api.ErrLagged once the subscriber was
+// Next returns the next event; ErrLagged once the subscriber was
 // detached for a full queue (after the events queued before it),
-// api.ErrSubscriptionClosed after Close or the journal's Close, or ctx's error.
+// ErrSubscriptionClosed after Close or the journal's Close, or ctx's error.
 func (s *Subscription) Next(ctx context.Context) (event.Event, error) {
 	for {
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
-			return event.Event{}, api.ErrSubscriptionClosed
+			return event.Event{}, ErrSubscriptionClosed
 		}
 		if s.head < len(s.q) {
 			ev := s.q[s.head]
@@ -103,9 +102,9 @@ func (s *Subscription) Next(ctx context.Context) (event.Event, error) {
 		s.mu.Unlock()
 		switch {
 		case lagged:
-			return event.Event{}, api.ErrLagged
+			return event.Event{}, ErrLagged
 		case ended:
-			return event.Event{}, api.ErrSubscriptionClosed
+			return event.Event{}, ErrSubscriptionClosed
 		}
 		select {
 		case <-s.signal:
@@ -115,7 +114,7 @@ func (s *Subscription) Next(ctx context.Context) (event.Event, error) {
 	}
 }
 
-// Close detaches the subscription; Next returns api.ErrSubscriptionClosed.
+// Close detaches the subscription; Next returns ErrSubscriptionClosed.
 func (s *Subscription) Close() {
 	s.j.mu.Lock()
 	if ss := s.j.sessions[s.id]; ss != nil {

@@ -1,13 +1,6 @@
 package journal
 
-import (
-	"errors"
-	"fmt"
-
-	"github.com/sessiond/sessiond/internal/event"
-	"github.com/sessiond/sessiond/internal/store"
-	bolt "go.etcd.io/bbolt"
-)
+import "slices"
 
 // run is the writer goroutine: group commit until stopped, then commit
 // whatever is still queued.
@@ -15,6 +8,9 @@ func (j *Journal) run() {
 	defer close(j.done)
 	for {
 		if b := j.take(); len(b) > 0 {
+			if j.onTake != nil {
+				j.onTake(b)
+			}
 			j.commit(b)
 			continue
 		}
@@ -30,93 +26,63 @@ func (j *Journal) run() {
 	}
 }
 
-// txBuckets are a session's buckets inside one write transaction.
-type txBuckets struct {
-	root, events, meta *bolt.Bucket
+// commit writes a batch in one transaction, then installs the new derived
+// state, publishes the events and wakes the callers. A request the store
+// refuses (a key over bbolt's limit, any error caused by its own content)
+// fails alone: the transaction is rolled back and the rest of the batch is
+// retried without it, so a neighbour never pays for it. An asynchronous
+// sink append that fails is replaced, in place, by a journal.loss row (and
+// its open turn completed failed): the loss is visible where it happened.
+// Only a failure of the store as a whole (no request to blame) fails
+// every request.
+func (j *Journal) commit(batch []*request) {
+	var alone []*request // failed alone; woken once the rest is settled
+	for len(batch) > 0 {
+		a, blame, err := j.try(batch)
+		if err == nil {
+			j.install(batch, a)
+			break
+		}
+		if len(blame) == 0 {
+			j.fail(batch, err)
+			break
+		}
+		batch = j.isolate(batch, blame, err)
+		alone = append(alone, blame...)
+	}
+	for _, r := range alone {
+		close(r.done)
+	}
 }
 
-// commit writes a batch in one transaction, then installs the new derived
-// state, publishes the events and wakes the callers.
-func (j *Journal) commit(batch []*request) {
-	work := map[string]*derived{}
-	deleted := map[string]bool{}
-	var n uint64
-	err := j.db.Update(func(tx *bolt.Tx) error {
-		jb := tx.Bucket(store.BucketJournal)
-		if jb == nil {
-			return ErrNoBucket
+// isolate fails the blamed requests and returns the batch without them; a
+// failed sink append is replaced by a loss note for its session.
+func (j *Journal) isolate(batch, blame []*request, err error) []*request {
+	out := make([]*request, 0, len(batch))
+	for _, r := range batch {
+		if !slices.Contains(blame, r) {
+			out = append(out, r)
+			continue
 		}
-		now := j.opts.Now().UTC().Round(0)
-		bks := map[string]*txBuckets{}
-		for _, r := range batch {
-			if r.del {
-				if err := jb.DeleteBucket([]byte(r.id)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
-					return fmt.Errorf("session %s: %w", r.id, err)
-				}
-				delete(work, r.id)
-				delete(bks, r.id)
-				deleted[r.id] = true
-				continue
-			}
-			d := work[r.id]
-			if d == nil {
-				d = &derived{}
-				if !deleted[r.id] {
-					d = j.current(r.id)
-				}
-				work[r.id] = d
-			}
-			tb := bks[r.id]
-			if tb == nil {
-				var err error
-				if tb, err = openBuckets(jb, r.id); err != nil {
-					return fmt.Errorf("session %s: %w", r.id, err)
-				}
-				bks[r.id] = tb
-			}
-			r.events = make([]event.Event, len(r.drafts))
-			for i, dr := range r.drafts {
-				d.LastSeq++
-				if d.OldestSeq == 0 {
-					d.OldestSeq = d.LastSeq
-				}
-				ev := &r.events[i]
-				*ev = event.Event{SessionID: r.id, Seq: d.LastSeq, At: now, Type: dr.Type, TurnID: dr.TurnID, Data: dr.Data}
-				v, err := encodeEvent(ev)
-				if err != nil {
-					return fmt.Errorf("session %s seq %d: %w", r.id, ev.Seq, err)
-				}
-				if err := tb.events.Put(store.U64(ev.Seq), v); err != nil {
-					return fmt.Errorf("session %s seq %d: %w", r.id, ev.Seq, err)
-				}
-				if cmid, turn := d.apply(ev); cmid != "" {
-					dd, err := tb.root.CreateBucketIfNotExists(keyDedup)
-					if err == nil {
-						err = dd.Put([]byte(cmid), []byte(turn))
-					}
-					if err != nil {
-						return fmt.Errorf("session %s dedup %q: %w", r.id, cmid, err)
-					}
-				}
-				n++
-			}
+		r.err, r.events = err, nil
+		j.log.Error("journal request refused by the store; the rest of its batch is retried without it",
+			"session_id", prefix(r.id), "events", r.count(), "err", err)
+		j.mu.Lock()
+		j.stats.Isolated++
+		if r.sink != nil && r.loss == nil {
+			j.stats.Lost += uint64(r.count())
 		}
-		for id, d := range work {
-			tb := bks[id]
-			if err := j.retain(d, tb.events); err != nil {
-				return fmt.Errorf("session %s retention: %w", id, err)
-			}
-			if err := d.save(tb.meta); err != nil {
-				return fmt.Errorf("session %s meta: %w", id, err)
-			}
+		j.mu.Unlock()
+		switch {
+		case r.sink == nil:
+		case r.loss != nil:
+			r.sink.noteLoss(r.loss.count, r.loss.cause) // even the note failed
+		default:
+			out = append(out, &request{id: r.id, sink: r.sink, done: make(chan struct{}),
+				loss: &lossNote{count: r.count(), cause: lossCause(err)}})
 		}
-		return nil
-	})
-	if err != nil {
-		j.fail(batch, err)
-		return
 	}
-	j.install(batch, work, deleted, n)
+	return out
 }
 
 // current returns a copy of a session's committed derived state. Only the
@@ -131,54 +97,27 @@ func (j *Journal) current(id string) *derived {
 	return &derived{}
 }
 
-func openBuckets(jb *bolt.Bucket, id string) (*txBuckets, error) {
-	root, err := jb.CreateBucketIfNotExists([]byte(id))
-	if err != nil {
-		return nil, err
-	}
-	tb := &txBuckets{root: root}
-	if tb.events, err = root.CreateBucketIfNotExists(keyEvents); err != nil {
-		return nil, err
-	}
-	tb.events.FillPercent = 0.95 // keys only ever grow: pack pages
-	if tb.meta, err = root.CreateBucketIfNotExists(keyMeta); err != nil {
-		return nil, err
-	}
-	return tb, nil
-}
-
-// retain drops the oldest events beyond MaxEvents, never an open turn's
-// turn.started (nor anything after it).
-func (j *Journal) retain(d *derived, evb *bolt.Bucket) error {
-	max := uint64(j.opts.MaxEvents)
-	if d.LastSeq-d.OldestSeq+1 <= max {
-		return nil
-	}
-	keep := d.LastSeq - max + 1
-	if d.OpenTurn != "" && d.OpenTurnSeq != 0 && d.OpenTurnSeq < keep {
-		keep = d.OpenTurnSeq
-	}
-	for s := d.OldestSeq; s < keep; s++ {
-		if err := evb.Delete(store.U64(s)); err != nil {
-			return err
-		}
-	}
-	if keep > d.OldestSeq {
-		d.OldestSeq = keep
-	}
-	return nil
-}
-
+// fail fails every request of a batch the store refused as a whole. The
+// sinks keep their losses and journal them with their next hand-in.
 func (j *Journal) fail(batch []*request, err error) {
 	j.log.Error("journal commit failed", "requests", len(batch), "err", err)
 	j.mu.Lock()
 	j.stats.Failed++
+	for _, r := range batch {
+		if r.sink != nil && r.loss == nil {
+			j.stats.Lost += uint64(r.count())
+		}
+	}
 	j.mu.Unlock()
 	for _, r := range batch {
 		r.events = nil
 		r.err = err
 		if r.sink != nil {
-			r.sink.setErr(err)
+			cause := lossCause(err)
+			if r.loss != nil {
+				cause = r.loss.cause
+			}
+			r.sink.noteLoss(r.count(), cause)
 		}
 		close(r.done)
 	}
@@ -186,9 +125,9 @@ func (j *Journal) fail(batch []*request, err error) {
 
 // install makes a committed batch visible: derived state, then publication
 // in commit order, then the callers.
-func (j *Journal) install(batch []*request, work map[string]*derived, deleted map[string]bool, n uint64) {
+func (j *Journal) install(batch []*request, a *attempt) {
 	j.mu.Lock()
-	for id := range deleted {
+	for id := range a.deleted {
 		if s := j.sessions[id]; s != nil {
 			for sub := range s.subs {
 				sub.end(false)
@@ -196,7 +135,7 @@ func (j *Journal) install(batch []*request, work map[string]*derived, deleted ma
 			delete(j.sessions, id)
 		}
 	}
-	for id, d := range work {
+	for id, d := range a.work {
 		s := j.sessions[id]
 		if s == nil {
 			s = &session{subs: map[*Subscription]struct{}{}}
@@ -221,8 +160,14 @@ func (j *Journal) install(batch []*request, work map[string]*derived, deleted ma
 		}
 	}
 	j.stats.Commits++
-	j.stats.Appends += n
+	j.stats.Appends += a.n
+	j.stats.Dropped += a.skipped
 	j.mu.Unlock()
+	for _, r := range batch {
+		if r.loss != nil {
+			j.log.Warn("journal loss recorded", "session_id", r.id, "events", r.loss.count, "cause", r.loss.cause)
+		}
+	}
 	for _, r := range batch {
 		r.prev = nil
 		close(r.done)

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/store"
 	"go.uber.org/goleak"
 )
@@ -142,9 +141,6 @@ func TestCommitRefusals(t *testing.T) {
 	if err := m.Commit("sess-none", 0, "", Owner{PID: 1}); !errors.Is(err, ErrNotReserved) {
 		t.Fatalf("commit on an absent lease: %v", err)
 	}
-	if !errors.Is(ErrStaleFence, api.ErrStaleFence) {
-		t.Fatal("ErrStaleFence does not match api.ErrStaleFence")
-	}
 }
 
 func TestAcquireOverOwner(t *testing.T) {
@@ -211,9 +207,7 @@ func TestOwnedErrorCarriesPID(t *testing.T) {
 	}
 	_, err := m.Acquire("sess-pid")
 	var oe *OwnedError
-	var ae *api.Error
-	if !errors.As(err, &oe) || oe.PID != 31 || !errors.Is(err, api.ErrSessionOwned) ||
-		!errors.As(err, &ae) || ae.Data["pid"] != 31 {
+	if !errors.As(err, &oe) || oe.PID != 31 || !errors.Is(err, ErrOwned) {
 		t.Fatalf("err = %#v", err)
 	}
 }

@@ -14,8 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/sessiond/sessiond/internal/api"
 )
 
 // Status is where a lease stands.
@@ -140,15 +138,14 @@ type Grant struct {
 
 // Errors of the lease transitions.
 var (
-	// ErrOwned: the lease is held by an owner proven alive. It matches
-	// api.ErrSessionOwned; the *OwnedError carrying it names the pid.
-	ErrOwned = &api.Error{Kind: api.KindSessionOwned, Msg: "lease owned by a live process"}
+	// ErrOwned: the lease is held by an owner proven alive; the
+	// *OwnedError carrying it names the pid.
+	ErrOwned = errors.New("lease owned by a live process")
 	// ErrUnverifiable: the current owner could not be proven dead or alive
 	// (or a reservation has no process to probe); nothing was granted.
 	ErrUnverifiable = errors.New("lease owner unverifiable")
-	// ErrStaleFence: the operation named a fence other than the record's. It
-	// matches api.ErrStaleFence.
-	ErrStaleFence = &api.Error{Kind: api.KindStaleFence, Msg: "stale fence"}
+	// ErrStaleFence: the operation named a fence other than the record's.
+	ErrStaleFence = errors.New("stale fence")
 	// ErrNotReserved: Commit at the right fence but the record is not
 	// reserved for that spawn token.
 	ErrNotReserved = errors.New("lease not reserved for this spawn")
@@ -170,11 +167,8 @@ func (e *OwnedError) Error() string {
 	return fmt.Sprintf("lease %s: owned by live pid %d", e.SessionID, e.PID)
 }
 
-// Unwrap yields an *api.Error of kind session_owned with data.pid, so
-// errors.Is(err, ErrOwned) and errors.As(err, **api.Error) both work.
-func (e *OwnedError) Unwrap() error {
-	return &api.Error{Kind: api.KindSessionOwned, Msg: e.Error(), Data: map[string]any{"pid": e.PID}}
-}
+// Unwrap yields ErrOwned, so errors.Is(err, ErrOwned) works.
+func (e *OwnedError) Unwrap() error { return ErrOwned }
 
 func decode(id string, b []byte) (Record, error) {
 	var r Record

@@ -56,7 +56,6 @@ func (w tapWriter) Write(p []byte) (int, error) { w.tp.lines("c2s", p); return w
 type tapReader struct {
 	io.ReadCloser
 	tp *taper
-	op string
 }
 
 func (r tapReader) Read(p []byte) (int, error) {

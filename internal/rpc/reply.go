@@ -11,19 +11,38 @@ import (
 )
 
 // Replies are encoded here, once, and written straight to the stream.
+// Events are spliced in as the journal stored them (event.Event.Raw): a
+// page is copied, never decoded and re-encoded.
 // jsonrpc2.Conn.Reply would marshal the result into a RawMessage, then
 // marshal the Response (re-validating and compacting that RawMessage),
 // then our stream would marshal the message again: three passes over what
 // can be an 800 KB page of events. The bytes are those jsonrpc2 writes:
 // {"id":…,"result":…,"jsonrpc":"2.0"} or {"id":…,"error":…,"jsonrpc":"2.0"}.
 
-// rawResult is a result already encoded as compact JSON, exactly as
-// json.Marshal would encode it.
-type rawResult []byte
+// rawResult is a result already encoded as JSON. buf[off:] is the result;
+// buf[:off] is room for the response's head ({"id":…,"result":), written
+// in place so that a large page is not copied once more to put it in
+// front; cap(buf) leaves room for the tail.
+type rawResult struct {
+	buf []byte
+	off int
+}
 
 // replySlack is room left at the end of a reply for the stream's framing
 // byte, so the line framing does not copy the body.
 const replySlack = 1
+
+// Room around a rawResult: the head with a number id or a string id of up
+// to 40 bytes; the tail and the framing byte.
+const (
+	rawHead = 64
+	rawTail = len(`,"jsonrpc":"2.0"}`) + replySlack
+)
+
+// newRaw starts a rawResult's buffer for a result of about size bytes.
+func newRaw(size int) []byte {
+	return make([]byte, rawHead, rawHead+size+rawTail)
+}
 
 // encodeResponse returns the response to id with result res (a rawResult
 // is spliced as is; anything else goes through json.Marshal once) or,
@@ -31,29 +50,38 @@ const replySlack = 1
 func encodeResponse(id jsonrpc2.ID, res any, werr *jsonrpc2.Error) ([]byte, error) {
 	var body []byte
 	var err error
-	switch {
+	switch r, raw := res.(rawResult); {
 	case werr != nil:
 		body, err = json.Marshal(werr)
-	default:
-		if r, ok := res.(rawResult); ok {
-			body = r
-		} else {
-			body, err = json.Marshal(res)
+	case raw:
+		var h [rawHead]byte
+		head := appendHead(h[:0], id, false)
+		if len(head) <= r.off {
+			b := r.buf[r.off-len(head):]
+			copy(b, head)
+			return append(b, `,"jsonrpc":"2.0"}`...), nil
 		}
+		body = r.buf[r.off:]
+	default:
+		body, err = json.Marshal(res)
 	}
 	if err != nil {
 		return nil, err
 	}
 	b := make([]byte, 0, len(body)+48+len(id.Str)+replySlack)
-	b = append(b, `{"id":`...)
-	b = appendID(b, id)
-	if werr != nil {
-		b = append(b, `,"error":`...)
-	} else {
-		b = append(b, `,"result":`...)
-	}
+	b = appendHead(b, id, werr != nil)
 	b = append(b, body...)
 	return append(b, `,"jsonrpc":"2.0"}`...), nil
+}
+
+// appendHead appends {"id":<id>,"result": (or "error").
+func appendHead(b []byte, id jsonrpc2.ID, isErr bool) []byte {
+	b = append(b, `{"id":`...)
+	b = appendID(b, id)
+	if isErr {
+		return append(b, `,"error":`...)
+	}
+	return append(b, `,"result":`...)
 }
 
 // appendID appends id as jsonrpc2.ID.MarshalJSON writes it.
@@ -66,31 +94,26 @@ func appendID(b []byte, id jsonrpc2.ID) []byte {
 
 // encodeRead encodes agentSession.read's result (events nil = []).
 func encodeRead(r api.ReadResult) (rawResult, error) {
-	b := make([]byte, 0, eventsSize(r.Events)+64)
+	b := newRaw(eventsSize(r.Events) + 64)
 	b = append(b, `{"events":`...)
-	b, err := event.AppendEvents(b, r.Events)
-	if err != nil {
-		return nil, err
-	}
-	return appendTail(b, r.LastSeq, r.HasMore), nil
+	b = event.AppendEvents(b, r.Events)
+	return rawResult{appendTail(b, r.LastSeq, r.HasMore), rawHead}, nil
 }
 
 // encodeAttach encodes agentSession.attach's result (events nil = []).
 func encodeAttach(r api.AttachResult) (rawResult, error) {
 	sess, err := json.Marshal(r.Session)
 	if err != nil {
-		return nil, err
+		return rawResult{}, err
 	}
-	b := make([]byte, 0, eventsSize(r.Events)+len(sess)+len(r.SubscriptionID)+96)
+	b := newRaw(eventsSize(r.Events) + len(sess) + len(r.SubscriptionID) + 96)
 	b = append(b, `{"subscriptionId":`...)
 	b = event.AppendString(b, r.SubscriptionID)
 	b = append(b, `,"session":`...)
 	b = append(b, sess...)
 	b = append(b, `,"events":`...)
-	if b, err = event.AppendEvents(b, r.Events); err != nil {
-		return nil, err
-	}
-	return appendTail(b, r.LastSeq, r.HasMore), nil
+	b = event.AppendEvents(b, r.Events)
+	return rawResult{appendTail(b, r.LastSeq, r.HasMore), rawHead}, nil
 }
 
 func appendTail(b []byte, lastSeq uint64, hasMore bool) []byte {
@@ -115,9 +138,6 @@ func encodeEventNotice(n api.EventNotice) ([]byte, error) {
 	b = append(b, `{"jsonrpc":"2.0","method":"`+NotifyEvent+`","params":{"subscriptionId":`...)
 	b = event.AppendString(b, n.SubscriptionID)
 	b = append(b, `,"event":`...)
-	b, err := event.AppendJSON(b, &n.Event)
-	if err != nil {
-		return nil, err
-	}
+	b = event.AppendJSON(b, &n.Event)
 	return append(b, `}}`...), nil
 }

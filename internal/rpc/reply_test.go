@@ -3,6 +3,8 @@ package rpc
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,19 +32,43 @@ func viaJSONRPC2(t *testing.T, id jsonrpc2.ID, res any, we *jsonrpc2.Error) []by
 	return b
 }
 
+// testEvents are events as the journal hands them out: each with its row
+// as stored (Raw), data kept as it was handed in.
 func testEvents() []event.Event {
 	at := time.Date(2026, 11, 29, 10, 0, 0, 5, time.UTC)
-	return []event.Event{
+	evs := []event.Event{
 		{SessionID: "s_aaaaaaaa", Seq: 1, At: at, Type: event.SessionCreated},
 		{SessionID: "s_aaaaaaaa", Seq: 2, At: at, Type: event.MessageDelta, TurnID: "t_1", Data: json.RawMessage(`{"text":"a <b> & c"}`)},
-		{SessionID: "s_aaaaaaaa", Seq: 3, At: at.Local(), Type: event.MessageDelta, TurnID: "t_1", Data: json.RawMessage("{ \"text\": \"x\" }")},
+		{SessionID: "s_aaaaaaaa", Seq: 3, At: at, Type: event.MessageDelta, TurnID: "t_1", Data: json.RawMessage("{ \"text\": \"x\" }")},
 		{SessionID: "s_aaaaaaaa", Seq: 4, At: at, Type: event.TurnCompleted, Data: json.RawMessage(`{"status":"completed"}`)},
 	}
+	for i := range evs {
+		evs[i].Raw = event.AppendJSON(nil, &evs[i])
+	}
+	return evs
+}
+
+// sameJSON: a and b decode to the same value (the stored rows keep their
+// data's own spelling, where jsonrpc2 compacted and HTML-escaped it).
+func sameJSON(a, b []byte) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
+}
+
+// splicesRows: every event's stored row appears in out as is.
+func splicesRows(out []byte, evs []event.Event) bool {
+	for _, ev := range evs {
+		if !bytes.Contains(out, ev.Raw) {
+			return false
+		}
+	}
+	return true
 }
 
 // TestRepliesMatchJSONRPC2: every reply is byte for byte what jsonrpc2's
-// reply path wrote: plain results, the hand-encoded read and attach
-// results, errors, string and number ids.
+// reply path wrote (plain results, errors, string and number ids), except
+// that the hand-encoded read and attach results splice the events' stored
+// rows: the same JSON values, the rows as stored.
 func TestRepliesMatchJSONRPC2(t *testing.T) {
 	evs := testEvents()
 	rel := time.Date(2026, 11, 29, 10, 0, 1, 0, time.UTC)
@@ -62,19 +88,21 @@ func TestRepliesMatchJSONRPC2(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := json.RawMessage(`{"reason":"x"}`)
-	ids := []jsonrpc2.ID{{Num: 7}, {Str: "a\"b<", IsString: true}, {IsString: true}}
+	// The last id is longer than the room a raw result keeps for the head.
+	ids := []jsonrpc2.ID{{Num: 7}, {Str: "a\"b<", IsString: true}, {IsString: true}, {Str: strings.Repeat("i", rawHead), IsString: true}}
 	tests := []struct {
 		name string
 		res  any // what jsonrpc2 was given
 		raw  any // what writeResponse is given (nil: res)
 		we   *jsonrpc2.Error
+		evs  []event.Event // spliced rows
 	}{
 		{name: "status", res: Status{Version: "v<1>", Providers: []string{}}},
 		{name: "empty object", res: struct{}{}},
 		{name: "nil result", res: nil},
-		{name: "read", res: read, raw: rawRead},
+		{name: "read", res: read, raw: rawRead, evs: evs},
 		{name: "read nothing", res: api.ReadResult{Events: []event.Event{}}, raw: rawEmpty},
-		{name: "attach", res: att, raw: rawAtt},
+		{name: "attach", res: att, raw: rawAtt, evs: evs[:2]},
 		{name: "error", we: &jsonrpc2.Error{Code: -32602, Message: "bad <param>", Data: &data}},
 		{name: "error without data", we: &jsonrpc2.Error{Code: -32601, Message: "no"}},
 	}
@@ -90,6 +118,12 @@ func TestRepliesMatchJSONRPC2(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				if tt.evs != nil {
+					if !sameJSON(got, want) || !splicesRows(got, tt.evs) {
+						t.Fatalf("got  %s\nwant %s (rows spliced as stored)", got, want)
+					}
+					return
+				}
 				if !bytes.Equal(got, want) {
 					t.Fatalf("got  %s\nwant %s", got, want)
 				}
@@ -99,7 +133,8 @@ func TestRepliesMatchJSONRPC2(t *testing.T) {
 }
 
 // TestEventNoticeMatchesMarshal: the hand-encoded agentSession.event is
-// what notify (json.Marshal of the notification) writes.
+// what notify (json.Marshal of the notification) writes, with the event's
+// stored row spliced in.
 func TestEventNoticeMatchesMarshal(t *testing.T) {
 	for _, ev := range testEvents() {
 		n := api.EventNotice{SubscriptionID: "sub_1", Event: ev}
@@ -111,7 +146,7 @@ func TestEventNoticeMatchesMarshal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(got, want) {
+		if !sameJSON(got, want) || !splicesRows(got, []event.Event{ev}) {
 			t.Fatalf("seq %d: got  %s\nwant %s", ev.Seq, got, want)
 		}
 	}
