@@ -2,7 +2,7 @@
 // installs the pinned npm package into a cache directory outside the
 // checkout when missing, serves a scripted model (the responses SSE API)
 // on 127.0.0.1, and builds a CODEX_HOME whose config points codex at it.
-// It is imported only by _test.go files.
+// It is imported only by _test.go files and by its install command.
 package codextest
 
 import (
@@ -59,6 +59,10 @@ func Binary(t testing.TB) string {
 
 // binPath is the launcher npm links into the prefix.
 func binPath(dir string) string { return filepath.Join(dir, "node_modules", ".bin", "codex") }
+
+// Ensure installs the pinned package when missing and returns the
+// launcher's path (the install command of `make test`).
+func Ensure() (string, error) { return ensure() }
 
 // ensure installs the package once per machine: concurrent test processes
 // (one per Go package) serialise on a lock file next to the cache.
