@@ -144,7 +144,7 @@ func TestE2EItemsOnlyWithCapability(t *testing.T) {
 	orec.mu.Lock()
 	got := seqs(orec.evs)
 	orec.mu.Unlock()
-	if len(got) == 0 || !slices.Equal(got, want[len(want)-len(got):]) {
+	if len(got) == 0 || len(got) > len(want) || !slices.Equal(got, want[len(want)-len(got):]) {
 		t.Fatalf("old client's notifications %v, want a tail of %v", got, want)
 	}
 	// A late attach of the old client: its snapshot hides items too.
@@ -189,5 +189,47 @@ func TestE2EApprovalCancelledAtChildExit(t *testing.T) {
 	}
 	if tc := decodeData[event.TurnCompletedData](t, done); tc.Status != "interrupted" || tc.Reason != "provider_exited" {
 		t.Fatalf("turn.completed %+v", tc)
+	}
+}
+
+// TestE2EApprovalCancelledAtRestart: the daemon dies (SIGKILL) with an
+// approval open; the next start's reap journals its cancel before the
+// turn's daemon_restart turn.completed.
+func TestE2EApprovalCancelledAtRestart(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Options{})
+	c, rec := dialCaps(t, d, rpc.Capabilities)
+	var s api.SessionInfo
+	if err := c.Call(ctx10(t), "agentSession.create", api.CreateParams{Provider: "echo", Cwd: t.TempDir()}, &s); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Call(ctx10(t), "agentSession.attach", api.AttachParams{SessionID: s.SessionID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Call(ctx10(t), "agentSession.hold", api.HoldParams{SessionID: s.SessionID, HolderID: "h"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Call(ctx10(t), "agentSession.send", api.SendParams{SessionID: s.SessionID, Text: "/approve"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	req := decodeData[event.ApprovalRequestedData](t, waitEvent(t, rec.ch, event.ApprovalRequested))
+	d.Kill()
+	<-d.Exited()
+	d2 := daemontest.Start(t, daemontest.Options{StateDir: d.StateDir})
+	c2, _ := dialCaps(t, d2, rpc.Capabilities)
+	var rd api.ReadResult
+	if err := c2.Call(ctx10(t), "agentSession.read", api.ReadParams{SessionID: s.SessionID, Limit: 4096}, &rd); err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, ev := range rd.Events {
+		types = append(types, ev.Type)
+	}
+	i := slices.Index(types, event.ApprovalResolved)
+	if i < 0 || i+1 >= len(types) || types[i+1] != event.TurnCompleted {
+		t.Fatalf("journal %v: want approval.resolved right before turn.completed", types)
+	}
+	got := decodeData[event.ApprovalResolvedData](t, rd.Events[i])
+	if got != (event.ApprovalResolvedData{RequestID: req.RequestID, Decision: "cancel", By: "daemon", Reason: "daemon_restart"}) {
+		t.Fatalf("approval.resolved %+v", got)
 	}
 }
