@@ -98,15 +98,15 @@ func (s *server) runTurn(th *thread, tu *activeTurn, text string) {
 		}
 		return m
 	}
-	s.w.notify("turn/started", map[string]any{"threadId": th.id, "turn": map[string]any{"id": tu.id, "status": "inProgress"}})
-	s.w.notify("item/started", with("item", map[string]any{"type": "agentMessage", "id": itemID, "text": ""}))
+	s.w.notify("turn/started", map[string]any{"threadId": th.id, "turn": map[string]any{"id": tu.id, "status": "inProgress", "items": []any{}}})
+	s.w.notify("item/started", with("item", map[string]any{"type": "agentMessage", "id": itemID, "text": ""}, "startedAtMs", time.Now().UnixMilli()))
 	if d.orphan {
 		s.spawnOrphan()
 	}
 	answer := "echo: " + text
 	if d.approve {
 		ch := s.request("item/commandExecution/requestApproval", with("itemId", tu.id+"_cmd", "command", "echo approve",
-			"cwd", th.cwd, "reason", "the echo provider asks (/approve)"))
+			"cwd", th.cwd, "reason", "the echo provider asks (/approve)", "startedAtMs", time.Now().UnixMilli()))
 		select {
 		case res := <-ch:
 			if dec := decisionOf(res); dec != "accept" && dec != "acceptForSession" {
@@ -165,7 +165,7 @@ func (s *server) runTurn(th *thread, tu *activeTurn, text string) {
 			return
 		}
 	}
-	s.w.notify("item/completed", with("item", map[string]any{"type": "agentMessage", "id": itemID, "text": answer}))
+	s.w.notify("item/completed", with("item", map[string]any{"type": "agentMessage", "id": itemID, "text": answer}, "completedAtMs", time.Now().UnixMilli()))
 	s.finishTurn(th, tu, text, answer, "completed", d.forget)
 }
 
