@@ -1,6 +1,7 @@
 package codextest_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,7 +60,7 @@ func TestCodexCommandApproval(t *testing.T) {
 		t.Run(decision, func(t *testing.T) {
 			dir := t.TempDir()
 			marker := filepath.Join(dir, "ran")
-			m := codextest.NewModel(t, codextest.Exec("call_1", "echo hi > "+marker+"; echo done"), codextest.Text("all ", "done"))
+			m := codextest.NewModel(t, codextest.Exec("call_1", "echo hi > "+marker+" && for i in 1 2 3; do echo line$i; sleep 0.2; done && echo done"), codextest.Text("all ", "done"))
 			d := daemonWith(t, "", providerConfig(t, "codex", codextest.Home(t, m.URL, "")))
 			s := newSession(t, d, "codex", t.TempDir())
 			s.send(t, "run it")
@@ -85,7 +86,13 @@ func TestCodexCommandApproval(t *testing.T) {
 			_, statErr := os.Stat(marker)
 			switch decision {
 			case "approve":
-				if it.Status != event.ItemCompletedStatus || p["exitCode"] != float64(0) || !strings.Contains(output, "done") || statErr != nil {
+				// The command runs for a while: its output streams as deltas
+				// before the item completes with all of it. (codex folds the
+				// first ~250 ms of output into the call's start and streams
+				// the rest: the deltas are a suffix of the whole.)
+				all := fmt.Sprint(p["output"])
+				if it.Status != event.ItemCompletedStatus || p["exitCode"] != float64(0) || output == "" ||
+					!strings.HasSuffix(all, output) || all != "line1\nline2\nline3\ndone\n" || statErr != nil {
 					t.Fatalf("approved: item %+v, output %q, marker %v", it, output, statErr)
 				}
 			case "deny":

@@ -14,6 +14,14 @@ import (
 func Home(t testing.TB, modelURL, extra string) string {
 	t.Helper()
 	dir := t.TempDir()
+	if err := WriteHome(dir, modelURL, extra); err != nil {
+		t.Fatalf("codex home: %v", err)
+	}
+	return dir
+}
+
+// WriteHome writes Home's config.toml into dir.
+func WriteHome(dir, modelURL, extra string) error {
 	cfg := fmt.Sprintf(`model = "mock-model"
 model_provider = "mock"
 approval_policy = "on-request"
@@ -26,8 +34,5 @@ wire_api = "responses"
 request_max_retries = 0
 stream_max_retries = 0
 %s`, modelURL, extra)
-	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(cfg), 0o600); err != nil {
-		t.Fatalf("codex home: %v", err)
-	}
-	return dir
+	return os.WriteFile(filepath.Join(dir, "config.toml"), []byte(cfg), 0o600)
 }

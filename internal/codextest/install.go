@@ -2,7 +2,8 @@
 // installs the pinned npm package into a cache directory outside the
 // checkout when missing, serves a scripted model (the responses SSE API)
 // on 127.0.0.1, and builds a CODEX_HOME whose config points codex at it.
-// It is imported only by _test.go files and by its install command.
+// It is imported only by _test.go files, its install command and the
+// benchmark (cmd/sessiond-bench).
 package codextest
 
 import (

@@ -67,16 +67,28 @@ type Model struct {
 // are used up, every request gets Text("ok"). It stops with the test.
 func NewModel(t testing.TB, replies ...Reply) *Model {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	m, err := StartModel(replies...)
 	if err != nil {
 		t.Fatalf("model server: %v", err)
+	}
+	t.Cleanup(m.Close)
+	return m
+}
+
+// StartModel is NewModel outside a test (the benchmark); Close stops it.
+func StartModel(replies ...Reply) (*Model, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
 	}
 	m := &Model{URL: "http://" + ln.Addr().String() + "/v1", script: replies, arrived: make(chan struct{}, 1024)}
 	m.srv = &http.Server{Handler: http.HandlerFunc(m.serve)}
 	go m.srv.Serve(ln)
-	t.Cleanup(func() { m.srv.Close() })
-	return m
+	return m, nil
 }
+
+// Close stops the server.
+func (m *Model) Close() { m.srv.Close() }
 
 // Push appends replies to the script.
 func (m *Model) Push(replies ...Reply) {

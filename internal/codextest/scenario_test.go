@@ -28,9 +28,11 @@ func ctxT(t *testing.T) context.Context {
 
 // providerConfig is a [providers.NAME] table running the pinned codex
 // under home.
+// HOME is an empty directory too: codex snapshots the user's login shell,
+// and a real profile (pyenv, nvm …) would run its own slow processes.
 func providerConfig(t *testing.T, name, home string) string {
-	return fmt.Sprintf("[providers.%s]\ncommand = [%q, \"app-server\"]\nprotocol = \"codex-app-server\"\nenv = { CODEX_HOME = %q }\n",
-		name, codextest.Binary(t), home)
+	return fmt.Sprintf("[providers.%s]\ncommand = [%q, \"app-server\"]\nprotocol = \"codex-app-server\"\nenv = { CODEX_HOME = %q, HOME = %q }\n",
+		name, codextest.Binary(t), home, t.TempDir())
 }
 
 // daemonWith starts sessiond with the given provider tables.

@@ -97,7 +97,7 @@ func (cf *conformance) report(t *testing.T) {
 // whose traffic cf checks.
 func startCodex(t *testing.T, home, threadID string, cf *conformance) (*Adapter, *recorder, func()) {
 	cmd := exec.Command(codextest.Binary(t), "app-server")
-	cmd.Env = append(os.Environ(), "CODEX_HOME="+home)
+	cmd.Env = append(os.Environ(), "CODEX_HOME="+home, "HOME="+t.TempDir())
 	cmd.Dir = t.TempDir()
 	in, err := cmd.StdinPipe()
 	if err != nil {

@@ -18,6 +18,7 @@ type directives struct {
 	forget     bool
 	work       bool
 	workN      int // output deltas of /work's command
+	workThink  int // reasoning text deltas of /work
 	ask        bool
 	floodN     int
 	floodBytes int
@@ -49,10 +50,14 @@ func parseDirectives(text string) directives {
 		case "/forget":
 			d.forget = true
 		case "/work":
-			d.work, d.workN = true, 2
+			d.work, d.workN, d.workThink = true, 2, 1
 			if n, ok := num(i + 1); ok && n > 0 {
 				d.workN = n
 				i++
+				if m, ok := num(i + 1); ok && m > 0 {
+					d.workThink = m
+					i++
+				}
 			}
 		case "/ask":
 			d.ask = true
@@ -121,7 +126,7 @@ func (s *server) runTurn(th *thread, tu *activeTurn, text string) {
 		}
 	}
 	if d.work {
-		suffix, ok := s.playWork(th, tu, text, d.workN, with)
+		suffix, ok := s.playWork(th, tu, text, d.workN, d.workThink, with)
 		if !ok {
 			return
 		}

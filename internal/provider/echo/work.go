@@ -25,9 +25,11 @@ func (s *server) waitResult(th *thread, tu *activeTurn, text string, ch chan jso
 // playWork plays /work: one turn with every item kind codex v2 has, in
 // its shapes — a plan, reasoning with summary and text deltas, a command
 // whose approval it asks first and whose output streams (outputs deltas),
-// a file change with a diff, a turn diff and token usage. It returns the
-// answer's suffix; ok is false when the turn already ended.
-func (s *server) playWork(th *thread, tu *activeTurn, text string, outputs int, with func(kv ...any) map[string]any) (string, bool) {
+// a file change with a diff, a turn diff and token usage; thinks is the
+// number of reasoning text deltas (the uncapped item stream of the
+// benchmark). It returns the answer's suffix; ok is false when the turn
+// already ended.
+func (s *server) playWork(th *thread, tu *activeTurn, text string, outputs, thinks int, with func(kv ...any) map[string]any) (string, bool) {
 	now := func() int64 { return time.Now().UnixMilli() }
 	item := func(method string, it map[string]any) {
 		s.w.notify(method, with("item", it, "startedAtMs", now(), "completedAtMs", now()))
@@ -44,9 +46,18 @@ func (s *server) playWork(th *thread, tu *activeTurn, text string, outputs int, 
 	rs := tu.id + "_rs"
 	item("item/started", map[string]any{"type": "reasoning", "id": rs, "summary": []any{}, "content": []any{}})
 	s.w.notify("item/reasoning/summaryTextDelta", with("itemId", rs, "delta", "Planning the work", "summaryIndex", 0))
-	s.w.notify("item/reasoning/textDelta", with("itemId", rs, "delta", "The user asked for /work.", "contentIndex", 0))
+	thought := "The user asked for /work."
+	if thinks > 1 {
+		thought = strings.Repeat("thinking", thinks)
+		for range thinks {
+			s.w.send(map[string]any{"method": "item/reasoning/textDelta",
+				"params": with("itemId", rs, "delta", "thinking", "contentIndex", 0)}, false)
+		}
+	} else {
+		s.w.notify("item/reasoning/textDelta", with("itemId", rs, "delta", thought, "contentIndex", 0))
+	}
 	item("item/completed", map[string]any{"type": "reasoning", "id": rs,
-		"summary": []string{"Planning the work"}, "content": []string{"The user asked for /work."}})
+		"summary": []string{"Planning the work"}, "content": []string{thought}})
 	plan("completed", "inProgress", "pending")
 
 	cmd := tu.id + "_cmd"
