@@ -32,22 +32,33 @@ func doctorOffline(e *ctlEnv, rep *doctorReport) {
 		return
 	}
 	rep.StateDir = dir
-	path := filepath.Join(dir, "sessiond.db")
-	if _, err := os.Stat(path); err != nil {
-		rep.add(doctorCheck{Name: "store", Unknown: true, Detail: fmt.Sprintf("no store at %s: %v", path, err)})
+	st, err := store.OpenReadOnly(dir, 2*time.Second)
+	var refused *store.RefusalError
+	switch {
+	case errors.As(err, &refused):
+		// Nothing in the file can be trusted; the marker still names the
+		// state id, so its processes can be found.
+		rep.add(doctorCheck{Name: "store", Detail: refused.Path,
+			Problems: []doctorProblem{{What: refused.Error(), Fix: refused.Fix}}})
+		rep.StateID = store.MarkerStateID(dir)
+		rep.add(doctorTagged(rep.StateID, func(proc.Tagged) bool { return false },
+			func(t proc.Tagged) string { return fmt.Sprintf("kill %d", t.PID) }))
 		return
-	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 2 * time.Second})
-	if errors.Is(err, bolt.ErrTimeout) {
+	case errors.Is(err, store.ErrLocked):
 		rep.add(doctorCheck{Name: "store", Unknown: true,
-			Detail: fmt.Sprintf("%s is locked: a sessiond runs on this state dir but not on %s (pass its --socket)", path, e.socket)})
+			Detail: fmt.Sprintf("%s is locked: a sessiond runs on this state dir but not on %s (pass its --socket)", filepath.Join(dir, "sessiond.db"), e.socket)})
+		return
+	case err != nil:
+		rep.add(doctorCheck{Name: "store", Unknown: true, Detail: err.Error()})
 		return
 	}
-	if err != nil {
-		rep.add(doctorCheck{Name: "store", Unknown: true, Detail: fmt.Sprintf("open %s: %v", path, err)})
-		return
+	defer st.Close()
+	detail := st.Path + ": meta pages, page walk and bbolt consistency check passed"
+	for _, w := range st.Warnings {
+		detail += "; warning: " + w
 	}
-	defer db.Close()
+	rep.add(doctorCheck{Name: "store", Detail: detail})
+	db := st.DB
 	var version uint64
 	var stateID string
 	db.View(func(tx *bolt.Tx) error {

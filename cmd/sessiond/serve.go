@@ -77,9 +77,17 @@ type daemon struct {
 func (d *daemon) run() error {
 	log := d.log
 	// 1. The store's flock, before any process is signalled or the socket touched.
+	opened := time.Now()
 	st, err := store.Open(d.stateDir, lockTimeout)
 	if errors.Is(err, store.ErrLocked) {
 		log.Error("another sessiond is running on this state directory", "state_dir", d.stateDir, "err", err.Error())
+		return err
+	}
+	var refused *store.RefusalError
+	if errors.As(err, &refused) {
+		// One line naming the file, what is wrong and the fix; the file
+		// is left exactly as it is.
+		log.Error("refusing to start: "+refused.Kind.Error(), "path", refused.Path, "err", refused.Reason, "fix", refused.Fix)
 		return err
 	}
 	if err != nil {
@@ -87,6 +95,11 @@ func (d *daemon) run() error {
 		return err
 	}
 	defer st.Close() // last: releases the flock
+	// ms covers the validation and bbolt's consistency check.
+	log.Info("store opened", "path", st.Path, "ms", time.Since(opened).Milliseconds())
+	for _, w := range st.Warnings {
+		log.Warn("store opened with a warning", "path", st.Path, "detail", w)
+	}
 	j, err := journal.Open(st.DB, journal.Options{Logger: log})
 	if err != nil {
 		log.Error("cannot open the journal", "err", err.Error())

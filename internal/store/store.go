@@ -15,6 +15,13 @@
 //	    events/<seq be64>   -> event.Event (JSON)
 //	    meta/...            -> lastSeq, oldestSeq, open turn, pending approvals
 //	    dedup/<clientMessageId> -> turnId
+//
+// Next to the file: sessiond.db.created, the marker written when the store
+// is created (see marker.go), and any sessiond.db.corrupt-… or
+// sessiond.db.lost-… an operator moved aside. Opening validates the file
+// before bbolt maps it and runs bbolt's consistency check (open.go): a
+// damaged, truncated, or missing-where-it-existed store is refused with
+// a *RefusalError, never a panic or a silent empty start.
 package store
 
 import (
@@ -23,9 +30,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -82,35 +86,10 @@ type Store struct {
 	DB      *bolt.DB
 	Path    string
 	StateID string
-}
-
-// Open opens (creating if needed) <dir>/sessiond.db, taking its flock within
-// lockTimeout, and migrates it to SchemaVersion.
-func Open(dir string, lockTimeout time.Duration) (*Store, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("state dir %s: %w", dir, err)
-	}
-	path := filepath.Join(dir, "sessiond.db")
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
-	if errors.Is(err, bolt.ErrTimeout) {
-		return nil, fmt.Errorf("%s: %w", path, ErrLocked)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", path, err)
-	}
-	s := &Store{DB: db, Path: path}
-	if err := s.migrate(); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("store %s: %w", path, err)
-	}
-	if err := db.View(func(tx *bolt.Tx) error {
-		s.StateID = string(tx.Bucket(BucketMeta).Get(keyStateID))
-		return nil
-	}); err != nil {
-		db.Close()
-		return nil, err
-	}
-	return s, nil
+	// Warnings are what the open noticed and went on: a damaged meta page
+	// bbolt fell back from, a new store started after the old one was
+	// moved aside. The daemon logs each.
+	Warnings []string
 }
 
 // Close closes the database and its flock.

@@ -2,6 +2,8 @@ package store
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -28,11 +30,16 @@ func TestOpenMigratesAndKeepsStateID(t *testing.T) {
 		return nil
 	})
 	s.Close()
+	// A store from before the marker gets one on its next open.
+	os.Remove(filepath.Join(dir, markerName))
 	s, err = Open(dir, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	if m, ok, _ := readMarker(dir); !ok || m.StateID != id {
+		t.Fatalf("marker after reopening a store without one: %+v %v", m, ok)
+	}
 	if s.StateID != id {
 		t.Fatalf("state id changed across opens: %q -> %q", id, s.StateID)
 	}
@@ -47,6 +54,9 @@ func TestSecondOpenIsLocked(t *testing.T) {
 	defer s.Close()
 	if _, err := Open(dir, 100*time.Millisecond); !errors.Is(err, ErrLocked) {
 		t.Fatalf("second open: %v, want ErrLocked", err)
+	}
+	if _, err := OpenReadOnly(dir, 100*time.Millisecond); !errors.Is(err, ErrLocked) {
+		t.Fatalf("read-only open beside a writer: %v, want ErrLocked", err)
 	}
 }
 

@@ -1,0 +1,42 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// openLocked opens path and takes its flock (exclusive for a writer,
+// shared for a reader) within timeout, polling as bbolt does (flock has no
+// timed wait). The lock comes before any read of the file: a daemon
+// running on it may be mid-commit. bbolt later locks the same descriptor
+// again, which succeeds at once.
+func openLocked(path string, flag int, exclusive bool, timeout time.Duration) (*os.File, error) {
+	f, err := os.OpenFile(path, flag, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	how := unix.LOCK_SH
+	if exclusive {
+		how = unix.LOCK_EX
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		err := unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("flock %s: %w", path, err)
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			return nil, fmt.Errorf("%s: %w", path, ErrLocked)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
