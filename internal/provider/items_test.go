@@ -184,3 +184,25 @@ func TestItemCaps(t *testing.T) {
 		t.Fatalf("journaled %d output bytes, want the cap %d", n, event.MaxOutputBytes)
 	}
 }
+
+// TestBadRequestIDs: a provider request whose id is neither a string nor
+// a number is logged and left unanswered; nothing else breaks.
+func TestBadRequestIDs(t *testing.T) {
+	f := newFake(t, nil)
+	f.handshake(t)
+	f.startTurn(t, "t_1", "pt")
+	params := map[string]any{"threadId": "thr_1", "turnId": "pt", "itemId": "c1"}
+	f.send(t, map[string]any{"id": map[string]any{"x": 1}, "method": "item/commandExecution/requestApproval", "params": params})
+	f.send(t, map[string]any{"id": []int{1}, "method": "item/tool/call", "params": params})
+	f.send(t, map[string]any{"id": 7, "method": "item/commandExecution/requestApproval", "params": params})
+	req := decode[event.ApprovalRequestedData](t, f.rec.waitFor(t, event.ApprovalRequested, "t_1"))
+	if req.RequestID != "7" || len(f.rec.all()) != 1 {
+		t.Fatalf("events %s, first request %+v", typesOf(f.rec.all()), req)
+	}
+	if err := f.a.Respond(context.Background(), "7", Answer{Decision: DecisionDeny}); err != nil {
+		t.Fatal(err)
+	}
+	if ans := f.expect(t, ""); ans["id"] != float64(7) {
+		t.Fatalf("the only answer written: %v", ans)
+	}
+}
