@@ -16,20 +16,33 @@ var schema struct {
 	err  error
 }
 
-// SchemaDir runs the pinned binary's `app-server generate-json-schema`
-// once per test process and returns the directory it wrote.
+// SchemaDir returns the directory holding the pinned binary's
+// `app-server generate-json-schema` output, generating it once into the
+// install's cache (written aside and renamed into place).
 func SchemaDir(t testing.TB) string {
 	t.Helper()
 	bin := Binary(t)
 	schema.once.Do(func() {
-		dir, err := os.MkdirTemp("", "codex-schema-*")
+		dir := filepath.Join(CacheDir(), "schema")
+		if _, err := os.Stat(filepath.Join(dir, "ServerNotification.json")); err == nil {
+			schema.dir = dir
+			return
+		}
+		tmp, err := os.MkdirTemp(CacheDir(), ".schema-*")
 		if err != nil {
 			schema.err = err
 			return
 		}
-		if out, err := exec.Command(bin, "app-server", "generate-json-schema", "--out", dir).CombinedOutput(); err != nil {
+		defer os.RemoveAll(tmp)
+		if out, err := exec.Command(bin, "app-server", "generate-json-schema", "--out", tmp).CombinedOutput(); err != nil {
 			schema.err = fmt.Errorf("generate-json-schema: %w\n%s", err, tail(out, 2000))
 			return
+		}
+		if err := os.Rename(tmp, dir); err != nil && !os.IsExist(err) {
+			if _, serr := os.Stat(filepath.Join(dir, "ServerNotification.json")); serr != nil { // not a racing twin
+				schema.err = err
+				return
+			}
 		}
 		schema.dir = dir
 	})

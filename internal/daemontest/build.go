@@ -1,6 +1,7 @@
 package daemontest
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"os/exec"
@@ -32,7 +33,11 @@ func buildBinary() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(os.TempDir(), fmt.Sprintf("sessiond-daemontest-%d", os.Getuid()))
+	// One directory per checkout: two checkouts testing at once (two
+	// worktrees, or a clone beside the main one) must not replace each
+	// other's binary between a build and its use.
+	sum := sha256.Sum256([]byte(root))
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("sessiond-daemontest-%d-%x", os.Getuid(), sum[:6]))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
