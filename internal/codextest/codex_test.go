@@ -157,27 +157,58 @@ func waitArrived(t *testing.T, m *codextest.Model) {
 	}
 }
 
-// (e) SIGKILL of the codex process mid-turn, its approval open: the
+// (e) SIGKILL of the codex process mid-turn, its approval open — the
+// launcher (the session's root) or the native app-server behind it: the
 // approval is cancelled, then the turn ends interrupted (provider_exited),
 // and nothing of the session's tree is left.
 func TestCodexKilledMidTurn(t *testing.T) {
-	m := codextest.NewModel(t, codextest.Exec("call_1", "echo never"))
-	d := daemonWith(t, "", providerConfig(t, "codex", codextest.Home(t, m.URL, "")))
-	s := newSession(t, d, "codex", t.TempDir())
-	s.send(t, "run it")
-	req := decode[event.ApprovalRequestedData](t, s.f.next(t, event.ApprovalRequested))
-	if err := syscall.Kill(s.hold.PID, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
+	for _, victim := range []string{"launcher", "native"} {
+		t.Run(victim, func(t *testing.T) {
+			m := codextest.NewModel(t, codextest.Exec("call_1", "echo never"))
+			d := daemonWith(t, "", providerConfig(t, "codex", codextest.Home(t, m.URL, "")))
+			s := newSession(t, d, "codex", t.TempDir())
+			s.send(t, "run it")
+			req := decode[event.ApprovalRequestedData](t, s.f.next(t, event.ApprovalRequested))
+			pid := s.hold.PID
+			if victim == "native" {
+				pid = childOf(t, pid)
+			}
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			res := s.f.next(t, event.ApprovalResolved)
+			done := s.f.next(t, event.TurnCompleted)
+			got := decode[event.ApprovalResolvedData](t, res)
+			if got.RequestID != req.RequestID || got.Decision != "cancel" || got.By != "daemon" || got.Reason != "provider_exited" {
+				t.Fatalf("approval.resolved %+v", got)
+			}
+			if tc := decode[event.TurnCompletedData](t, done); tc.Status != event.StatusInterrupted || tc.Reason != event.ReasonProviderExited {
+				t.Fatalf("turn.completed %+v", tc)
+			}
+			s.f.next(t, event.LeaseReleased)
+			noProcesses(t, d)
+		})
 	}
-	res := s.f.next(t, event.ApprovalResolved)
-	done := s.f.next(t, event.TurnCompleted)
-	got := decode[event.ApprovalResolvedData](t, res)
-	if got.RequestID != req.RequestID || got.Decision != "cancel" || got.By != "daemon" || got.Reason != "provider_exited" {
-		t.Fatalf("approval.resolved %+v", got)
+}
+
+// childOf returns the one child process of pid (the native codex behind
+// the Node launcher).
+func childOf(t *testing.T, pid int) int {
+	t.Helper()
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		st := string(b)
+		i := strings.LastIndexByte(st, ')')
+		if f := strings.Fields(st[i+1:]); len(f) > 1 && f[1] == fmt.Sprint(pid) {
+			var child int
+			fmt.Sscan(e.Name(), &child)
+			return child
+		}
 	}
-	if tc := decode[event.TurnCompletedData](t, done); tc.Status != event.StatusInterrupted || tc.Reason != event.ReasonProviderExited {
-		t.Fatalf("turn.completed %+v", tc)
-	}
-	s.f.next(t, event.LeaseReleased)
-	noProcesses(t, d)
+	t.Fatalf("no child of %d", pid)
+	return 0
 }
