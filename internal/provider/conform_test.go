@@ -21,7 +21,7 @@ type lineTap struct {
 	partial []byte
 	check   func([]byte) error
 	skip    func([]byte) bool // lines not checked (nil: none)
-	errs    *[]string
+	fail    func(string)
 	side    string
 }
 
@@ -43,7 +43,7 @@ func (lt *lineTap) feed(b []byte) {
 			continue
 		}
 		if err := lt.check(l); err != nil {
-			*lt.errs = append(*lt.errs, fmt.Sprintf("%s %s\n  %v", lt.side, truncate(l, 400), err))
+			lt.fail(fmt.Sprintf("%s %s\n  %v", lt.side, truncate(l, 400), err))
 		}
 	}
 }
@@ -77,17 +77,22 @@ type conformance struct {
 func newConformance(t *testing.T) *conformance {
 	c := codextest.NewConformance(t)
 	cf := &conformance{}
-	cf.in = &lineTap{check: c.Client, errs: &cf.errs, side: "client wrote"}
-	cf.out = &lineTap{check: c.Server, errs: &cf.errs, side: "server wrote"}
+	cf.in = &lineTap{check: c.Client, fail: cf.add, side: "client wrote"}
+	cf.out = &lineTap{check: c.Server, fail: cf.add, side: "server wrote"}
 	return cf
+}
+
+// add records a failure (both taps' goroutines call it).
+func (cf *conformance) add(e string) {
+	cf.mu.Lock()
+	defer cf.mu.Unlock()
+	cf.errs = append(cf.errs, e)
 }
 
 func (cf *conformance) report(t *testing.T) {
 	t.Helper()
-	cf.in.mu.Lock()
-	cf.out.mu.Lock()
-	defer cf.in.mu.Unlock()
-	defer cf.out.mu.Unlock()
+	cf.mu.Lock()
+	defer cf.mu.Unlock()
 	for _, e := range cf.errs {
 		t.Error(e)
 	}
