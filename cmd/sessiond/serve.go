@@ -114,8 +114,8 @@ func (d *daemon) run() error {
 	h, err := host.New(host.Options{
 		Store: st, Journal: j, Providers: providers,
 		IdleTimeout: d.cfg.IdleTimeout, StartTimeout: d.cfg.StartTimeout, StepTimeout: d.cfg.StepTimeout,
-		Ladder:   proc.Ladder{Grace: d.cfg.Ladder.Grace, TermTimeout: d.cfg.Ladder.TermTimeout, KillTimeout: d.cfg.Ladder.KillTimeout},
-		StateDir: d.stateDir, Logger: log,
+		Ladder: proc.Ladder{Grace: d.cfg.Ladder.Grace, TermTimeout: d.cfg.Ladder.TermTimeout, KillTimeout: d.cfg.Ladder.KillTimeout},
+		Logger: log,
 	})
 	if err != nil {
 		log.Error("cannot start the host", "err", err.Error())
@@ -206,7 +206,7 @@ func (d *daemon) shutdownHost(h *host.Host) error {
 func (d *daemon) providers() (map[string]host.Provider, error) {
 	out := make(map[string]host.Provider, len(d.cfg.Providers))
 	for name, p := range d.cfg.Providers {
-		hp := host.Provider{Name: name, Command: p.Command, Protocol: p.Protocol, Env: map[string]string{}}
+		hp := host.Provider{Name: name, Command: p.Command, Env: map[string]string{}}
 		for k, v := range p.Env {
 			hp.Env[k] = v
 		}

@@ -28,6 +28,10 @@ const (
 	DefaultGrace           = 1500 * time.Millisecond
 	DefaultTermTimeout     = 2 * time.Second
 	DefaultKillTimeout     = 1 * time.Second
+	// Per-connection limits (not configurable; the page sizes are wire
+	// limits, in internal/api).
+	DefaultMaxHoldsPerConn = 1024
+	DefaultMaxSubsPerConn  = 256
 )
 
 // ErrUnknownKey: the file names a key this version does not know.

@@ -48,15 +48,6 @@ func (e *Error) Unwrap() error { return e.Err }
 // ErrStepTimeout wraps a step that ran past its deadline.
 var ErrStepTimeout = errors.New("step timed out")
 
-// Names lists the steps' names in order.
-func Names(steps []Step) []string {
-	out := make([]string, len(steps))
-	for i, s := range steps {
-		out[i] = s.Name
-	}
-	return out
-}
-
 // Run runs steps in order. It returns every step that ran (the failed one
 // last) and, on failure, an *Error. A step that does not return by its
 // deadline is reported as timed out and left behind: Run does not wait for

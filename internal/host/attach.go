@@ -62,7 +62,7 @@ func (h *Host) Attach(ctx context.Context, conn string, p api.AttachParams, lega
 	fail := func(err error) (api.AttachResult, api.Subscription, error) {
 		h.mu.Lock()
 		cs.subs--
-		h.gcConnLocked(conn)
+		h.gcConnMapLocked(conn)
 		h.mu.Unlock()
 		return api.AttachResult{}, nil, err
 	}
@@ -132,7 +132,7 @@ func (h *Host) endSubscription(s *subscription) {
 	h.mu.Lock()
 	if cs := h.conns[s.conn]; cs != nil {
 		cs.subs--
-		h.gcConnLocked(s.conn)
+		h.gcConnMapLocked(s.conn)
 	}
 	h.mu.Unlock()
 	if s.holder != "" {

@@ -14,7 +14,17 @@ func (h *Host) Close(ctx context.Context, id string) (api.CloseResult, error) {
 	if _, err := h.record(id); err != nil {
 		return api.CloseResult{}, err
 	}
-	e := h.lockEntry(id, false)
+	// A send blocked on a provider that stopped reading holds the session
+	// lock: end its write first (the close stops that child anyway).
+	h.mu.Lock()
+	if e := h.sessions[id]; e != nil && (e.state == StateLive || e.state == StateExited) {
+		h.beginStopMapLocked(e)
+	}
+	h.mu.Unlock()
+	e, err := h.lockEntry(ctx, id, false)
+	if err != nil {
+		return api.CloseResult{}, err
+	}
 	if e == nil {
 		return api.CloseResult{Steps: []api.StepResult{}}, nil
 	}
@@ -23,8 +33,8 @@ func (h *Host) Close(ctx context.Context, id string) (api.CloseResult, error) {
 	for holder, hd := range e.holds {
 		h.dropHoldMapLocked(e, holder, hd.token, "close")
 	}
-	h.disarmLocked(e)
-	live := e.state == StateLive
+	h.disarmMapLocked(e)
+	live := e.state == StateLive || e.state == StateExited
 	h.mu.Unlock()
 	if !live {
 		return api.CloseResult{Steps: []api.StepResult{}}, nil

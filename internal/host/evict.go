@@ -63,10 +63,8 @@ var ErrExitUnproven = errors.New("provider root not proven exited")
 // the fence captured now, and the entry is forgotten last.
 func (h *Host) plan(e *entry, cause evictCause) []eviction.Step {
 	fence := e.fence
-	l := h.o.Ladder
-	stopTimeout := l.Grace + l.TermTimeout + l.KillTimeout + 2*time.Second
 	return []eviction.Step{
-		{Name: StepStopChild, Timeout: stopTimeout, Run: func(ctx context.Context) error { return h.stepStop(ctx, e) }},
+		{Name: StepStopChild, Timeout: h.stopTimeout(), Run: func(ctx context.Context) error { return h.stepStop(ctx, e) }},
 		{Name: StepDrain, Timeout: h.o.StepTimeout, Run: func(ctx context.Context) error { return h.stepDrain(ctx, e, cause) }},
 		{Name: StepCloseSink, Timeout: h.o.StepTimeout, Run: func(ctx context.Context) error { return h.stepCloseSink(ctx, e, cause) }},
 		{Name: StepDiscardSink, Timeout: h.o.StepTimeout, Run: func(ctx context.Context) error { return h.stepDiscard(e) }},
@@ -75,9 +73,26 @@ func (h *Host) plan(e *entry, cause evictCause) []eviction.Step {
 	}
 }
 
-// evictLocked runs the teardown of e now. On failure e stays indexed with
-// its child loaded and the error names the step. Needs the session lock.
+// stopTimeout is the stop step's deadline: the whole ladder and a margin.
+func (h *Host) stopTimeout() time.Duration {
+	l := h.o.Ladder
+	return l.Grace + l.TermTimeout + l.KillTimeout + 2*time.Second
+}
+
+// evictBound bounds one eviction attempt: the wait for a step left behind
+// by the previous attempt, the stop step and the five others.
+func (h *Host) evictBound() time.Duration {
+	return h.stopTimeout() + 6*h.o.StepTimeout
+}
+
+// evictLocked runs the teardown of e now, bounded by ctx and evictBound
+// (callers that must not be cancelled pass a context without a deadline).
+// On failure e stays indexed with its child loaded and the error names the
+// step. A step the previous attempt left running is waited for at most a
+// step timeout. Needs the session lock.
 func (h *Host) evictLocked(ctx context.Context, e *entry, cause evictCause) ([]api.StepResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, h.evictBound())
+	defer cancel()
 	h.mu.Lock()
 	prev := e.state
 	e.state = StateEvicting
@@ -90,11 +105,14 @@ func (h *Host) evictLocked(ctx context.Context, e *entry, cause evictCause) ([]a
 
 	start := time.Now()
 	if e.leftBehind != nil {
+		t := time.NewTimer(h.o.StepTimeout)
 		select {
 		case <-e.leftBehind:
 			e.leftBehind = nil
+		case <-t.C:
 		case <-ctx.Done():
 		}
+		t.Stop()
 	}
 	var results []eviction.Result
 	var err error
@@ -120,11 +138,11 @@ func (h *Host) evictLocked(ctx context.Context, e *entry, cause evictCause) ([]a
 	}
 	h.mu.Lock()
 	if !e.gone {
-		e.state = prev
+		e.state = loadedStateLocked(e, prev)
 		if prev == StateStarting {
 			// A failed start whose teardown failed: loaded but unusable,
 			// so the next hold tears it down before starting afresh.
-			e.state, e.exited = StateLive, true
+			e.state = StateExited
 		}
 	}
 	h.mu.Unlock()

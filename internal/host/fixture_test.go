@@ -121,10 +121,10 @@ func newFixture(t *testing.T, jopts ...journal.Options) *fixture {
 	env := map[string]string{"HOST_TEST_ECHO": "1", "GORACE": "atexit_sleep_ms=0", "SESSIOND_ECHO_HOME": filepath.Join(dir, "echo")}
 	self, _ := os.Executable()
 	prov := func(name string, flags ...string) Provider {
-		return Provider{Name: name, Command: append([]string{self}, flags...), Env: env, Protocol: "codex-app-server"}
+		return Provider{Name: name, Command: append([]string{self}, flags...), Env: env}
 	}
 	h, err := New(Options{
-		Store: st, Journal: j, StateDir: dir, Clock: clk, IdleTimeout: idle,
+		Store: st, Journal: j, Clock: clk, IdleTimeout: idle,
 		StartTimeout: 10 * time.Second, StepTimeout: 5 * time.Second,
 		Ladder: proc.Ladder{Grace: 200 * time.Millisecond, TermTimeout: 300 * time.Millisecond, KillTimeout: time.Second},
 		Providers: map[string]Provider{

@@ -51,7 +51,7 @@ func (h *Host) Hold(ctx context.Context, conn string, p api.HoldParams) (api.Hol
 		holder := p.HolderID
 		hd.ttl = h.clock.AfterFunc(ttl, func() { h.dropHold(e, holder, token, "ttl") })
 	}
-	h.disarmLocked(e)
+	h.disarmMapLocked(e)
 	res.Fence, res.PID, res.ThreadID = e.fence, e.pid, e.threadID
 	res.Holders = holderIDs(e)
 	if h.conns[conn].closed {
@@ -66,12 +66,12 @@ func (h *Host) Hold(ctx context.Context, conn string, p api.HoldParams) (api.Hol
 // that exited on its own, and starts a child when none runs.
 func (h *Host) lockLiveEntry(ctx context.Context, id string) (*entry, error) {
 	for {
-		e := h.lockEntry(id, true)
-		h.mu.Lock()
-		exited := e.exited
-		h.mu.Unlock()
-		switch {
-		case e.state == StateLive && exited:
+		e, err := h.lockEntry(ctx, id, true)
+		if err != nil {
+			return nil, err
+		}
+		switch e.state {
+		case StateExited:
 			_, err := h.evictLocked(context.WithoutCancel(ctx), e, evictExited)
 			if err != nil {
 				h.scheduleRetryLocked(e, evictExited)
@@ -81,7 +81,7 @@ func (h *Host) lockLiveEntry(ctx context.Context, id string) (*entry, error) {
 				return nil, err
 			}
 			continue
-		case e.state == StateStored:
+		case StateStored:
 			if err := h.startLocked(ctx, e); err != nil {
 				e.mu.Unlock()
 				return nil, err
@@ -99,7 +99,10 @@ func (h *Host) Release(ctx context.Context, conn string, p api.ReleaseParams) (a
 	}
 	// The session lock queues a release behind a hold still starting the
 	// child (a pipelined hold+release must not overtake it).
-	e := h.lockEntry(p.SessionID, false)
+	e, err := h.lockEntry(ctx, p.SessionID, false)
+	if err != nil {
+		return api.ReleaseResult{}, err
+	}
 	if e == nil {
 		return api.ReleaseResult{Released: false, Holders: []string{}}, nil
 	}
@@ -134,149 +137,9 @@ func (h *Host) dropHoldMapLocked(e *entry, holder, token, why string) bool {
 	h.stats.releases++
 	h.log.Debug("hold dropped", "session_id", e.id, "holder", holder, "why", why)
 	if len(e.holds) == 0 && !e.gone {
-		h.armLocked(e, h.o.IdleTimeout)
+		h.armMapLocked(e, h.o.IdleTimeout)
 	}
 	return true
-}
-
-// armLocked starts (or restarts) e's release clock. Needs the map lock.
-func (h *Host) armLocked(e *entry, d time.Duration) {
-	if e.idle != nil {
-		e.idle.Stop()
-	}
-	at := h.clock.Now().Add(d)
-	e.releaseAt = &at
-	var t Timer
-	t = h.clock.AfterFunc(d, func() { h.releaseClockFired(e, t) })
-	e.idle = t
-}
-
-// disarmLocked cancels e's release clock (and any eviction retry). Needs the map lock.
-func (h *Host) disarmLocked(e *entry) {
-	if e.idle != nil {
-		e.idle.Stop()
-		e.idle = nil
-	}
-	e.releaseAt = nil
-	e.retry = 0
-}
-
-// releaseClockFired evicts e if nobody holds it and it is idle; a running
-// turn or pending approval re-arms the clock instead.
-// It is not counted in h.wg (an Add racing Shutdown's Wait is a misuse):
-// Shutdown takes every session lock, so it waits for a running eviction.
-func (h *Host) releaseClockFired(e *entry, t Timer) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	h.mu.Lock()
-	retrying, exited := e.retry > 0, e.exited
-	cause := evictIdle
-	switch {
-	case exited:
-		cause = evictExited
-	case retrying:
-		cause = e.retryWhy
-	}
-	// Holds keep a loaded child, but not one that is already gone.
-	stale := e.gone || e.idle != t || e.state != StateLive || h.closing || (len(e.holds) > 0 && !exited)
-	if !stale {
-		e.idle = nil
-	}
-	h.mu.Unlock()
-	if stale {
-		return
-	}
-	// A running turn or pending approval defers an idle eviction; a retry of
-	// a failed teardown (whose open turn it is meant to close) goes ahead.
-	if !retrying && !exited && h.busyLocked(e) {
-		h.log.Debug("release clock re-armed: turn running", "session_id", e.id)
-		h.mu.Lock()
-		h.armLocked(e, h.o.IdleTimeout)
-		h.mu.Unlock()
-		return
-	}
-	if _, err := h.evictLocked(context.Background(), e, cause); err != nil {
-		h.scheduleRetryLocked(e, cause)
-	}
-}
-
-// scheduleRetryLocked re-arms a failed eviction with backoff (1s, 2s, … 60s).
-// A hold meanwhile cancels it. Needs the session lock.
-func (h *Host) scheduleRetryLocked(e *entry, cause evictCause) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if e.gone || (len(e.holds) > 0 && !e.exited) {
-		return // a hold keeps the loaded child; its next close retries
-	}
-	e.retry++
-	e.retryWhy = cause
-	d := time.Second << min(e.retry-1, 6)
-	d = min(d, time.Minute)
-	h.log.Warn("eviction will be retried", "session_id", e.id, "attempt", e.retry, "in", d)
-	retry := e.retry
-	h.armLocked(e, d)
-	e.retry, e.retryWhy = retry, cause
-}
-
-// ConnClosed ends the holds last taken on conn and its subscriptions.
-func (h *Host) ConnClosed(conn string) {
-	h.mu.Lock()
-	cs := h.conns[conn]
-	if cs != nil {
-		cs.closed = true
-	}
-	for _, e := range h.sessions {
-		for holder, hd := range e.holds {
-			if hd.conn == conn {
-				h.dropHoldMapLocked(e, holder, hd.token, "disconnect")
-			}
-		}
-	}
-	var subs []*subscription
-	for id, s := range h.subs {
-		if s.conn == conn {
-			subs = append(subs, s)
-			delete(h.subs, id)
-		}
-	}
-	h.gcConnLocked(conn)
-	h.mu.Unlock()
-	for _, s := range subs {
-		h.endSubscription(s)
-	}
-}
-
-// connBegin registers an operation on conn, enforcing its hold limit.
-func (h *Host) connBegin(conn string, holding bool) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	cs := h.conns[conn]
-	if cs == nil {
-		cs = &connState{}
-		h.conns[conn] = cs
-	}
-	if holding && cs.holds >= h.o.MaxHoldsPerConn {
-		return &api.Error{Kind: api.KindLimitExceeded, Msg: "too many holds on this connection",
-			Data: map[string]any{"limit": "holds", "max": h.o.MaxHoldsPerConn}}
-	}
-	cs.inflight++
-	return nil
-}
-
-// connEnd ends an operation begun with connBegin.
-func (h *Host) connEnd(conn string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if cs := h.conns[conn]; cs != nil {
-		cs.inflight--
-		h.gcConnLocked(conn)
-	}
-}
-
-func (h *Host) gcConnLocked(conn string) {
-	if cs := h.conns[conn]; cs != nil && cs.closed && cs.inflight == 0 && cs.holds <= 0 && cs.subs <= 0 {
-		delete(h.conns, conn)
-	}
 }
 
 func holderIDs(e *entry) []string {

@@ -9,7 +9,8 @@
 // entry fields that readers (list, get) need, and is held only briefly.
 //
 // Lock order: session lock, then map lock. Never take a session lock while
-// holding the map lock; functions named …Locked need the session lock held.
+// holding the map lock. Functions named …MapLocked need the map lock held;
+// other functions named …Locked need the session lock held.
 package host
 
 import (
@@ -24,19 +25,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessiond/sessiond/internal/config"
 	"github.com/sessiond/sessiond/internal/journal"
 	"github.com/sessiond/sessiond/internal/lease"
 	"github.com/sessiond/sessiond/internal/proc"
-	"github.com/sessiond/sessiond/internal/provider"
 	"github.com/sessiond/sessiond/internal/store"
 )
 
 // Provider is a configured provider profile.
 type Provider struct {
-	Name     string
-	Command  []string
-	Env      map[string]string
-	Protocol string
+	Name    string
+	Command []string
+	Env     map[string]string
 }
 
 // Options configures a Host.
@@ -48,29 +48,16 @@ type Options struct {
 	StartTimeout time.Duration
 	StepTimeout  time.Duration
 	Ladder       proc.Ladder
-	StateDir     string
 	Logger       *slog.Logger
 	Clock        Clock // nil: real time
 	// MaxHoldsPerConn and MaxSubsPerConn are the per-connection limits
-	// (defaults 1024 and 256).
+	// (0: config.DefaultMaxHoldsPerConn and DefaultMaxSubsPerConn).
 	MaxHoldsPerConn int
 	MaxSubsPerConn  int
+	// RequestTimeout bounds each request to a provider (0: the provider
+	// package's default).
+	RequestTimeout time.Duration
 }
-
-// State is where a session is in its lifecycle.
-type State int
-
-// Session states; the map only holds starting, live and evicting entries.
-const (
-	StateStored State = iota
-	StateStarting
-	StateLive
-	StateEvicting
-)
-
-var stateNames = [...]string{"stored", "starting", "live", "evicting"}
-
-func (s State) String() string { return stateNames[s] }
 
 // Host is the session map. It implements api.Backend.
 type Host struct {
@@ -97,52 +84,6 @@ type Host struct {
 	wg    sync.WaitGroup // watchers and timers' work
 }
 
-// entry is one session in the map.
-type entry struct {
-	id string
-	mu sync.Mutex // session lock
-
-	// Guarded by the map lock (written with both locks held where noted).
-	state     State
-	gone      bool // forgotten: a waiter must look the session up again
-	holds     map[string]*hold
-	idle      Timer // release clock, nil when not armed
-	releaseAt *time.Time
-	retry     int        // failed evictions in a row
-	retryWhy  evictCause // the cause a retry evicts with
-	exited    bool       // the child exited, or its start failed: a teardown is owed
-	pid       int
-	fence     uint64
-	threadID  string
-
-	// Guarded by the session lock.
-	rec      store.Record
-	token    string
-	child    *proc.Child
-	adapter  *provider.Adapter
-	sink     *journal.Sink
-	verdict  *proc.Verdict
-	tailDone map[string]bool // eviction tail rows already written (idempotent retries)
-	// leftBehind is closed when a step that outlived its deadline in an
-	// earlier attempt returns; no new attempt starts before it has.
-	leftBehind <-chan struct{}
-}
-
-// hold is one holder of a session.
-type hold struct {
-	conn  string
-	token string
-	ttl   Timer
-}
-
-// connState tracks a connection's holds and subscriptions.
-type connState struct {
-	closed   bool
-	inflight int // holds and attaches in progress
-	holds    int
-	subs     int
-}
-
 // New builds a Host on an opened store and journal.
 func New(o Options) (*Host, error) {
 	if o.Store == nil || o.Journal == nil {
@@ -154,20 +95,24 @@ func New(o Options) (*Host, error) {
 	if o.Clock == nil {
 		o.Clock = realClock{}
 	}
+	// Defaults live in config; a zero value means the documented one.
 	if o.IdleTimeout <= 0 {
-		o.IdleTimeout = 60 * time.Second
+		o.IdleTimeout = config.DefaultIdleTimeout
 	}
 	if o.StartTimeout <= 0 {
-		o.StartTimeout = 15 * time.Second
+		o.StartTimeout = config.DefaultStartTimeout
 	}
 	if o.StepTimeout <= 0 {
-		o.StepTimeout = 10 * time.Second
+		o.StepTimeout = config.DefaultStepTimeout
+	}
+	if o.Ladder == (proc.Ladder{}) {
+		o.Ladder = proc.Ladder{Grace: config.DefaultGrace, TermTimeout: config.DefaultTermTimeout, KillTimeout: config.DefaultKillTimeout}
 	}
 	if o.MaxHoldsPerConn <= 0 {
-		o.MaxHoldsPerConn = 1024
+		o.MaxHoldsPerConn = config.DefaultMaxHoldsPerConn
 	}
 	if o.MaxSubsPerConn <= 0 {
-		o.MaxSubsPerConn = 256
+		o.MaxSubsPerConn = config.DefaultMaxSubsPerConn
 	}
 	boot, err := proc.BootID()
 	if err != nil {
@@ -214,73 +159,6 @@ func (h *Host) Providers() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// lookup returns the map entry of id, or nil.
-func (h *Host) lookup(id string) *entry {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.sessions[id]
-}
-
-// lockEntry looks up (or, with create, inserts) the entry of id and takes
-// its session lock, retrying when the entry was forgotten while waiting.
-// It returns nil when there is no entry and create is false.
-func (h *Host) lockEntry(id string, create bool) *entry {
-	for {
-		h.mu.Lock()
-		e := h.sessions[id]
-		if e == nil {
-			if !create {
-				h.mu.Unlock()
-				return nil
-			}
-			e = &entry{id: id, state: StateStored, holds: make(map[string]*hold)}
-			h.sessions[id] = e
-		}
-		h.mu.Unlock()
-		e.mu.Lock()
-		h.mu.Lock()
-		gone := e.gone
-		h.mu.Unlock()
-		if !gone {
-			return e
-		}
-		e.mu.Unlock()
-	}
-}
-
-// forgetLocked deletes e from the map iff it is still the map's entry for
-// its id. Needs the session lock.
-func (h *Host) forgetLocked(e *entry) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.sessions[e.id] == e {
-		delete(h.sessions, e.id)
-	}
-	e.gone = true
-	e.state = StateStored
-	if e.idle != nil {
-		e.idle.Stop()
-		e.idle = nil
-	}
-	e.releaseAt = nil
-	for _, hd := range e.holds {
-		if hd.ttl != nil {
-			hd.ttl.Stop()
-		}
-		if cs := h.conns[hd.conn]; cs != nil {
-			cs.holds--
-		}
-	}
-	e.holds = map[string]*hold{}
-}
-
-// setState records e's state under the map lock.
-func (h *Host) setState(e *entry, s State) {
-	h.mu.Lock()
-	e.state = s
-	h.mu.Unlock()
 }
 
 var idEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/config"
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/proc"
 )
@@ -77,5 +78,21 @@ func TestReleaseQueuesBehindStartingHold(t *testing.T) {
 	f.clk.Advance(idle)
 	if f.h.lookup(id) != nil {
 		t.Fatal("session not evicted after the pipelined release")
+	}
+}
+
+// Options left zero take config's defaults: host restates none of them.
+func TestZeroOptionsTakeConfigDefaults(t *testing.T) {
+	f := newFixture(t)
+	h, err := New(Options{Store: f.st, Journal: f.j})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := config.Default()
+	o := h.o
+	want := proc.Ladder{Grace: d.Ladder.Grace, TermTimeout: d.Ladder.TermTimeout, KillTimeout: d.Ladder.KillTimeout}
+	if o.IdleTimeout != d.IdleTimeout || o.StartTimeout != d.StartTimeout || o.StepTimeout != d.StepTimeout ||
+		o.Ladder != want || o.MaxHoldsPerConn != config.DefaultMaxHoldsPerConn || o.MaxSubsPerConn != config.DefaultMaxSubsPerConn {
+		t.Fatalf("zero options became %+v, want config's defaults", o)
 	}
 }

@@ -101,7 +101,7 @@ func (h *Host) Delete(ctx context.Context, id string) error {
 		}
 	}
 	// A placeholder entry keeps a concurrent hold out while we delete.
-	e := &entry{id: id, state: StateEvicting, holds: map[string]*hold{}}
+	e := newEntry(id, StateEvicting)
 	h.sessions[id] = e
 	e.mu.Lock()
 	h.mu.Unlock()
@@ -148,7 +148,7 @@ func (h *Host) info(r store.Record) api.SessionInfo {
 	defer h.mu.Unlock()
 	if e := h.sessions[r.ID]; e != nil && !e.gone {
 		si.State = e.state.String()
-		if e.exited && e.state == StateLive {
+		if e.state == StateExited {
 			si.State = StateEvicting.String()
 		}
 		si.PID = e.pid
@@ -178,7 +178,7 @@ func (h *Host) Counts() api.SessionCounts {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, e := range h.sessions {
-		if e.state == StateLive && !e.exited {
+		if e.state == StateLive {
 			c.Live++
 		}
 	}

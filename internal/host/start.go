@@ -73,10 +73,11 @@ func (h *Host) startLocked(ctx context.Context, e *entry) (err error) {
 	e.child = child
 	e.adapter = provider.NewAdapter(provider.Options{
 		In: child.Stdin(), Out: child.Stdout(), Cwd: rec.Cwd, ThreadID: rec.ThreadID,
-		Emit: e.sink.Append, Logger: h.log.With("session_id", e.id),
+		Emit: e.sink.Append, Logger: h.log.With("session_id", e.id), RequestTimeout: h.o.RequestTimeout,
 	})
 	h.mu.Lock()
 	e.pid = child.Identity().PID
+	e.stopper = e.adapter
 	h.mu.Unlock()
 	h.wg.Add(1)
 	go h.watch(e, child)
@@ -103,7 +104,7 @@ func (h *Host) startLocked(ctx context.Context, e *entry) (err error) {
 		return fail(fmt.Errorf("journal: %w", err))
 	}
 	h.mu.Lock()
-	e.state = StateLive
+	e.state = loadedStateLocked(e, StateLive)
 	e.threadID = res.ThreadID
 	h.stats.starts++
 	h.mu.Unlock()
@@ -126,6 +127,7 @@ func (h *Host) spec(rec store.Record, prov Provider, fence uint64) proc.Spec {
 		Path: prov.Command[0], Args: prov.Command[1:], Env: env, Dir: rec.Cwd,
 		Tags:        proc.Tags{SessionID: rec.ID, Fence: fence, StateID: h.st.StateID},
 		StderrBytes: 16 << 10,
+		Logger:      h.log, // the ladder logs every signal it sends
 	}
 }
 
@@ -134,14 +136,19 @@ func (h *Host) watch(e *entry, child *proc.Child) {
 	defer h.wg.Done()
 	<-child.Exited()
 	h.mu.Lock()
-	e.exited = true
+	if e.state == StateLive {
+		e.state = StateExited // a starting or evicting entry sees the exit itself
+	}
+	if e.stopper != nil {
+		e.stopper.CancelWrites() // a descendant may still hold stdin open: no write waits on it
+	}
 	h.mu.Unlock()
 	ex := child.Exit()
 	h.log.Info("provider exited", "session_id", e.id, "pid", child.Identity().PID,
 		"code", ex.Code, "signal", ex.Signal)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.child != child || e.state != StateLive {
+	if e.child != child || e.state != StateExited {
 		return // torn down, or failed to start, under someone else's hand
 	}
 	if _, err := h.evictLocked(context.Background(), e, evictExited); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/sessiond/sessiond/internal/event"
@@ -69,7 +68,7 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 			oid := proc.Identity{PID: o.PID, StartTicks: o.StartTicks, BootID: o.BootID}
 			switch proc.Probe(oid) {
 			case proc.Alive:
-				v = proc.Reap(ctx, oid, proc.Tags{SessionID: id, Fence: rec.Fence, StateID: h.st.StateID}, h.o.Ladder)
+				v = proc.Reap(ctx, h.log, oid, proc.Tags{SessionID: id, Fence: rec.Fence, StateID: h.st.StateID}, h.o.Ladder)
 				evidence.Kind = lease.EvidenceExitObserved
 				reaped++
 				h.log.Info("orphan reaped", "session_id", id, "fence", rec.Fence, "pid", o.PID, "root", v.Root.String(), "tree", v.Tree.String())
@@ -82,7 +81,7 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 			}
 		}
 		for _, t := range bySession[id] {
-			tv := proc.Reap(ctx, t.Identity, proc.Tags{SessionID: id, Fence: t.Fence, StateID: h.st.StateID}, h.o.Ladder)
+			tv := proc.Reap(ctx, h.log, t.Identity, proc.Tags{SessionID: id, Fence: t.Fence, StateID: h.st.StateID}, h.o.Ladder)
 			reaped++
 			h.log.Info("tagged orphan reaped", "session_id", id, "fence", t.Fence, "pid", t.PID, "root", tv.Root.String())
 			if tv.Root != proc.Exited {
@@ -108,7 +107,7 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 	// Tagged processes of ours that no lease names.
 	for id, ts := range bySession {
 		for _, t := range ts {
-			v := proc.Reap(ctx, t.Identity, proc.Tags{SessionID: id, Fence: t.Fence, StateID: h.st.StateID}, h.o.Ladder)
+			v := proc.Reap(ctx, h.log, t.Identity, proc.Tags{SessionID: id, Fence: t.Fence, StateID: h.st.StateID}, h.o.Ladder)
 			reaped++
 			h.log.Info("tagged orphan reaped", "session_id", id, "pid", t.PID, "root", v.Root.String())
 		}
@@ -121,7 +120,7 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 			break
 		}
 		for _, t := range late {
-			v := proc.Reap(ctx, t.Identity, proc.Tags{SessionID: t.SessionID, Fence: t.Fence, StateID: h.st.StateID}, h.o.Ladder)
+			v := proc.Reap(ctx, h.log, t.Identity, proc.Tags{SessionID: t.SessionID, Fence: t.Fence, StateID: h.st.StateID}, h.o.Ladder)
 			reaped++
 			h.log.Info("tagged orphan reaped", "session_id", t.SessionID, "pid", t.PID, "root", v.Root.String(), "pass", pass+1)
 		}
@@ -203,69 +202,4 @@ func (h *Host) restore(ctx context.Context) (string, int, error) {
 		return "sessions", 0, fmt.Errorf("list records: %w", err)
 	}
 	return "sessions", len(recs), nil
-}
-
-// shutdownParallel bounds the evictions Shutdown runs at once.
-const shutdownParallel = 32
-
-// Shutdown evicts every live session through the same steps, then makes a
-// last cleanup attempt. It runs once; later calls wait for nothing.
-func (h *Host) Shutdown(ctx context.Context) error {
-	h.mu.Lock()
-	if h.closing {
-		h.mu.Unlock()
-		return nil
-	}
-	h.closing = true
-	ids := make([]string, 0, len(h.sessions))
-	for id := range h.sessions {
-		ids = append(ids, id)
-	}
-	subs := make([]*subscription, 0, len(h.subs))
-	for id, s := range h.subs {
-		subs = append(subs, s)
-		delete(h.subs, id)
-	}
-	h.mu.Unlock()
-	for _, s := range subs {
-		s.feed.Close()
-	}
-	// Sessions are independent: evict them side by side (a stubborn child
-	// costs the whole ladder), a bounded number at a time.
-	var (
-		errs  []error
-		errMu sync.Mutex
-		wg    sync.WaitGroup
-		slots = make(chan struct{}, shutdownParallel)
-	)
-	for _, id := range ids {
-		wg.Add(1)
-		slots <- struct{}{}
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			e := h.lockEntry(id, false)
-			if e == nil {
-				return
-			}
-			defer e.mu.Unlock()
-			if e.state != StateLive {
-				return
-			}
-			if _, err := h.evictLocked(ctx, e, evictShutdown); err != nil {
-				errMu.Lock()
-				errs = append(errs, err)
-				errMu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	h.cleanup.CloseAll(ctx)
-	waited := make(chan struct{})
-	go func() { h.wg.Wait(); close(waited) }()
-	select {
-	case <-waited:
-	case <-ctx.Done():
-		errs = append(errs, fmt.Errorf("shutdown: children still being watched: %w", ctx.Err()))
-	}
-	return errors.Join(errs...)
 }

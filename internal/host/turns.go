@@ -13,16 +13,19 @@ import (
 
 // liveEntry locks and returns the entry of a session with a live child, or
 // session_not_live. The caller unlocks.
-func (h *Host) liveEntry(id string) (*entry, error) {
+func (h *Host) liveEntry(ctx context.Context, id string) (*entry, error) {
 	if _, err := h.record(id); err != nil {
 		return nil, err
 	}
-	e := h.lockEntry(id, false)
+	e, err := h.lockEntry(ctx, id, false)
+	if err != nil {
+		return nil, err
+	}
 	if e == nil {
 		return nil, &api.Error{Kind: api.KindSessionNotLive, Msg: "session " + id + " has no live provider: hold it first"}
 	}
 	h.mu.Lock()
-	ok := e.state == StateLive && !e.exited && e.adapter != nil
+	ok := e.state == StateLive && e.adapter != nil
 	h.mu.Unlock()
 	if !ok {
 		e.mu.Unlock()
@@ -41,7 +44,7 @@ func (h *Host) Send(ctx context.Context, p api.SendParams) (api.SendResult, erro
 	if tid, ok, err := h.lookupClientMessage(p); ok || err != nil {
 		return api.SendResult{TurnID: tid, Duplicate: ok}, err
 	}
-	e, err := h.liveEntry(p.SessionID)
+	e, err := h.liveEntry(ctx, p.SessionID)
 	if err != nil {
 		return api.SendResult{}, err
 	}
@@ -65,9 +68,17 @@ func (h *Host) Send(ctx context.Context, p api.SendParams) (api.SendResult, erro
 	// The write-ahead row is committed: the turn must reach the provider
 	// even if the caller goes away now (the adapter bounds the wait).
 	if err := e.adapter.StartTurn(context.WithoutCancel(ctx), turnID, p.Text); err != nil {
-		if errors.Is(err, provider.ErrExited) {
-			// The child is gone: its teardown completes the turn interrupted.
+		if errors.Is(err, provider.ErrExited) || (errors.Is(err, provider.ErrStopping) && loadedStateLocked(e, StateLive) == StateExited) {
+			// The child is gone (its exit may have cancelled the write):
+			// its teardown completes the turn interrupted.
 			return api.SendResult{TurnID: turnID}, nil
+		}
+		if errors.Is(err, provider.ErrStopping) {
+			// A close (or the child's exit) cancelled the write: the
+			// teardown under way completes the turn interrupted.
+			return api.SendResult{}, &api.Error{Kind: api.KindSessionNotLive,
+				Msg: "session " + e.id + " is being stopped: turn " + turnID + " was not delivered", Err: err,
+				Data: map[string]any{"turnId": turnID}}
 		}
 		if _, cerr := e.sink.Commit(context.WithoutCancel(ctx), event.New(event.TurnCompleted, turnID,
 			event.TurnCompletedData{Status: event.StatusFailed, Reason: event.ReasonProviderError, Error: err.Error()})); cerr != nil {
@@ -96,12 +107,15 @@ func (h *Host) lookupClientMessage(p api.SendParams) (string, bool, error) {
 
 // Cancel interrupts the running turn.
 func (h *Host) Cancel(ctx context.Context, id string) (api.CancelResult, error) {
-	e, err := h.liveEntry(id)
+	e, err := h.liveEntry(ctx, id)
 	if err != nil {
 		return api.CancelResult{}, err
 	}
 	defer e.mu.Unlock()
 	ok, err := e.adapter.Interrupt(ctx)
+	if stopped(err) {
+		return api.CancelResult{}, notLiveStopping(id, err)
+	}
 	if err != nil {
 		return api.CancelResult{}, &api.Error{Kind: api.KindProviderFailed, Msg: "session " + id + ": interrupt", Err: err,
 			Data: map[string]any{"cause": err.Error()}}
@@ -111,7 +125,7 @@ func (h *Host) Cancel(ctx context.Context, id string) (api.CancelResult, error) 
 
 // Respond answers a pending approval.
 func (h *Host) Respond(ctx context.Context, p api.RespondParams) error {
-	e, err := h.liveEntry(p.SessionID)
+	e, err := h.liveEntry(ctx, p.SessionID)
 	if err != nil {
 		return err
 	}
@@ -127,6 +141,9 @@ func (h *Host) Respond(ctx context.Context, p api.RespondParams) error {
 		return &api.Error{Kind: api.KindRequestNotFound, Msg: "session " + p.SessionID + ": no pending approval " + api.Quote(p.RequestID),
 			Data: map[string]any{"requestId": api.Prefix(p.RequestID)}}
 	}
+	if stopped(err) {
+		return notLiveStopping(p.SessionID, err)
+	}
 	if err != nil {
 		return &api.Error{Kind: api.KindProviderFailed, Msg: "session " + p.SessionID + ": respond", Err: err,
 			Data: map[string]any{"cause": err.Error()}}
@@ -141,4 +158,17 @@ func (h *Host) busyLocked(e *entry) bool {
 	}
 	st := h.j.State(e.id)
 	return st.OpenTurn != "" || len(st.PendingApprovals) > 0
+}
+
+// stopped reports an adapter error that means the child is exiting (a
+// broken pipe, stdout's end: the adapter can see it before the watcher
+// does) or being stopped, not a provider failure: the session is no longer
+// live.
+func stopped(err error) bool {
+	return errors.Is(err, provider.ErrExited) || errors.Is(err, provider.ErrStopping)
+}
+
+// notLiveStopping is session_not_live for a child found exiting mid-call.
+func notLiveStopping(id string, err error) error {
+	return &api.Error{Kind: api.KindSessionNotLive, Msg: "session " + id + " has no live provider: its child is exiting", Err: err}
 }

@@ -170,13 +170,3 @@ func openFDs(t *testing.T) int {
 	}
 	return len(ents)
 }
-
-func TestStats(t *testing.T) {
-	rss, _, err := Stats(os.Getpid())
-	if err != nil || rss == 0 {
-		t.Errorf("Stats(self) = %d, %v", rss, err)
-	}
-	if _, _, err := Stats(1 << 30); err == nil {
-		t.Error("Stats of an absent pid succeeded")
-	}
-}

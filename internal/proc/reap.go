@@ -10,9 +10,10 @@ import (
 // identity, with the processes carrying its tags and its recorded group and
 // descendants: SIGTERM, TermTimeout, SIGKILL, KillTimeout (no stdin to close,
 // so no grace). Every signal is identity-checked right before it is sent; a
-// pid now held by another process is never signalled.
-func Reap(ctx context.Context, id Identity, tags Tags, l Ladder) Verdict {
-	return reapTree(ctx, nil, id, nil, tags, l)
+// pid now held by another process is never signalled. Each signal sent is
+// logged on log (nil discards) with session_id, pid and signal.
+func Reap(ctx context.Context, log *slog.Logger, id Identity, tags Tags, l Ladder) Verdict {
+	return reapTree(ctx, log, id, nil, tags, l)
 }
 
 func reapTree(ctx context.Context, log *slog.Logger, root Identity, known []Identity, tags Tags, l Ladder) Verdict {

@@ -17,7 +17,7 @@ func TestReapNeverSignalsAReusedPid(t *testing.T) {
 	if st := Probe(old); st != IdentityMismatch {
 		t.Fatalf("Probe = %v, want identity-mismatch", st)
 	}
-	v := Reap(context.Background(), old, Tags{SessionID: "other-session", Fence: 1, StateID: testStateID}, testLadder)
+	v := Reap(context.Background(), nil, old, Tags{SessionID: "other-session", Fence: 1, StateID: testStateID}, testLadder)
 	if v.Signalled || v.Root != Exited || v.Tree != Exited {
 		t.Errorf("verdict = %+v, want exited/exited with no signal", v)
 	}
@@ -47,7 +47,7 @@ func TestReapKillsRecordedOwnerAndTagged(t *testing.T) {
 				h.Stdin().Close()
 				<-h.Exited()
 			}
-			v := Reap(context.Background(), h.Identity(), h.tags, testLadder)
+			v := Reap(context.Background(), nil, h.Identity(), h.tags, testLadder)
 			if v.Root != Exited || v.Tree != Exited || !v.Signalled {
 				t.Fatalf("verdict = %+v, want exited/exited, signalled", v)
 			}

@@ -40,6 +40,9 @@ var (
 	// ErrTimeout means the provider did not answer a request within
 	// Options.RequestTimeout.
 	ErrTimeout = errors.New("provider request timed out")
+	// ErrStopping means the host is stopping the provider (CancelWrites,
+	// BeginStop): the write or request was abandoned.
+	ErrStopping = errors.New("provider is being stopped")
 )
 
 // Defaults of Options.
@@ -79,7 +82,10 @@ type Adapter struct {
 
 	done chan struct{} // closed when the reader has emitted everything and stopped
 
-	writeMu sync.Mutex // serializes writes to o.In
+	writeMu         sync.Mutex    // serializes writes to o.In
+	writesCancelled atomic.Bool   // CancelWrites (or BeginStop) was called
+	stopping        chan struct{} // closed by BeginStop
+	stopOnce        sync.Once
 
 	// emitMu serializes Emit calls and guards stopped: once Drain has
 	// stopped reading, nothing more is emitted.
@@ -136,6 +142,7 @@ func NewAdapter(o Options) *Adapter {
 		log:       o.Logger,
 		out:       newActivityReader(o.Out),
 		done:      make(chan struct{}),
+		stopping:  make(chan struct{}),
 		calls:     map[string]*call{},
 		approvals: map[string]*approval{},
 		warned:    map[string]bool{},

@@ -17,8 +17,8 @@ type call struct {
 	resp     chan *message // buffered 1
 }
 
-// request sends method and waits for its response, ctx, the request timeout
-// or the provider's exit. An error response comes back as *RPCError.
+// request sends method and waits for its response, ctx, the request timeout,
+// BeginStop or the provider's exit. An error response comes back as *RPCError.
 func (a *Adapter) request(ctx context.Context, method string, params any, onResult func(json.RawMessage, *RPCError)) (json.RawMessage, error) {
 	c := &call{method: method, onResult: onResult, resp: make(chan *message, 1)}
 	a.mu.Lock()
@@ -59,6 +59,16 @@ func (a *Adapter) request(ctx context.Context, method string, params any, onResu
 		default:
 		}
 		return nil, fmt.Errorf("provider: %s: %w", method, ErrExited)
+	case <-a.stopping:
+		select {
+		case m := <-c.resp: // answered just before
+			if m.Error != nil {
+				return nil, fmt.Errorf("provider: %s: %w", method, m.Error)
+			}
+			return m.Result, nil
+		default:
+		}
+		return nil, fmt.Errorf("provider: %s: %w", method, ErrStopping)
 	case <-t.C:
 		return nil, fmt.Errorf("provider: %s after %s: %w", method, a.o.RequestTimeout, ErrTimeout)
 	case <-ctx.Done():

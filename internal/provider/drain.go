@@ -14,8 +14,8 @@ const DefaultDrainQuiet = 100 * time.Millisecond
 // until it has been quiet for `quiet` (no bytes arrived and the reader is
 // idle, measured from the later of the last byte and the call) — a
 // surviving descendant may hold the pipe open. Then it stops reading:
-// Out is closed when it is an io.Closer, and nothing is emitted after
-// Drain returns. ctx bounds the wait; on ctx's end the adapter stops too.
+// Out is closed when it is an io.Closer (at EOF too), and nothing is
+// emitted after Drain returns. ctx bounds the wait; on ctx's end the adapter stops too.
 func (a *Adapter) Drain(ctx context.Context, quiet time.Duration) error {
 	if quiet <= 0 {
 		quiet = DefaultDrainQuiet
@@ -29,6 +29,7 @@ wait:
 		select {
 		case <-a.done:
 			a.stop()
+			a.closeOut()
 			return nil
 		case <-ctx.Done():
 			err = fmt.Errorf("provider: drain: %w", context.Cause(ctx))
@@ -46,10 +47,17 @@ wait:
 		}
 	}
 	a.stop()
+	a.closeOut()
+	return err
+}
+
+// closeOut closes Out when it is an io.Closer, whether or not the reader
+// already saw its end: the descriptor is released now, not by the garbage
+// collector.
+func (a *Adapter) closeOut() {
 	if c, ok := a.o.Out.(io.Closer); ok {
 		_ = c.Close()
 	}
-	return err
 }
 
 // stop makes every later emit a no-op; in-flight Emit calls finish first.

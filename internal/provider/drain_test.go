@@ -155,3 +155,27 @@ func TestReaderEmitsWrittenRowsBeforeDone(t *testing.T) {
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// closeRecorder is an Out that records its Close.
+type closeRecorder struct {
+	io.Reader
+	closed chan struct{}
+}
+
+func (c *closeRecorder) Close() error { close(c.closed); return nil }
+
+// Drain closes Out also when the provider's stdout already ended before it
+// was called: the descriptor never waits for the garbage collector.
+func TestDrainAfterEOFClosesOut(t *testing.T) {
+	out := &closeRecorder{Reader: strings.NewReader(""), closed: make(chan struct{})}
+	a := NewAdapter(Options{In: nopWriteCloser{io.Discard}, Out: out})
+	<-a.Done() // EOF seen before Drain starts
+	if err := a.Drain(testCtx(t), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-out.closed:
+	default:
+		t.Fatal("Out left open after Drain at EOF")
+	}
+}

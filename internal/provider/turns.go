@@ -16,7 +16,9 @@ type turnResult struct {
 // StartTurn sends turn/start with text on the thread and binds the
 // provider's turn id to turnID (ours): every event of the turn carries
 // TurnID = turnID and data.providerTurnId. On error no turn is open and
-// nothing was emitted for it; completing it in the journal is the caller's.
+// nothing was emitted for it (unless it is ErrStopping: the turn then stays
+// open for what the provider still writes); completing it in the journal is
+// the caller's.
 func (a *Adapter) StartTurn(ctx context.Context, turnID, text string) error {
 	a.mu.Lock()
 	switch {
@@ -50,11 +52,16 @@ func (a *Adapter) StartTurn(ctx context.Context, turnID, text string) error {
 		a.mu.Unlock()
 	}
 	if _, err := a.request(ctx, "turn/start", params, bind); err != nil {
-		a.mu.Lock()
-		if a.turn == t {
-			a.turn = nil
+		// Abandoned because the provider is being stopped: the turn stays
+		// open, so what the provider wrote for it is still emitted while it
+		// drains, and the host's teardown completes it.
+		if !errors.Is(err, ErrStopping) {
+			a.mu.Lock()
+			if a.turn == t {
+				a.turn = nil
+			}
+			a.mu.Unlock()
 		}
-		a.mu.Unlock()
 		return fmt.Errorf("turn %s: %w", turnID, err)
 	}
 	return nil

@@ -113,19 +113,53 @@ func (a *Adapter) write(v any) error {
 	defer a.writeMu.Unlock()
 	// A provider that stops reading must not block its caller (who may hold
 	// the session lock the close ladder needs): a pipe's write is bounded by
-	// the request timeout.
+	// the request timeout, and CancelWrites ends it at once.
 	if d, ok := a.o.In.(writeDeadliner); ok {
 		if d.SetWriteDeadline(time.Now().Add(a.o.RequestTimeout)) == nil {
 			defer d.SetWriteDeadline(time.Time{})
 		}
 	}
+	// Checked after the deadline is set: a CancelWrites racing this write
+	// either is seen here or sets its past deadline after ours.
+	if a.writesCancelled.Load() {
+		return fmt.Errorf("provider: write stdin: %w", ErrStopping)
+	}
 	if _, err := a.o.In.Write(b); err != nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) {
+		switch {
+		case a.writesCancelled.Load():
+			return fmt.Errorf("provider: write stdin: %w", ErrStopping)
+		case errors.Is(err, os.ErrDeadlineExceeded):
 			return fmt.Errorf("provider: write stdin: not read for %s: %w", a.o.RequestTimeout, ErrTimeout)
 		}
 		return fmt.Errorf("provider: write stdin: %w: %w", ErrExited, err)
 	}
 	return nil
+}
+
+// CancelWrites makes the write in progress (one blocked on a provider that
+// stopped reading, or on a stdin a descendant of an exited child still
+// holds) and every later write return ErrStopping at once. Requests already
+// written still wait for their answer: a child that exited may have written
+// it before, and the reader delivers it or reaches EOF. Stdin stays open:
+// closing it is the close ladder's first step.
+func (a *Adapter) CancelWrites() {
+	if a.writesCancelled.Swap(true) {
+		return
+	}
+	if d, ok := a.o.In.(writeDeadliner); ok {
+		_ = d.SetWriteDeadline(time.Unix(1, 0)) // in the past: a pending write fails now
+	}
+}
+
+// BeginStop tells the adapter its live provider is being stopped:
+// CancelWrites, and every request waiting for its answer returns
+// ErrStopping at once. The host calls it before it takes the session lock
+// to stop the child, so a close never waits behind a send. The reader goes
+// on, so what the provider still writes is journaled by the drain step (an
+// open turn stays open for it; the teardown completes it).
+func (a *Adapter) BeginStop() {
+	a.CancelWrites()
+	a.stopOnce.Do(func() { close(a.stopping) })
 }
 
 // writeDeadliner is a stdin that can bound a write (an *os.File pipe).
