@@ -212,3 +212,21 @@ func childOf(t *testing.T, pid int) int {
 	t.Fatalf("no child of %d", pid)
 	return 0
 }
+
+// A model answering HTTP 500: the turn fails (provider_error) with
+// codex's message, and the session takes the next turn.
+func TestCodexModelError(t *testing.T) {
+	m := codextest.NewModel(t, codextest.Reply{Status: 500}, codextest.Text("fine ", "now"))
+	d := daemonWith(t, "", providerConfig(t, "codex", codextest.Home(t, m.URL, "")))
+	s := newSession(t, d, "codex", t.TempDir())
+	s.send(t, "fail please")
+	tc := decode[event.TurnCompletedData](t, s.f.next(t, event.TurnCompleted))
+	if tc.Status != event.StatusFailed || tc.Reason != event.ReasonProviderError || tc.Error == "" {
+		t.Fatalf("turn.completed %+v", tc)
+	}
+	s.send(t, "again")
+	if tc := decode[event.TurnCompletedData](t, s.f.next(t, event.TurnCompleted)); tc.Status != event.StatusCompleted {
+		t.Fatalf("the next turn: %+v", tc)
+	}
+	noAnomalies(t, d)
+}

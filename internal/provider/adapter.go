@@ -102,6 +102,7 @@ type Adapter struct {
 	items     itemState            // per-turn item bookkeeping (items.go)
 	approvalN int64                // approvals seen, for their order
 	reading   string               // the method being handled (for anomaly logs)
+	lastEnded string               // provider id of the turn that ended last
 }
 
 // openTurn binds our turn id to the provider's.

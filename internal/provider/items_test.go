@@ -206,3 +206,35 @@ func TestBadRequestIDs(t *testing.T) {
 		t.Fatalf("the only answer written: %v", ans)
 	}
 }
+
+// TestLateTurnCompletedAfterError: codex ends a failed turn with `error`
+// and then its own turn/completed; when that turn/completed arrives after
+// the next turn was started but before turn/start answered, it must not
+// end the new turn (seen with the real codex and a model answering 500).
+func TestLateTurnCompletedAfterError(t *testing.T) {
+	f := newFake(t, nil)
+	f.handshake(t)
+	f.startTurn(t, "t_1", "pt_1")
+	f.send(t, map[string]any{"method": "error", "params": map[string]any{"threadId": "thr_1", "turnId": "pt_1",
+		"error": map[string]any{"message": "500"}, "willRetry": false}})
+	f.rec.waitFor(t, event.TurnCompleted, "t_1")
+	errc := make(chan error, 1)
+	go func() { errc <- f.a.StartTurn(context.Background(), "t_2", "again") }()
+	req := f.expect(t, "turn/start")
+	// The old turn's own turn/completed, before turn/start's answer.
+	f.send(t, map[string]any{"method": "turn/completed", "params": map[string]any{"threadId": "thr_1",
+		"turn": map[string]any{"id": "pt_1", "status": "failed", "error": map[string]any{"message": "500"}}}})
+	f.reply(t, req, map[string]any{"turn": map[string]any{"id": "pt_2", "status": "inProgress"}})
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	f.send(t, map[string]any{"method": "item/agentMessage/delta", "params": map[string]any{"threadId": "thr_1", "turnId": "pt_2", "itemId": "m", "delta": "ok"}})
+	f.send(t, map[string]any{"method": "turn/completed", "params": map[string]any{"threadId": "thr_1", "turn": map[string]any{"id": "pt_2", "status": "completed"}}})
+	got := decode[event.TurnCompletedData](t, f.rec.waitFor(t, event.TurnCompleted, "t_2"))
+	if got.Status != event.StatusCompleted || got.ProviderTurnID != "pt_2" {
+		t.Fatalf("t_2 ended %+v", got)
+	}
+	if types := typesOf(f.rec.all()); types != "turn.completed,message.delta,turn.completed" {
+		t.Fatalf("events %s", types)
+	}
+}

@@ -63,6 +63,11 @@ func (a *Adapter) resolveTurn(threadID, providerTurnID string) (openTurn, bool) 
 		a.anomalyLocked("other_thread", "method", a.reading)
 		return openTurn{}, false
 	}
+	if providerTurnID != "" && providerTurnID == a.lastEnded {
+		// codex's own turn/completed after the `error` that ended the turn
+		// here: it must not end (or bind to) the next turn.
+		return openTurn{}, false
+	}
 	if t == nil || (t.provider != "" && providerTurnID != "" && providerTurnID != t.provider) {
 		a.anomalyLocked("event_outside_open_turn", "method", a.reading)
 		return openTurn{}, false
@@ -81,6 +86,7 @@ func (a *Adapter) completeTurn(threadID, providerTurnID, status, errText string)
 	}
 	a.mu.Lock()
 	a.turn = nil
+	a.lastEnded = t.provider
 	open := a.takeApprovalsLocked(t.ours)
 	a.items.reset()
 	a.mu.Unlock()
