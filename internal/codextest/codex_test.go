@@ -230,3 +230,25 @@ func TestCodexModelError(t *testing.T) {
 	}
 	noAnomalies(t, d)
 }
+
+// A dropped model stream codex retries: its `error` {willRetry} is
+// journaled as a provider.notice and the turn completes.
+func TestCodexRetriedModelError(t *testing.T) {
+	m := codextest.NewModel(t, codextest.Reply{Drop: true}, codextest.Text("after ", "retry"))
+	d := daemonWith(t, "", providerConfig(t, "codex", codextest.HomeRetrying(t, m.URL)))
+	s := newSession(t, d, "codex", t.TempDir())
+	s.send(t, "hello")
+	tc := decode[event.TurnCompletedData](t, s.f.next(t, event.TurnCompleted))
+	if tc.Status != event.StatusCompleted {
+		t.Fatalf("turn.completed %+v; events %s", tc, s.f.types())
+	}
+	var retried bool
+	for _, ev := range s.f.all() {
+		if ev.Type == event.ProviderNotice && decode[event.NoticeData](t, ev).Code == "retrying" {
+			retried = true
+		}
+	}
+	if !retried {
+		t.Fatalf("no retrying notice in %s", s.f.types())
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -15,6 +16,23 @@ func Home(t testing.TB, modelURL, extra string) string {
 	t.Helper()
 	dir := t.TempDir()
 	if err := WriteHome(dir, modelURL, extra); err != nil {
+		t.Fatalf("codex home: %v", err)
+	}
+	return dir
+}
+
+// HomeRetrying is Home with codex retrying a failed model request and a
+// dropped stream once.
+func HomeRetrying(t testing.TB, modelURL string) string {
+	t.Helper()
+	dir := Home(t, modelURL, "")
+	p := filepath.Join(dir, "config.toml")
+	b, err := os.ReadFile(p)
+	if err == nil {
+		err = os.WriteFile(p, []byte(strings.NewReplacer("request_max_retries = 0", "request_max_retries = 1",
+			"stream_max_retries = 0", "stream_max_retries = 1").Replace(string(b))), 0o600)
+	}
+	if err != nil {
 		t.Fatalf("codex home: %v", err)
 	}
 	return dir

@@ -23,6 +23,9 @@ type Reply struct {
 	// Stall, when set, holds the stream open after response.created until
 	// it is closed (or the client goes away).
 	Stall chan struct{}
+	// Drop ends the stream after response.created, without
+	// response.completed (a dropped connection, for codex's stream retry).
+	Drop bool
 }
 
 // ExecCall is an exec_command function call.
@@ -134,6 +137,9 @@ func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
 	s := &sse{w: w}
 	respID := fmt.Sprintf("resp_%d", n)
 	s.send("response.created", map[string]any{"type": "response.created", "response": map[string]any{"id": respID}})
+	if rep.Drop {
+		return
+	}
 	if rep.Stall != nil {
 		select {
 		case <-rep.Stall:
