@@ -8,7 +8,7 @@ LDFLAGS := -X main.buildVersion=$(VERSION)
 # make run ARGS="--log-level debug" passes flags to `sessiond serve`.
 ARGS    ?=
 
-.PHONY: build run test bench lint chaos clean
+.PHONY: build run test bench lint chaos test-systemd clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/sessiond
@@ -39,6 +39,11 @@ lint:
 
 chaos:
 	$(GO) test -race -v -run Chaos -count=1 -timeout 60m ./internal/chaos/ -args -rounds=200
+
+# The units under a real `systemd --user` (root; also part of `test`):
+# see docs/operations.md "Running under systemd".
+test-systemd:
+	$(GO) test -race -v -count=1 -run TestSystemdUserService ./cmd/sessiond/
 
 clean:
 	rm -rf bin

@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
 )
 
 func init() {
-	registerCtl(&ctlCommand{name: "ls", summary: "list sessions", run: ctlLs})
+	registerCtl(&ctlCommand{name: "ls", summary: "list sessions (provider, state, holders, turn, last activity)", run: ctlLs})
 }
 
 func ctlLs(e *ctlEnv, args []string) int {
@@ -20,14 +21,44 @@ func ctlLs(e *ctlEnv, args []string) int {
 	if code := e.call("agentSession.list", nil, &r); code != exitOK {
 		return code
 	}
-	return e.out(r, func(tw *tabwriter.Writer) {
-		fmt.Fprintln(tw, "ID\tPROVIDER\tSTATE\tLEASE\tFENCE\tPID\tHOLDERS\tLAST SEQ\tTITLE\tCWD")
-		for _, s := range r.Sessions {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\n", termSafe(s.SessionID), termSafe(s.Provider),
-				termSafe(s.State), termSafe(s.Lease), s.Fence, pidText(s.PID), dash(holderList(s.Holders, ",")), s.LastSeq,
-				dash(termSafe(s.Title)), termSafe(s.Cwd))
+	now := time.Now()
+	return e.out(r, func(tw *tabwriter.Writer) { printLs(tw, r.Sessions, now) })
+}
+
+// printLs is the `ctl ls` table, oldest session first (the daemon's order).
+// Lease, fence and seq are in `ctl show` and --json.
+func printLs(tw *tabwriter.Writer, sessions []api.SessionInfo, now time.Time) {
+	fmt.Fprintln(tw, "ID\tPROVIDER\tSTATE\tHOLDERS\tTURN\tLAST ACTIVITY\tPID\tTITLE\tCWD")
+	for _, s := range sessions {
+		turn := "-"
+		if s.TurnRunning {
+			turn = "running"
 		}
-	})
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", termSafe(s.SessionID), termSafe(s.Provider),
+			termSafe(s.State), dash(holderList(s.Holders, ",")), turn, ago(now, s.LastActivityAt), pidText(s.PID),
+			dash(termSafe(s.Title)), termSafe(s.Cwd))
+	}
+}
+
+// ago is a time as a person reads it in a table: "5s ago", "3m ago",
+// "2h ago", "4d ago"; "-" when unknown.
+func ago(now time.Time, t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	d := now.Sub(*t)
+	switch {
+	case d < time.Second:
+		return "just now"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d/time.Hour))
+	default:
+		return fmt.Sprintf("%dd ago", int(d/(24*time.Hour)))
+	}
 }
 
 // holderList joins holder ids, each escaped, with sep.

@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lmittmann/tint"
@@ -12,7 +14,9 @@ import (
 )
 
 // newLogger builds the daemon's logger: tint (coloured text) on a
-// terminal, JSON otherwise, unless format says otherwise.
+// terminal, plain text without colours or times when w is the systemd
+// journal's stream (JOURNAL_STREAM; the journal stamps each line itself),
+// JSON otherwise, unless format says otherwise.
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(level)); err != nil {
@@ -20,6 +24,11 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	}
 	switch format {
 	case "auto":
+		if underJournal(w, os.Getenv("JOURNAL_STREAM")) {
+			return slog.New(tint.NewTextHandler(w, &tint.Options{
+				Level: lvl, NoColor: true, ReplaceAttr: dropTime,
+			})), nil
+		}
 		if isTerminal(w) {
 			format = "text"
 		} else {
@@ -47,4 +56,31 @@ func isTerminal(w io.Writer) bool {
 	}
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
+}
+
+// underJournal reports whether w is the stream systemd connected to the
+// journal: JOURNAL_STREAM is "<device>:<inode>" of that stream, and a
+// child that inherited the variable but writes elsewhere must not match.
+func underJournal(w io.Writer, stream string) bool {
+	f, ok := w.(*os.File)
+	if stream == "" || !ok {
+		return false
+	}
+	dev, ino, ok := strings.Cut(stream, ":")
+	if !ok {
+		return false
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return false
+	}
+	return dev == strconv.FormatUint(st.Dev, 10) && ino == strconv.FormatUint(st.Ino, 10)
+}
+
+// dropTime removes the record's time (the journal has its own).
+func dropTime(groups []string, a slog.Attr) slog.Attr {
+	if a.Key == slog.TimeKey && len(groups) == 0 {
+		return slog.Attr{}
+	}
+	return a
 }

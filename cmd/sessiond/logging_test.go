@@ -1,10 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestNewLogger(t *testing.T) {
@@ -46,5 +50,37 @@ func TestNewLogger(t *testing.T) {
 	}
 	if isTerminal(devnull) {
 		t.Fatal("/dev/null taken for a terminal")
+	}
+}
+
+// TestLoggerUnderJournal: with --log-format auto and JOURNAL_STREAM naming
+// the stream we write to, lines are plain text: no colour, no time, not
+// JSON. A JOURNAL_STREAM naming another file changes nothing.
+func TestLoggerUnderJournal(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "journal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("JOURNAL_STREAM", fmt.Sprintf("%d:%d", st.Dev, st.Ino))
+	l, err := newLogger(f, "info", "auto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Info("listening", "socket", "/run/s.sock")
+	b, _ := os.ReadFile(f.Name())
+	line := string(b)
+	if strings.Contains(line, "\x1b[") || strings.HasPrefix(line, "{") || !strings.HasPrefix(line, "INF listening") ||
+		!strings.Contains(line, "socket=/run/s.sock") {
+		t.Fatalf("journal line %q: want plain text without colour or time", line)
+	}
+	t.Setenv("JOURNAL_STREAM", fmt.Sprintf("%d:%d", st.Dev, st.Ino+1))
+	l, _ = newLogger(f, "info", "auto")
+	if _, isJSON := l.Handler().(*slog.JSONHandler); !isJSON {
+		t.Fatal("JOURNAL_STREAM of another file: want JSON")
 	}
 }

@@ -4,6 +4,7 @@
 //	sessiond serve   [--socket PATH] [--state-dir DIR] [--config FILE] [--log-level L] [--log-format F]
 //	sessiond ctl     [--socket PATH] [--json] SUBCOMMAND …
 //	sessiond provider echo [flags]
+//	sessiond install-service [--dry-run] [--force]
 //	sessiond version
 //
 // Exit codes: 0 ok, 1 error (from the daemon, or the daemon failed), 2 usage,
@@ -38,6 +39,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return serve(args[1:], stderr)
 	case "ctl":
 		return ctl(args[1:], stdout, stderr)
+	case "install-service":
+		return installService(args[1:], stdout, stderr)
 	case "provider":
 		return providerCmd(args[1:], stdin, stdout, stderr)
 	case "version", "--version", "-version":
@@ -59,6 +62,7 @@ func usage(w io.Writer) {
                    [--log-level debug|info|warn|error] [--log-format auto|text|json]
   sessiond ctl     [--socket PATH] [--json] SUBCOMMAND   (sessiond ctl help)
   sessiond provider echo [--ignore-sigterm] [--ignore-eof] [--exit-at-start] [--slow-start MS]
+  sessiond install-service [--dry-run] [--force]   (systemd user units)
   sessiond version
 
 exit codes: 0 ok, 1 error, 2 usage, 3 no daemon running

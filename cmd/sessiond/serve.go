@@ -45,6 +45,11 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sessiond serve:", err)
 		return exitUsage
 	}
+	act, err := readActivation(log)
+	if err != nil {
+		log.Error(activationError(err), "err", err.Error())
+		return exitError
+	}
 	cfgPath, explicit := config.ConfigPath(*cfgFlag, os.Getenv)
 	cfg, err := config.Load(cfgPath, explicit)
 	if err != nil {
@@ -56,7 +61,11 @@ func serve(args []string, stderr io.Writer) int {
 		log.Error("no state directory", "err", err.Error())
 		return exitError
 	}
-	d := &daemon{cfg: cfg, stateDir: stateDir, socket: rpc.SocketPath(*socket, os.Getenv), log: log, config: cfgPath}
+	d := &daemon{cfg: cfg, stateDir: stateDir, socket: rpc.SocketPath(*socket, os.Getenv), log: log, config: cfgPath, act: act}
+	if act.listener != nil {
+		defer act.listener.Close() // never unlinks: the socket unit owns the file
+		d.adoptPath()
+	}
 	if err := d.run(); err != nil {
 		return exitError
 	}
@@ -69,6 +78,7 @@ type daemon struct {
 	socket   string
 	config   string
 	log      *slog.Logger
+	act      activation // what systemd passed; empty when started by hand
 }
 
 // run is the daemon's life: flock first, then startup (reap, restore,
@@ -138,7 +148,7 @@ func (d *daemon) run() error {
 	})
 	served := make(chan error, 1)
 	listen := func(context.Context) error {
-		l, err := rpc.Listen(d.socket, log)
+		l, err := d.listen()
 		if err != nil {
 			return err
 		}
@@ -151,6 +161,7 @@ func (d *daemon) run() error {
 		if ctx.Err() != nil {
 			// A signal during startup is a shutdown request, not a failure.
 			beginShutdown()
+			d.notify("STOPPING=1")
 			srv.Close()
 			if err := d.shutdownHost(h); err != nil {
 				return err
@@ -167,6 +178,7 @@ func (d *daemon) run() error {
 		d.shutdownHost(h)
 		return err
 	}
+	d.notify("READY=1") // only now: the listen step has run
 	var serveErr error
 	select {
 	case <-ctx.Done(): // logged by handleSignals
@@ -176,6 +188,7 @@ func (d *daemon) run() error {
 		log.Error("listener failed", "err", fmt.Sprint(serveErr))
 	}
 	beginShutdown() // from here on a signal is answered with a log line only
+	d.notify("STOPPING=1")
 	// Stop taking calls first (connections close, their holds end), then
 	// evict every live session, then the journal and the store (deferred).
 	srv.Close()

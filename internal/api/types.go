@@ -49,6 +49,9 @@ type SessionInfo struct {
 	ReleaseAt   *time.Time `json:"releaseAt"`
 	LastSeq     uint64     `json:"lastSeq"`
 	LastExit    *ExitInfo  `json:"lastExit,omitempty"`
+	// LastActivityAt is the time of the journal's last event (absent for
+	// an empty journal).
+	LastActivityAt *time.Time `json:"lastActivityAt,omitempty"`
 }
 
 // CreateParams is agentSession.create's params.

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,6 +30,12 @@ type Options struct {
 	Env      []string // extra KEY=value for the daemon
 	StateDir string   // reuse a state dir (a restart); empty: a fresh one
 	Args     []string // extra serve flags
+	// Activate passes this listening socket as fd 3 with LISTEN_FDS=1 and
+	// LISTEN_PID set to the daemon's own pid, exactly as systemd's socket
+	// activation does (through `sh -c 'LISTEN_PID=$$ exec …'`); the
+	// daemon's Socket is then the listener's path. The caller keeps and
+	// closes the listener.
+	Activate *net.UnixListener
 }
 
 // Daemon is one running sessiond.
@@ -90,6 +97,11 @@ func Start(t testing.TB, o Options) *Daemon {
 	args := append([]string{"serve", "--socket", d.Socket, "--state-dir", d.StateDir, "--config", d.ConfigPath,
 		"--log-format", "json", "--log-level", "debug"}, o.Args...)
 	d.Cmd = exec.Command(bin, args...)
+	if o.Activate != nil {
+		d.Socket = o.Activate.Addr().String()
+		args[2] = d.Socket // the --socket value
+		d.Cmd = activated(t, o.Activate, bin, args)
+	}
 	// A race-built binary sleeps 1 s at exit by default; the echo
 	// children (this binary too) inherit the setting.
 	d.Cmd.Env = append(append(cleanEnv(), "GORACE=atexit_sleep_ms=0"), o.Env...)

@@ -148,12 +148,12 @@ func TestLegacySubscriptionIsAHold(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	id := f.create("echo")
-	res, sub, err := f.h.Attach(ctx, "c1", api.AttachParams{SessionID: id}, false)
+	res, _, err := f.h.Attach(ctx, "c1", api.AttachParams{SessionID: id}, false)
 	if err != nil || f.h.lookup(id) != nil {
 		t.Fatalf("structured attach started a child (err %v)", err)
 	}
 	f.h.Detach(ctx, "c1", res.SubscriptionID)
-	res, sub, err = f.h.Attach(ctx, "c1", api.AttachParams{SessionID: id}, true)
+	res, sub, err := f.h.Attach(ctx, "c1", api.AttachParams{SessionID: id}, true)
 	if err != nil || f.h.lookup(id) == nil {
 		t.Fatalf("legacy attach did not start the child (err %v)", err)
 	}

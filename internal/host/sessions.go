@@ -138,6 +138,11 @@ func (h *Host) info(r store.Record) api.SessionInfo {
 	js := h.j.State(r.ID)
 	si.LastSeq = js.LastSeq
 	si.TurnRunning = js.OpenTurn != ""
+	if js.LastSeq > 0 {
+		if evs, _, _, err := h.j.Read(r.ID, js.LastSeq-1, 1); err == nil && len(evs) == 1 {
+			si.LastActivityAt = &evs[0].At
+		}
+	}
 	if len(r.LastExit) > 0 {
 		var ex api.ExitInfo
 		if json.Unmarshal(r.LastExit, &ex) == nil {

@@ -82,6 +82,12 @@ func privateDir(dir string) error {
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("socket dir %s: %w", dir, err)
 	}
+	return checkPrivateDir(dir)
+}
+
+// checkPrivateDir: dir is a directory owned by the euid and closed to
+// group and others.
+func checkPrivateDir(dir string) error {
 	fi, err := os.Lstat(dir)
 	if err != nil {
 		return fmt.Errorf("socket dir %s: %w", dir, err)

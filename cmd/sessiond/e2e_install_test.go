@@ -1,0 +1,116 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sessiond/sessiond/internal/daemontest"
+)
+
+// runInstall runs `sessiond install-service ARGS` with XDG_CONFIG_HOME=cfg.
+func runInstall(t *testing.T, cfg string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(daemontest.Binary(t), append([]string{"install-service"}, args...)...)
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+cfg)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, out.String(), errb.String()
+}
+
+// TestE2EInstallService: the units written are the contrib/systemd files
+// with ExecStart naming the running binary; a second run changes nothing;
+// a unit edited since is never replaced without --force; --dry-run
+// writes nothing.
+func TestE2EInstallService(t *testing.T) {
+	bin, err := filepath.EvalSymlinks(daemontest.Binary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := t.TempDir()
+	dir := filepath.Join(cfg, "systemd", "user")
+	next := "systemctl --user daemon-reload\n  systemctl --user enable --now sessiond.socket\n"
+
+	code, out, errOut := runInstall(t, cfg, "--dry-run")
+	if code != 0 || !strings.Contains(out, "would write "+filepath.Join(dir, "sessiond.service")) || !strings.Contains(out, next) {
+		t.Fatalf("dry run: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Fatal("--dry-run created the unit directory")
+	}
+
+	code, out, errOut = runInstall(t, cfg)
+	if code != 0 || !strings.Contains(out, next) {
+		t.Fatalf("install: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, name := range []string{"sessiond.socket", "sessiond.service"} {
+		contrib, err := os.ReadFile(filepath.Join("..", "..", "contrib", "systemd", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := strings.ReplaceAll(string(contrib), "ExecStart=/usr/local/bin/sessiond serve", "ExecStart="+bin+" serve")
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != want {
+			t.Fatalf("%s written:\n%s\nwant the contrib file with this binary:\n%s", name, got, want)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "sessiond.service")); !strings.Contains(string(b), "\nExecStart="+bin+" serve\n") {
+		t.Fatalf("ExecStart does not name %s:\n%s", bin, b)
+	}
+
+	code, out, _ = runInstall(t, cfg)
+	if code != 0 || strings.Count(out, "unchanged ") != 2 {
+		t.Fatalf("second install: exit %d\n%s", code, out)
+	}
+
+	edited := filepath.Join(dir, "sessiond.service")
+	os.WriteFile(edited, []byte("# mine\n"), 0o644)
+	for _, args := range [][]string{nil, {"--dry-run"}} {
+		code, _, errOut = runInstall(t, cfg, args...)
+		if code != exitError || !strings.Contains(errOut, edited) || !strings.Contains(errOut, "--force") {
+			t.Fatalf("edited unit %v: exit %d, stderr:\n%s", args, code, errOut)
+		}
+		if b, _ := os.ReadFile(edited); string(b) != "# mine\n" {
+			t.Fatalf("an edited unit was replaced without --force (%v)", args)
+		}
+	}
+	code, out, errOut = runInstall(t, cfg, "--force")
+	if code != 0 || !strings.Contains(out, "replaced "+edited) {
+		t.Fatalf("--force: exit %d\n%s%s", code, out, errOut)
+	}
+	if b, _ := os.ReadFile(edited); !strings.Contains(string(b), "Type=notify") {
+		t.Fatal("--force did not write the unit")
+	}
+}
+
+func TestExecQuote(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"/usr/bin/sessiond", "/usr/bin/sessiond"},
+		{"/home/a b/bin/sessiond", `"/home/a b/bin/sessiond"`},
+		{"/opt/100%/sessiond", "/opt/100%%/sessiond"},
+		{"/opt/$HOME/sessiond", "/opt/$$HOME/sessiond"},
+		{`/opt/a"b\c/sessiond`, `"/opt/a\"b\\c/sessiond"`},
+	}
+	for _, tc := range tests {
+		if got, err := execQuote(tc.in); err != nil || got != tc.want {
+			t.Errorf("execQuote(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"relative/sessiond", "/opt/a\nb"} {
+		if _, err := execQuote(bad); err == nil {
+			t.Errorf("execQuote(%q): no error", bad)
+		}
+	}
+}

@@ -1,0 +1,173 @@
+package systemd
+
+import (
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func shortDir(t *testing.T) string {
+	d, err := os.MkdirTemp("", "sdu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// rawSocket returns a descriptor of a fresh socket of typ, bound to path
+// (unless empty) and listening when listen is set; closed at cleanup.
+func rawSocket(t *testing.T, typ int, path string, listen bool) int {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_UNIX, typ|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	if path != "" {
+		if err := unix.Bind(fd, &unix.SockaddrUnix{Name: path}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if listen {
+		if err := unix.Listen(fd, 8); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return fd
+}
+
+func TestInheritedRefuses(t *testing.T) {
+	pid := os.Getpid()
+	ok := map[string]string{"LISTEN_PID": strconv.Itoa(pid), "LISTEN_FDS": "1"}
+	dir := shortDir(t)
+	good := rawSocket(t, unix.SOCK_STREAM, filepath.Join(dir, "good.sock"), true)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	tests := []struct {
+		name string
+		env  map[string]string
+		fd   int
+		want string
+	}{
+		{"another pid", map[string]string{"LISTEN_PID": strconv.Itoa(pid + 1), "LISTEN_FDS": "1"}, good, "names another process"},
+		{"pid not a number", map[string]string{"LISTEN_PID": "12x", "LISTEN_FDS": "1"}, good, "is not a pid"},
+		{"fds without pid", map[string]string{"LISTEN_FDS": "1"}, good, "is not a pid"},
+		{"pid without fds", map[string]string{"LISTEN_PID": strconv.Itoa(pid)}, good, "exactly one socket"},
+		{"two fds", map[string]string{"LISTEN_PID": strconv.Itoa(pid), "LISTEN_FDS": "2"}, good, "exactly one socket"},
+		{"long value echoed short", map[string]string{"LISTEN_PID": strconv.Itoa(pid), "LISTEN_FDS": strings.Repeat("9", 500)}, good, "…"},
+		{"a pipe", ok, int(r.Fd()), "not a socket"},
+		{"closed fd", ok, 987, "not open"},
+		{"datagram", ok, rawSocket(t, unix.SOCK_DGRAM, filepath.Join(dir, "dg.sock"), false), "not a stream socket"},
+		{"not listening", ok, rawSocket(t, unix.SOCK_STREAM, filepath.Join(dir, "nl.sock"), false), "not listening"},
+		{"abstract", ok, rawSocket(t, unix.SOCK_STREAM, "@sessiond-test-"+strconv.Itoa(pid), true), "abstract"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := Inherited(env(tc.env), pid, tc.fd)
+			if !errors.Is(err, ErrActivation) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want ErrActivation with %q", err, tc.want)
+			}
+			if l != nil {
+				t.Fatal("a listener came back with an error")
+			}
+			if len(err.Error()) > 200 {
+				t.Fatalf("error echoes too much: %d bytes", len(err.Error()))
+			}
+		})
+	}
+}
+
+func TestInheritedNotActivated(t *testing.T) {
+	l, err := Inherited(env(nil), os.Getpid(), 3)
+	if l != nil || err != nil {
+		t.Fatalf("got %v, %v; want nil, nil without LISTEN_*", l, err)
+	}
+}
+
+// TestInheritedServes: a good descriptor becomes a listener that accepts,
+// is close-on-exec, and leaves the socket file in place when closed.
+func TestInheritedServes(t *testing.T) {
+	path := filepath.Join(shortDir(t), "s.sock")
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM, 0) // no CLOEXEC, as systemd passes it
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: path}); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Listen(fd, 8); err != nil {
+		t.Fatal(err)
+	}
+	pid := os.Getpid()
+	l, err := Inherited(env(map[string]string{"LISTEN_PID": strconv.Itoa(pid), "LISTEN_FDS": "1"}), pid, fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil {
+		t.Fatal("the passed descriptor is still open: the listener holds a dup, the original must be closed")
+	}
+	if got := l.Addr().String(); got != path {
+		t.Fatalf("addr %s, want %s", got, path)
+	}
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	c.Close()
+	l.Close()
+	if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSocket == 0 {
+		t.Fatalf("socket file gone after Close (systemd owns it): %v", err)
+	}
+}
+
+func TestNotify(t *testing.T) {
+	for _, name := range []string{filepath.Join(shortDir(t), "notify"), "@sessiond-notify-" + strconv.Itoa(os.Getpid())} {
+		t.Run(name[:1], func(t *testing.T) {
+			pc, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: name, Net: "unixgram"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pc.Close()
+			n, err := NewNotifier(env(map[string]string{"NOTIFY_SOCKET": name}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := n.Notify("READY=1"); err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, 64)
+			k, _, err := pc.ReadFrom(buf)
+			if err != nil || string(buf[:k]) != "READY=1" {
+				t.Fatalf("got %q, %v", buf[:k], err)
+			}
+		})
+	}
+	if _, err := NewNotifier(env(map[string]string{"NOTIFY_SOCKET": "relative/x"})); err == nil {
+		t.Fatal("a relative NOTIFY_SOCKET was accepted")
+	}
+	n, err := NewNotifier(env(nil))
+	if err != nil || n.Enabled() || n.Notify("READY=1") != nil {
+		t.Fatalf("unset NOTIFY_SOCKET: %v enabled=%v", err, n.Enabled())
+	}
+}
