@@ -69,6 +69,8 @@ func ctlAttach(e *ctlEnv, args []string) int {
 		c.Call(ctx, "agentSession.detach", api.DetachParams{SubscriptionID: r.SubscriptionID}, nil)
 		return exitOK
 	}
+	// Live events read as a conversation (--json: one event per line).
+	rd := newRenderer(e.stdout, args[0], true)
 	for {
 		ev, err := n.next(e.ctx, c.Done())
 		switch {
@@ -78,6 +80,10 @@ func ctlAttach(e *ctlEnv, args []string) int {
 			fmt.Fprintln(e.stderr, "sessiond ctl attach:", err)
 			return exitError
 		}
-		printEvent(e.stdout, e.json, ev)
+		if e.json {
+			printEvent(e.stdout, true, ev)
+		} else {
+			rd.event(ev)
+		}
 	}
 }

@@ -53,6 +53,7 @@ func ctlSend(e *ctlEnv, args []string) int {
 		return e.fail(err)
 	}
 	backlog := a.Events
+	r := newRenderer(e.stdout, id, false)
 	for {
 		var ev event.Event
 		var err error
@@ -77,23 +78,17 @@ func ctlSend(e *ctlEnv, args []string) int {
 		}
 		if e.json {
 			printEvent(e.stdout, true, ev)
+		} else if ev.Type != event.TurnCompleted {
+			r.event(ev)
 		}
 		switch ev.Type {
-		case event.MessageDelta:
-			if !e.json {
-				var d struct {
-					Text string `json:"text"`
-				}
-				json.Unmarshal(ev.Data, &d)
-				fmt.Fprint(e.stdout, termText(d.Text))
-			}
 		case event.TurnCompleted:
 			var d struct {
 				Status string `json:"status"`
 				Reason string `json:"reason"`
 			}
 			json.Unmarshal(ev.Data, &d)
-			if !e.json {
+			if !e.json && r.midLine {
 				fmt.Fprintln(e.stdout)
 			}
 			if d.Status != event.StatusCompleted {

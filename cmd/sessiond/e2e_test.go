@@ -30,7 +30,7 @@ func TestE2EHandshakeAndGating(t *testing.T) {
 	for _, f := range framings {
 		t.Run(f.String(), func(t *testing.T) {
 			c := d.ClientFraming(t, f, api.CapAttach)
-			if !strings.HasPrefix(c.Init.ConnectionID, "c-") || c.Init.ProtocolVersion != 1 || len(c.Init.Capabilities) != 5 {
+			if !strings.HasPrefix(c.Init.ConnectionID, "c-") || c.Init.ProtocolVersion != 1 || len(c.Init.Capabilities) != len(rpc.Capabilities) {
 				t.Fatalf("initialize = %+v", c.Init)
 			}
 			err := c.Call(ctx10(t), "agentSession.hold", api.HoldParams{SessionID: "s_aaaaaaaa", HolderID: "h"}, nil)

@@ -15,6 +15,8 @@ const (
 	CapClose          = "agent-session.close.v1"
 	CapTurns          = "agent-session.turns.v1"
 	CapAdmin          = "daemon.admin.v1"
+	CapItems          = "agent-session.items.v1"
+	CapApprovalsV2    = "agent-session.approvals.v2"
 )
 
 // ProtocolVersion is the wire protocol version this daemon speaks.
@@ -172,7 +174,11 @@ type CancelResult struct {
 type RespondParams struct {
 	SessionID string `json:"sessionId"`
 	RequestID string `json:"requestId"`
-	Decision  string `json:"decision"` // approve|deny
+	Decision  string `json:"decision"` // approve|deny (+ approveForSession|cancel with approvals.v2)
+	// With approvals.v2: a userInput request's answers (question id ->
+	// chosen strings) and an elicitation's content.
+	Answers map[string][]string `json:"answers,omitempty"`
+	Content json.RawMessage     `json:"content,omitempty"`
 }
 
 // EventNotice is the params of the agentSession.event notification.

@@ -130,8 +130,36 @@ func (p RespondParams) Validate() error {
 	); err != nil {
 		return err
 	}
+	switch p.Decision {
+	case "approve", "deny", "approveForSession", "cancel":
+	default:
+		return InvalidParam("decision", "must be \"approve\", \"approveForSession\", \"deny\" or \"cancel\", got %s", Quote(p.Decision))
+	}
+	size := 0
+	for q, v := range p.Answers {
+		size += len(q)
+		for _, a := range v {
+			size += len(a)
+		}
+	}
+	if size > MaxOptionsBytes {
+		return &Error{Kind: KindInvalidParams, Msg: fmt.Sprintf("answers: %d bytes, over the limit of %d bytes", size, MaxOptionsBytes),
+			Data: map[string]any{"field": "answers", "limit": MaxOptionsBytes}}
+	}
+	if len(p.Content) > MaxOptionsBytes {
+		return &Error{Kind: KindInvalidParams, Msg: fmt.Sprintf("content: %d bytes, over the limit of %d bytes", len(p.Content), MaxOptionsBytes),
+			Data: map[string]any{"field": "content", "limit": MaxOptionsBytes}}
+	}
+	return nil
+}
+
+// CheckV1Decision refuses what only approvals.v2 may send.
+func (p RespondParams) CheckV1Decision() error {
 	if p.Decision != "approve" && p.Decision != "deny" {
-		return InvalidParam("decision", "must be \"approve\" or \"deny\", got %s", Quote(p.Decision))
+		return InvalidParam("decision", "must be \"approve\" or \"deny\" without %s, got %s", CapApprovalsV2, Quote(p.Decision))
+	}
+	if p.Answers != nil || p.Content != nil {
+		return InvalidParam("answers", "answers and content need %s", CapApprovalsV2)
 	}
 	return nil
 }

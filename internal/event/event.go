@@ -104,6 +104,7 @@ type TurnCompletedData struct {
 // DeltaData is the data of message.delta and message.completed.
 type DeltaData struct {
 	Text           string `json:"text"`
+	ItemID         string `json:"itemId,omitempty"`
 	ProviderTurnID string `json:"providerTurnId,omitempty"`
 }
 
@@ -111,13 +112,19 @@ type DeltaData struct {
 type ApprovalRequestedData struct {
 	RequestID string          `json:"requestId"`
 	Kind      string          `json:"kind"`
+	ItemID    string          `json:"itemId,omitempty"`
 	Detail    json.RawMessage `json:"detail,omitempty"`
+	Options   []string        `json:"options,omitempty"`
 }
 
-// ApprovalResolvedData is the data of approval.resolved.
+// ApprovalResolvedData is the data of approval.resolved. By is "daemon"
+// when the daemon answered (a safe refusal, or a cancel at turn end or
+// child exit) and "provider" when the provider withdrew the request.
 type ApprovalResolvedData struct {
 	RequestID string `json:"requestId"`
 	Decision  string `json:"decision"`
+	By        string `json:"by,omitempty"`
+	Reason    string `json:"reason,omitempty"`
 }
 
 // ProviderExitedData is the data of provider.exited.

@@ -207,7 +207,13 @@ func (h *Host) stepDrain(ctx context.Context, e *entry, cause evictCause) error 
 		h.log.Error("journal lost rows of this session", "session_id", e.id, "err", err)
 	}
 	var tail []event.Draft
-	if st := h.j.State(e.id); st.OpenTurn != "" && !e.tailDone[event.TurnCompleted] {
+	st := h.j.State(e.id)
+	if !e.tailDone[event.TurnCompleted] {
+		// Nobody can answer an approval of a child that is gone: each is
+		// closed before the turn ends.
+		tail = append(tail, cancelApprovals(st, cause.reason())...)
+	}
+	if st.OpenTurn != "" && !e.tailDone[event.TurnCompleted] {
 		tail = append(tail, event.New(event.TurnCompleted, st.OpenTurn, event.TurnCompletedData{
 			Status: event.StatusInterrupted, Reason: cause.reason()}))
 	}

@@ -133,8 +133,9 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 // interrupted, provider.exited (unless withExit is false) and session.ended,
 // all with reason daemon_restart.
 func (h *Host) restartTail(ctx context.Context, id string, v proc.Verdict, withExit bool) error {
-	var tail []event.Draft
-	if st := h.j.State(id); st.OpenTurn != "" {
+	st := h.j.State(id)
+	tail := cancelApprovals(st, event.ReasonDaemonRestart)
+	if st.OpenTurn != "" {
 		tail = append(tail, event.New(event.TurnCompleted, st.OpenTurn, event.TurnCompletedData{
 			Status: event.StatusInterrupted, Reason: event.ReasonDaemonRestart}))
 	}

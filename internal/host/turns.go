@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
@@ -129,7 +130,13 @@ func (h *Host) Respond(ctx context.Context, p api.RespondParams) error {
 		return err
 	}
 	defer e.mu.Unlock()
-	err = e.adapter.Respond(ctx, p.RequestID, p.Decision == "approve")
+	err = e.adapter.Respond(ctx, p.RequestID, provider.Answer{Decision: p.Decision, Answers: p.Answers, Content: p.Content})
+	var de *provider.DecisionError
+	if errors.As(err, &de) {
+		return &api.Error{Kind: api.KindInvalidParams, Msg: fmt.Sprintf("decision: %s is not an option of request %s; allowed: %s",
+			api.Quote(p.Decision), api.Quote(p.RequestID), strings.Join(de.Allowed, ", ")),
+			Data: map[string]any{"field": "decision", "allowed": de.Allowed}}
+	}
 	if errors.Is(err, provider.ErrRequestNotFound) {
 		return &api.Error{Kind: api.KindRequestNotFound, Msg: "session " + p.SessionID + ": no pending approval " + api.Quote(p.RequestID),
 			Data: map[string]any{"requestId": api.Prefix(p.RequestID)}}

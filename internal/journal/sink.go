@@ -13,7 +13,7 @@ import (
 // Sink is the ordered entry point of one live session: Append hands drafts
 // to the writer without waiting, Commit waits for durability, and both keep
 // the order they were called in. Consecutive message.delta drafts of one
-// turn are coalesced for up to Options.CoalesceWindow (measured from the
+// turn and item (or item.delta drafts of one item and stream) are coalesced for up to Options.CoalesceWindow (measured from the
 // first of them) or Options.CoalesceBytes of text: the texts are
 // concatenated and the other data fields of the first delta kept.
 //
@@ -38,6 +38,7 @@ type Sink struct {
 // pendingDelta is a message.delta being coalesced.
 type pendingDelta struct {
 	first event.Draft
+	key   deltaKey
 	text  []byte
 	n     int
 }
@@ -49,24 +50,12 @@ func (p *pendingDelta) draft() event.Draft {
 		return p.first
 	}
 	var fields map[string]json.RawMessage
-	_ = json.Unmarshal(p.first.Data, &fields) // deltaText parsed it already
+	_ = json.Unmarshal(p.first.Data, &fields) // coalesceKey parsed it already
 	text, _ := json.Marshal(string(p.text))
 	fields["text"] = text
 	d := p.first
 	d.Data, _ = json.Marshal(fields)
 	return d
-}
-
-// deltaText returns a delta's data.text; false when the data is not an
-// object with a string text (such a delta passes through uncoalesced).
-func deltaText(d event.Draft) (string, bool) {
-	var v struct {
-		Text *string `json:"text"`
-	}
-	if json.Unmarshal(d.Data, &v) != nil || v.Text == nil {
-		return "", false
-	}
-	return *v.Text, true
 }
 
 // Sink returns the session's sink, creating a fresh one when none is cached
@@ -101,10 +90,10 @@ func (s *Sink) Append(d event.Draft) {
 		s.handLocked(s.lossRequestLocked())
 		return
 	}
-	if d.Type == event.MessageDelta {
-		if text, ok := deltaText(d); ok {
+	if d.Type == event.MessageDelta || d.Type == event.ItemDelta {
+		if text, key, ok := coalesceKey(d); ok {
 			limit := s.j.opts.CoalesceBytes
-			if p := s.pend; p != nil && p.first.TurnID == d.TurnID && len(p.text)+len(text) <= limit {
+			if p := s.pend; p != nil && p.key == key && len(p.text)+len(text) <= limit {
 				p.text = append(p.text, text...)
 				p.n++
 				if len(p.text) >= limit {
@@ -113,7 +102,7 @@ func (s *Sink) Append(d event.Draft) {
 				return
 			}
 			s.flushLocked()
-			s.pend = &pendingDelta{first: d, text: []byte(text), n: 1}
+			s.pend = &pendingDelta{first: d, key: key, text: []byte(text), n: 1}
 			if len(text) >= limit || s.j.opts.CoalesceWindow < 0 {
 				s.flushLocked()
 				return

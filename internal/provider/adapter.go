@@ -99,6 +99,10 @@ type Adapter struct {
 	turn      *openTurn            // the open turn, nil when none
 	approvals map[string]*approval // provider request id (as string) -> pending approval
 	warned    map[string]bool      // anomaly kinds already logged at warn level
+	items     itemState            // per-turn item bookkeeping (items.go)
+	approvalN int64                // approvals seen, for their order
+	reading   string               // the method being handled (for anomaly logs)
+	lastEnded string               // provider id of the turn that ended last
 }
 
 // openTurn binds our turn id to the provider's.
@@ -110,8 +114,13 @@ type openTurn struct {
 
 // approval is a server request waiting for Respond.
 type approval struct {
-	rawID  []byte // the id exactly as the provider sent it
-	turnID string // our turn id at the time of the request
+	rawID   []byte // the id exactly as the provider sent it
+	turnID  string // our turn id at the time of the request
+	method  string // the provider's request method
+	kind    string // approval.requested kind
+	options []string
+	params  []byte // the request's params (a permissions grant echoes them)
+	order   int64  // arrival order, for cancelling in request order
 }
 
 // NewAdapter returns an adapter and starts its reader goroutine on o.Out.
@@ -138,6 +147,7 @@ func NewAdapter(o Options) *Adapter {
 		calls:     map[string]*call{},
 		approvals: map[string]*approval{},
 		warned:    map[string]bool{},
+		items:     newItemState(),
 	}
 	go a.readLoop()
 	return a

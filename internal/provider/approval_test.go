@@ -21,7 +21,7 @@ func TestFileChangeApprovalWithStringID(t *testing.T) {
 		t.Fatalf("approval.requested %+v", req)
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- f.a.Respond(context.Background(), "req-7", false) }()
+	go func() { errc <- f.a.Respond(context.Background(), "req-7", decide(false)) }()
 	ans := f.expect(t, "")
 	if ans["id"] != "req-7" || ans["result"].(map[string]any)["decision"] != "decline" {
 		t.Fatalf("answer %v", ans)
@@ -38,7 +38,7 @@ func TestFileChangeApprovalWithStringID(t *testing.T) {
 	if req := decode[event.ApprovalRequestedData](t, f.rec.waitForNth(t, event.ApprovalRequested, "t_1", 2)); req.RequestID != "12" {
 		t.Fatalf("second approval.requested %+v", req)
 	}
-	go func() { errc <- f.a.Respond(context.Background(), "12", true) }()
+	go func() { errc <- f.a.Respond(context.Background(), "12", decide(true)) }()
 	if ans := f.expect(t, ""); ans["id"] != float64(12) || ans["result"].(map[string]any)["decision"] != "accept" {
 		t.Fatalf("answer %v", ans)
 	}
@@ -59,7 +59,7 @@ func TestApprovalOutsideTurnKeepsBusy(t *testing.T) {
 		t.Fatal("an unanswered approval must keep the adapter busy")
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- f.a.Respond(context.Background(), "5", true) }()
+	go func() { errc <- f.a.Respond(context.Background(), "5", decide(true)) }()
 	f.expect(t, "")
 	if err := <-errc; err != nil {
 		t.Fatal(err)
@@ -102,7 +102,7 @@ func TestApprovalResolvedPrecedesProviderReaction(t *testing.T) {
 	f.send(t, map[string]any{"id": 1, "method": "item/commandExecution/requestApproval", "params": map[string]any{"turnId": "pt"}})
 	f.rec.waitFor(t, event.ApprovalRequested, "t_1")
 	errc := make(chan error, 1)
-	go func() { errc <- f.a.Respond(context.Background(), "1", true) }()
+	go func() { errc <- f.a.Respond(context.Background(), "1", decide(true)) }()
 	f.expect(t, "")
 	if err := <-errc; err != nil {
 		t.Fatal(err)

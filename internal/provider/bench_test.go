@@ -55,7 +55,7 @@ func BenchmarkBaselineDecode(b *testing.B) {
 			b.Fatal(err)
 		}
 		var m message
-		var n note
+		var n turnNote
 		if json.Unmarshal(l, &m) != nil || json.Unmarshal(m.Params, &n) != nil {
 			b.Fatal("decode")
 		}

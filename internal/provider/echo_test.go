@@ -200,19 +200,19 @@ func TestApproval(t *testing.T) {
 				t.Fatal(err)
 			}
 			req := decode[event.ApprovalRequestedData](t, rec.waitFor(t, event.ApprovalRequested, "t_1"))
-			if req.Kind != "commandExecution" || req.RequestID == "" || !strings.Contains(string(req.Detail), `"command"`) {
+			if req.Kind != "command" || req.RequestID == "" || !strings.Contains(string(req.Detail), `"command"`) {
 				t.Fatalf("approval.requested %+v", req)
 			}
 			if !a.Busy() {
 				t.Fatal("not busy with a pending approval")
 			}
-			if err := a.Respond(ctx, "no-such-request", true); !errors.Is(err, ErrRequestNotFound) {
+			if err := a.Respond(ctx, "no-such-request", decide(true)); !errors.Is(err, ErrRequestNotFound) {
 				t.Fatalf("respond unknown: %v", err)
 			}
-			if err := a.Respond(ctx, req.RequestID, tc.approve); err != nil {
+			if err := a.Respond(ctx, req.RequestID, decide(tc.approve)); err != nil {
 				t.Fatal(err)
 			}
-			if err := a.Respond(ctx, req.RequestID, tc.approve); !errors.Is(err, ErrRequestNotFound) {
+			if err := a.Respond(ctx, req.RequestID, decide(tc.approve)); !errors.Is(err, ErrRequestNotFound) {
 				t.Fatalf("second respond: %v", err)
 			}
 			rec.waitFor(t, event.TurnCompleted, "t_1")

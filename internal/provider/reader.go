@@ -53,66 +53,6 @@ func (a *Adapter) handleLine(line []byte) {
 	}
 }
 
-// note is the union of the notification params the adapter reads.
-type note struct {
-	ThreadID string `json:"threadId"`
-	TurnID   string `json:"turnId"`
-	Delta    string `json:"delta"`
-	Item     *struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	} `json:"item"`
-	Turn *struct {
-		ID     string          `json:"id"`
-		Status string          `json:"status"`
-		Error  json.RawMessage `json:"error"`
-	} `json:"turn"`
-	Error     json.RawMessage `json:"error"`
-	WillRetry bool            `json:"willRetry"`
-}
-
-func (a *Adapter) handleNotification(m *message) {
-	var n note
-	if len(m.Params) > 0 {
-		if err := json.Unmarshal(m.Params, &n); err != nil {
-			a.anomaly("bad_params", "method", m.Method, "err", err)
-			return
-		}
-	}
-	switch m.Method {
-	case "turn/started":
-		if n.Turn != nil {
-			a.resolveTurn(n.ThreadID, n.Turn.ID)
-		}
-	case "item/agentMessage/delta":
-		if t, ok := a.resolveTurn(n.ThreadID, n.TurnID); ok {
-			a.emit(event.New(event.MessageDelta, t.ours, event.DeltaData{Text: n.Delta, ProviderTurnID: t.provider}))
-		}
-	case "item/completed":
-		if n.Item == nil || n.Item.Type != "agentMessage" {
-			return
-		}
-		if t, ok := a.resolveTurn(n.ThreadID, n.TurnID); ok {
-			a.emit(event.New(event.MessageCompleted, t.ours, event.DeltaData{Text: n.Item.Text, ProviderTurnID: t.provider}))
-		}
-	case "turn/completed":
-		if n.Turn == nil {
-			a.anomaly("turn_completed_without_turn")
-			return
-		}
-		a.completeTurn(n.ThreadID, n.Turn.ID, n.Turn.Status, errorText(n.Turn.Error))
-	case "error":
-		if n.WillRetry {
-			a.log.Info("provider error, retrying", "err", errorText(n.Error))
-			return
-		}
-		a.completeTurn(n.ThreadID, n.TurnID, event.StatusFailed, errorText(n.Error))
-	case "initialized", "thread/started", "thread/status/changed", "item/started":
-	default:
-		a.anomaly("unknown_notification", "method", m.Method)
-	}
-}
-
 // resolveTurn maps a provider turn id to the open turn, binding it when the
 // open turn has none yet. ok is false for anything but the open turn.
 func (a *Adapter) resolveTurn(threadID, providerTurnID string) (openTurn, bool) {
@@ -120,11 +60,16 @@ func (a *Adapter) resolveTurn(threadID, providerTurnID string) (openTurn, bool) 
 	defer a.mu.Unlock()
 	t := a.turn
 	if threadID != "" && a.threadID != "" && threadID != a.threadID {
-		a.anomalyLocked("other_thread")
+		a.anomalyLocked("other_thread", "method", a.reading)
+		return openTurn{}, false
+	}
+	if providerTurnID != "" && providerTurnID == a.lastEnded {
+		// codex's own turn/completed after the `error` that ended the turn
+		// here: it must not end (or bind to) the next turn.
 		return openTurn{}, false
 	}
 	if t == nil || (t.provider != "" && providerTurnID != "" && providerTurnID != t.provider) {
-		a.anomalyLocked("event_outside_open_turn")
+		a.anomalyLocked("event_outside_open_turn", "method", a.reading)
 		return openTurn{}, false
 	}
 	if t.provider == "" {
@@ -141,12 +86,16 @@ func (a *Adapter) completeTurn(threadID, providerTurnID, status, errText string)
 	}
 	a.mu.Lock()
 	a.turn = nil
-	for k, ap := range a.approvals {
-		if ap.turnID == t.ours {
-			delete(a.approvals, k)
-		}
-	}
+	a.lastEnded = t.provider
+	open := a.takeApprovalsLocked(t.ours)
+	a.items.reset()
 	a.mu.Unlock()
+	// An approval the provider never saw answered is closed in the journal
+	// before the turn ends: nobody can answer it any more.
+	for _, k := range open {
+		a.emit(event.New(event.ApprovalResolved, t.ours, event.ApprovalResolvedData{
+			RequestID: k, Decision: "cancel", By: "daemon", Reason: "turn_ended"}))
+	}
 	d := event.TurnCompletedData{Status: status, ProviderTurnID: t.provider}
 	switch status {
 	case event.StatusCompleted:
@@ -180,38 +129,4 @@ func errorText(raw json.RawMessage) string {
 		return o.Message
 	}
 	return truncate(raw, 500)
-}
-
-// approvalKinds maps server request methods to approval.requested kinds.
-var approvalKinds = map[string]string{
-	"item/commandExecution/requestApproval": "commandExecution",
-	"item/fileChange/requestApproval":       "fileChange",
-}
-
-func (a *Adapter) handleServerRequest(m *message) {
-	kind, ok := approvalKinds[m.Method]
-	if !ok {
-		a.anomaly("unknown_request", "method", m.Method)
-		err := a.write(outError{ID: m.ID, Error: RPCError{Code: codeMethodNotFound, Message: "method not found: " + m.Method}})
-		if err != nil {
-			a.log.Warn("answer unknown request", "method", m.Method, "err", err)
-		}
-		return
-	}
-	var n note
-	_ = json.Unmarshal(m.Params, &n)
-	key := idKey(m.ID)
-	a.mu.Lock()
-	turnID := ""
-	if a.turn != nil {
-		turnID = a.turn.ours
-	}
-	if _, dup := a.approvals[key]; dup {
-		a.anomalyLocked("duplicate_request_id")
-	}
-	a.approvals[key] = &approval{rawID: append([]byte(nil), m.ID...), turnID: turnID}
-	a.mu.Unlock()
-	a.emit(event.New(event.ApprovalRequested, turnID, event.ApprovalRequestedData{
-		RequestID: key, Kind: kind, Detail: append(json.RawMessage(nil), m.Params...),
-	}))
 }

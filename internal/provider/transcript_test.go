@@ -195,7 +195,7 @@ func runCall(ctx context.Context, a *Adapter, s step) error {
 		}
 		return err
 	case "respond":
-		return a.Respond(ctx, s.RequestID, s.Approve)
+		return a.Respond(ctx, s.RequestID, decide(s.Approve))
 	}
 	return fmt.Errorf("unknown call %q", s.Call)
 }

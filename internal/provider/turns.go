@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-
-	"github.com/sessiond/sessiond/internal/event"
 )
 
 type turnResult struct {
@@ -95,31 +93,4 @@ func (a *Adapter) Interrupt(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("interrupt turn %s: %w", t.ours, err)
 	}
 	return true, nil
-}
-
-// Respond answers the pending approval requestID with decision "accept"
-// (approve) or "decline" and emits approval.resolved. An unknown id is
-// ErrRequestNotFound. The write is not bounded by ctx: a provider that
-// stopped reading its stdin is ended by the close ladder, which unblocks it.
-func (a *Adapter) Respond(_ context.Context, requestID string, approve bool) error {
-	a.mu.Lock()
-	ap, ok := a.approvals[requestID]
-	delete(a.approvals, requestID)
-	a.mu.Unlock()
-	if !ok {
-		return fmt.Errorf("request %s: %w", requestID, ErrRequestNotFound)
-	}
-	wire, decision := "decline", "deny"
-	if approve {
-		wire, decision = "accept", "approve"
-	}
-	// Emit before writing: whatever the provider sends in reaction to the
-	// answer (turn/completed) is then necessarily emitted after it, and no
-	// lock is held across a write that a stalled provider could block.
-	// A failed write means the provider is gone; the turn ends with it.
-	a.emit(event.New(event.ApprovalResolved, ap.turnID, event.ApprovalResolvedData{RequestID: requestID, Decision: decision}))
-	if err := a.write(outResult{ID: ap.rawID, Result: map[string]string{"decision": wire}}); err != nil {
-		return fmt.Errorf("request %s: %w", requestID, err)
-	}
-	return nil
 }

@@ -130,6 +130,7 @@ func hAttach(ctx context.Context, c *conn, params json.RawMessage) (any, error) 
 	if err != nil {
 		return nil, err
 	}
+	r.Events = c.visible(r.Events)
 	raw, err := encodeAttach(r)
 	if err != nil {
 		if sub != nil { // never pumped
@@ -149,6 +150,7 @@ func hRead(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.Events = c.visible(r.Events)
 	return encodeRead(r)
 }
 
@@ -180,6 +182,11 @@ func hRespond(ctx context.Context, c *conn, params json.RawMessage) (any, error)
 	var p api.RespondParams
 	if err := decodeValid(params, &p); err != nil {
 		return nil, err
+	}
+	if !c.has(api.CapApprovalsV2) {
+		if err := p.CheckV1Decision(); err != nil {
+			return nil, err
+		}
 	}
 	return struct{}{}, c.srv.o.Backend.Respond(ctx, p)
 }

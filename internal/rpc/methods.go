@@ -9,7 +9,7 @@ import (
 )
 
 // Capabilities is every capability the server offers, sorted.
-var Capabilities = []string{api.CapAttach, api.CapClose, api.CapStructuredHold, api.CapTurns, api.CapAdmin}
+var Capabilities = []string{api.CapApprovalsV2, api.CapAttach, api.CapClose, api.CapItems, api.CapStructuredHold, api.CapTurns, api.CapAdmin}
 
 // Notification methods and the capability each needs.
 const (

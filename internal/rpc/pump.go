@@ -87,6 +87,9 @@ func (c *conn) pump(sub api.Subscription, last uint64) {
 		case err != nil:
 			return
 		}
+		if !c.sees(ev.Type) {
+			continue // the connection did not negotiate its capability
+		}
 		if err := c.notifyEvent(api.EventNotice{SubscriptionID: sub.ID(), Event: ev}); err != nil {
 			return
 		}

@@ -16,13 +16,23 @@ func (s *server) handleResponse(m *inMsg) {
 		s.log.Warn("response to unknown request", "id", key)
 		return
 	}
+	if len(m.Error) > 0 {
+		ch <- nil
+		return
+	}
+	ch <- m.Result
+}
+
+// decisionOf reads {decision} from a result; an error answer (nil) or any
+// other shape is a decline.
+func decisionOf(result json.RawMessage) string {
 	var res struct {
 		Decision string `json:"decision"`
 	}
-	if len(m.Error) > 0 || json.Unmarshal(m.Result, &res) != nil {
-		res.Decision = "decline"
+	if result == nil || json.Unmarshal(result, &res) != nil || res.Decision == "" {
+		return "decline"
 	}
-	ch <- res.Decision
+	return res.Decision
 }
 
 // idKey normalizes a JSON-RPC id: a string's contents or a number's text.
@@ -34,19 +44,19 @@ func idKey(raw json.RawMessage) string {
 	return string(raw)
 }
 
-// requestApproval sends a server->client request and returns the channel
-// its decision arrives on.
-func (s *server) requestApproval(params map[string]any) chan string {
+// request sends a server->client request and returns the channel its
+// result arrives on (nil for an error answer).
+func (s *server) request(method string, params map[string]any) chan json.RawMessage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.nextReq++
-	ch := make(chan string, 1)
+	ch := make(chan json.RawMessage, 1)
 	s.approvals[strconv.Itoa(s.nextReq)] = ch
-	s.w.send(map[string]any{"id": s.nextReq, "method": "item/commandExecution/requestApproval", "params": params}, true)
+	s.w.send(map[string]any{"id": s.nextReq, "method": method, "params": params}, true)
 	return ch
 }
 
-func (s *server) dropApproval(ch chan string) {
+func (s *server) dropApproval(ch chan json.RawMessage) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, c := range s.approvals {

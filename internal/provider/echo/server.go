@@ -25,8 +25,8 @@ type server struct {
 
 	mu          sync.Mutex
 	initialized bool
-	threads     map[string]*thread     // threads loaded by this process
-	approvals   map[string]chan string // our request id -> the client's decision
+	threads     map[string]*thread              // threads loaded by this process
+	approvals   map[string]chan json.RawMessage // our request id -> the client's result
 	nextReq     int
 }
 
@@ -52,7 +52,7 @@ func newServer(stdin io.Reader, stdout io.Writer, st threadStore, log *slog.Logg
 		eof:       make(chan struct{}),
 		exit:      make(chan int, 1),
 		threads:   map[string]*thread{},
-		approvals: map[string]chan string{},
+		approvals: map[string]chan json.RawMessage{},
 	}
 }
 

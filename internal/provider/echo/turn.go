@@ -16,6 +16,10 @@ type directives struct {
 	approve    bool
 	orphan     bool
 	forget     bool
+	work       bool
+	workN      int // output deltas of /work's command
+	workThink  int // reasoning text deltas of /work
+	ask        bool
 	floodN     int
 	floodBytes int
 }
@@ -45,6 +49,18 @@ func parseDirectives(text string) directives {
 			d.orphan = true
 		case "/forget":
 			d.forget = true
+		case "/work":
+			d.work, d.workN, d.workThink = true, 2, 1
+			if n, ok := num(i + 1); ok && n > 0 {
+				d.workN = n
+				i++
+				if m, ok := num(i + 1); ok && m > 0 {
+					d.workThink = m
+					i++
+				}
+			}
+		case "/ask":
+			d.ask = true
 		case "/flood":
 			if n, ok := num(i + 1); ok {
 				d.floodN, d.floodBytes = n, 8
@@ -87,18 +103,18 @@ func (s *server) runTurn(th *thread, tu *activeTurn, text string) {
 		}
 		return m
 	}
-	s.w.notify("turn/started", map[string]any{"threadId": th.id, "turn": map[string]any{"id": tu.id, "status": "inProgress"}})
-	s.w.notify("item/started", with("item", map[string]any{"type": "agentMessage", "id": itemID, "text": ""}))
+	s.w.notify("turn/started", map[string]any{"threadId": th.id, "turn": map[string]any{"id": tu.id, "status": "inProgress", "items": []any{}}})
+	s.w.notify("item/started", with("item", map[string]any{"type": "agentMessage", "id": itemID, "text": ""}, "startedAtMs", time.Now().UnixMilli()))
 	if d.orphan {
 		s.spawnOrphan()
 	}
 	answer := "echo: " + text
 	if d.approve {
-		ch := s.requestApproval(with("itemId", tu.id+"_cmd", "command", "echo approve",
-			"cwd", th.cwd, "reason", "the echo provider asks (/approve)"))
+		ch := s.request("item/commandExecution/requestApproval", with("itemId", tu.id+"_cmd", "command", "echo approve",
+			"cwd", th.cwd, "reason", "the echo provider asks (/approve)", "startedAtMs", time.Now().UnixMilli()))
 		select {
-		case dec := <-ch:
-			if dec != "accept" && dec != "acceptForSession" {
+		case res := <-ch:
+			if dec := decisionOf(res); dec != "accept" && dec != "acceptForSession" {
 				answer = "declined"
 			}
 		case <-tu.cancel:
@@ -108,6 +124,20 @@ func (s *server) runTurn(th *thread, tu *activeTurn, text string) {
 		case <-s.eof:
 			return
 		}
+	}
+	if d.work {
+		suffix, ok := s.playWork(th, tu, text, d.workN, d.workThink, with)
+		if !ok {
+			return
+		}
+		answer += suffix
+	}
+	if d.ask {
+		suffix, ok := s.playAsk(th, tu, text, with)
+		if !ok {
+			return
+		}
+		answer += suffix
 	}
 	if d.sleep > 0 {
 		t := time.NewTimer(d.sleep)
@@ -140,7 +170,7 @@ func (s *server) runTurn(th *thread, tu *activeTurn, text string) {
 			return
 		}
 	}
-	s.w.notify("item/completed", with("item", map[string]any{"type": "agentMessage", "id": itemID, "text": answer}))
+	s.w.notify("item/completed", with("item", map[string]any{"type": "agentMessage", "id": itemID, "text": answer}, "completedAtMs", time.Now().UnixMilli()))
 	s.finishTurn(th, tu, text, answer, "completed", d.forget)
 }
 

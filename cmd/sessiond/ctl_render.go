@@ -1,0 +1,147 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/sessiond/sessiond/internal/event"
+)
+
+// renderer prints a session's events as a person reads a turn: the
+// assistant's text as it streams (whole when the provider sent no
+// deltas), each command with its exit code, each file change, the plan,
+// approvals with the `ctl respond` line that answers them, provider
+// notices. All provider and client text is escaped.
+type renderer struct {
+	w        io.Writer
+	session  string
+	user     bool            // print the user's own text (attach)
+	streamed map[string]bool // message items (or turns) whose text streamed
+	midLine  bool            // the cursor is after streamed text
+}
+
+func newRenderer(w io.Writer, session string, user bool) *renderer {
+	return &renderer{w: w, session: session, user: user, streamed: map[string]bool{}}
+}
+
+// line ends streamed text first, then prints one line.
+func (r *renderer) line(format string, args ...any) {
+	if r.midLine {
+		fmt.Fprintln(r.w)
+		r.midLine = false
+	}
+	fmt.Fprintf(r.w, format+"\n", args...)
+}
+
+func (r *renderer) event(ev event.Event) {
+	var d map[string]any
+	_ = json.Unmarshal(ev.Data, &d)
+	str := func(k string) string { s, _ := d[k].(string); return s }
+	switch ev.Type {
+	case event.TurnStarted:
+		if r.user {
+			r.line("> %s", termSafe(str("text")))
+		}
+	case event.MessageDelta:
+		r.streamed[msgKey(ev, str("itemId"))] = true
+		fmt.Fprint(r.w, termText(str("text")))
+		r.midLine = true
+	case event.MessageCompleted:
+		if !r.streamed[msgKey(ev, str("itemId"))] {
+			fmt.Fprint(r.w, termText(str("text")))
+			r.midLine = true
+		}
+		if r.midLine {
+			fmt.Fprintln(r.w)
+			r.midLine = false
+		}
+	case event.ItemStarted:
+		if str("kind") == event.KindCommandExecution {
+			r.line("$ %s", termSafe(str("title")))
+		}
+	case event.ItemCompleted:
+		r.item(str("kind"), str("status"), d)
+	case event.TurnPlan:
+		steps, _ := d["steps"].([]any)
+		var b strings.Builder
+		for _, s := range steps {
+			m, _ := s.(map[string]any)
+			mark := map[any]string{"completed": "x", "inProgress": ">"}[m["status"]]
+			if mark == "" {
+				mark = " "
+			}
+			fmt.Fprintf(&b, " [%s] %s", mark, termSafe(fmt.Sprint(m["step"])))
+		}
+		r.line("plan:%s", b.String())
+	case event.ApprovalRequested:
+		opts := []string{"approve", "deny"}
+		if o, ok := d["options"].([]any); ok && len(o) > 0 {
+			opts = opts[:0]
+			for _, x := range o {
+				opts = append(opts, termSafe(fmt.Sprint(x)))
+			}
+		}
+		r.line("? %s approval %s%s", termSafe(str("kind")), termSafe(str("requestId")), approvalSummary(d))
+		r.line("  answer: sessiond ctl respond %s %s %s", termSafe(r.session), termSafe(str("requestId")), strings.Join(opts, "|"))
+	case event.ApprovalResolved:
+		by := ""
+		if str("by") != "" {
+			by = " (by " + termSafe(str("by")) + ", " + termSafe(str("reason")) + ")"
+		}
+		r.line("  %s: %s%s", termSafe(str("requestId")), termSafe(str("decision")), by)
+	case event.ProviderNotice:
+		r.line("! %s", termSafe(str("message")))
+	case event.TurnCompleted:
+		if st := str("status"); st != event.StatusCompleted {
+			r.line("turn %s %s", termSafe(st), termSafe(str("reason")))
+		} else if r.midLine {
+			r.line("")
+			r.midLine = false
+		}
+	}
+}
+
+// item prints a finished command or file change.
+func (r *renderer) item(kind, status string, d map[string]any) {
+	p, _ := d["payload"].(map[string]any)
+	switch kind {
+	case event.KindCommandExecution:
+		if status != event.ItemCompletedStatus {
+			r.line("  %s", termSafe(status))
+			return
+		}
+		r.line("  exit %v", p["exitCode"])
+	case event.KindFileChange:
+		changes, _ := p["changes"].([]any)
+		for _, c := range changes {
+			m, _ := c.(map[string]any)
+			r.line("~ %s %s (%s)", termSafe(fmt.Sprint(m["kind"])), termSafe(fmt.Sprint(m["path"])), termSafe(status))
+		}
+	case event.KindMcpToolCall, event.KindToolCall, event.KindWebSearch, event.KindSubagent:
+		r.line("* %s %s (%s)", kind, termSafe(fmt.Sprint(d["title"])), termSafe(status))
+	}
+}
+
+// approvalSummary is the command, reason or question of a request.
+func approvalSummary(d map[string]any) string {
+	det, _ := d["detail"].(map[string]any)
+	for _, k := range []string{"command", "reason", "message"} {
+		if s, ok := det[k].(string); ok && s != "" {
+			return ": " + termSafe(s)
+		}
+	}
+	if qs, ok := det["questions"].([]any); ok && len(qs) > 0 {
+		q, _ := qs[0].(map[string]any)
+		return ": " + termSafe(fmt.Sprint(q["question"]))
+	}
+	return ""
+}
+
+func msgKey(ev event.Event, itemID string) string {
+	if itemID != "" {
+		return itemID
+	}
+	return "turn:" + ev.TurnID
+}

@@ -1,0 +1,185 @@
+package codextest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Reply is one scripted answer to a POST /v1/responses.
+type Reply struct {
+	// Status, when not 0 or 200, is answered as a plain HTTP error.
+	Status int
+	// Deltas stream an assistant message, one output_text.delta each.
+	Deltas []string
+	// Exec, when set, is a function call of the exec_command tool asking
+	// for escalated permissions: codex requests an approval before it runs.
+	Exec *ExecCall
+	// Stall, when set, holds the stream open after response.created until
+	// it is closed (or the client goes away).
+	Stall chan struct{}
+	// Drop ends the stream after response.created, without
+	// response.completed (a dropped connection, for codex's stream retry).
+	Drop bool
+}
+
+// ExecCall is an exec_command function call.
+type ExecCall struct {
+	CallID string
+	Cmd    string
+}
+
+// Text is a reply streaming text in the given deltas.
+func Text(deltas ...string) Reply { return Reply{Deltas: deltas} }
+
+// Exec is a reply calling exec_command with cmd.
+func Exec(callID, cmd string) Reply { return Reply{Exec: &ExecCall{CallID: callID, Cmd: cmd}} }
+
+// Request is one recorded POST body.
+type Request struct {
+	Body json.RawMessage
+}
+
+// Input is the request's "input" items as raw JSON text (what the model
+// sees of the conversation).
+func (r Request) Input() string {
+	var b struct {
+		Input json.RawMessage `json:"input"`
+	}
+	_ = json.Unmarshal(r.Body, &b)
+	return string(b.Input)
+}
+
+// Model is a scripted responses-API server on 127.0.0.1.
+type Model struct {
+	URL string // http://127.0.0.1:PORT/v1
+
+	mu       sync.Mutex
+	script   []Reply
+	requests []Request
+	arrived  chan struct{} // gets a value per request (buffered)
+	srv      *http.Server
+}
+
+// NewModel starts a model server answering replies in order; once they
+// are used up, every request gets Text("ok"). It stops with the test.
+func NewModel(t testing.TB, replies ...Reply) *Model {
+	t.Helper()
+	m, err := StartModel(replies...)
+	if err != nil {
+		t.Fatalf("model server: %v", err)
+	}
+	t.Cleanup(m.Close)
+	return m
+}
+
+// StartModel is NewModel outside a test (the benchmark); Close stops it.
+func StartModel(replies ...Reply) (*Model, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{URL: "http://" + ln.Addr().String() + "/v1", script: replies, arrived: make(chan struct{}, 1024)}
+	m.srv = &http.Server{Handler: http.HandlerFunc(m.serve)}
+	go m.srv.Serve(ln)
+	return m, nil
+}
+
+// Close stops the server.
+func (m *Model) Close() { m.srv.Close() }
+
+// Push appends replies to the script.
+func (m *Model) Push(replies ...Reply) {
+	m.mu.Lock()
+	m.script = append(m.script, replies...)
+	m.mu.Unlock()
+}
+
+// Requests returns the requests received so far.
+func (m *Model) Requests() []Request {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]Request(nil), m.requests...)
+}
+
+// Arrived gets one value per request received.
+func (m *Model) Arrived() <-chan struct{} { return m.arrived }
+
+func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/responses") {
+		http.NotFound(w, r)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	m.mu.Lock()
+	m.requests = append(m.requests, Request{Body: body})
+	rep := Text("ok")
+	if len(m.script) > 0 {
+		rep, m.script = m.script[0], m.script[1:]
+	}
+	n := len(m.requests)
+	m.mu.Unlock()
+	select {
+	case m.arrived <- struct{}{}:
+	default:
+	}
+	if rep.Status != 0 && rep.Status != http.StatusOK {
+		http.Error(w, `{"error":{"message":"scripted failure","type":"server_error"}}`, rep.Status)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	s := &sse{w: w}
+	respID := fmt.Sprintf("resp_%d", n)
+	s.send("response.created", map[string]any{"type": "response.created", "response": map[string]any{"id": respID}})
+	if rep.Drop {
+		return
+	}
+	if rep.Stall != nil {
+		select {
+		case <-rep.Stall:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	out := 0
+	if len(rep.Deltas) > 0 {
+		msgID := fmt.Sprintf("msg_%d", n)
+		s.send("response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": out,
+			"item": map[string]any{"type": "message", "id": msgID, "role": "assistant", "content": []any{}}})
+		for _, d := range rep.Deltas {
+			s.send("response.output_text.delta", map[string]any{"type": "response.output_text.delta",
+				"item_id": msgID, "output_index": out, "content_index": 0, "delta": d})
+		}
+		s.send("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": out,
+			"item": map[string]any{"type": "message", "id": msgID, "role": "assistant",
+				"content": []any{map[string]any{"type": "output_text", "text": strings.Join(rep.Deltas, ""), "annotations": []any{}}}}})
+		out++
+	}
+	if rep.Exec != nil {
+		args, _ := json.Marshal(map[string]any{"cmd": rep.Exec.Cmd, "sandbox_permissions": "require_escalated",
+			"justification": "the test asks for it"})
+		item := map[string]any{"type": "function_call", "id": "fc_" + rep.Exec.CallID, "call_id": rep.Exec.CallID,
+			"name": "exec_command", "arguments": string(args)}
+		s.send("response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": out, "item": item})
+		s.send("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": out, "item": item})
+	}
+	s.send("response.completed", map[string]any{"type": "response.completed", "response": map[string]any{
+		"id": respID, "usage": map[string]any{"input_tokens": 10, "input_tokens_details": map[string]any{"cached_tokens": 0},
+			"output_tokens": 5, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": 15}}})
+}
+
+type sse struct{ w http.ResponseWriter }
+
+func (s *sse) send(typ string, v any) {
+	b, _ := json.Marshal(v)
+	fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", typ, b)
+	if f, ok := s.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}

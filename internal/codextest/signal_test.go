@@ -1,0 +1,8 @@
+package codextest_test
+
+import (
+	"os/signal"
+	"syscall"
+)
+
+func signalIgnoreTerm() { signal.Ignore(syscall.SIGTERM) }
