@@ -144,8 +144,12 @@ func (h *Host) watch(e *entry, child *proc.Child) {
 	}
 	h.mu.Unlock()
 	ex := child.Exit()
+	var code any // the number, or null: never the pointer
+	if ex.Code != nil {
+		code = *ex.Code
+	}
 	h.log.Info("provider exited", "session_id", e.id, "pid", child.Identity().PID,
-		"code", ex.Code, "signal", ex.Signal)
+		"code", code, "signal", ex.Signal)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.child != child || e.state != StateExited {
