@@ -77,6 +77,7 @@ func (h *Host) startLocked(ctx context.Context, e *entry) (err error) {
 	e.adapter = provider.NewAdapter(provider.Options{
 		In: child.Stdin(), Out: child.Stdout(), Cwd: rec.Cwd, ThreadID: rec.ThreadID,
 		Emit: e.sink.Append, Logger: h.log.With("session_id", e.id), RequestTimeout: h.o.RequestTimeout,
+		RequestIDPrefix: fmt.Sprintf("f%d-", grant.Fence), // unique per child: the fence grows with each
 	})
 	h.mu.Lock()
 	e.pid = child.Identity().PID

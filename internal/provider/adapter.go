@@ -64,6 +64,12 @@ type Options struct {
 	Logger         *slog.Logger
 	RequestTimeout time.Duration // default 30s
 	MaxLineBytes   int           // default 8 MiB
+	// RequestIDPrefix starts every requestId the adapter hands out for a
+	// provider's request: a provider numbers its requests afresh in each
+	// process, so the host makes them unique per incarnation (an answer
+	// meant for a request of an earlier child must never reach a newer
+	// request that reuses its number).
+	RequestIDPrefix string
 }
 
 // StartResult is what Start learned: the thread in use, whether it was

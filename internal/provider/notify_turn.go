@@ -220,7 +220,7 @@ func (a *Adapter) onRequestResolved(p json.RawMessage) {
 	if !a.params("serverRequest/resolved", p, &n) || len(n.RequestID) == 0 {
 		return
 	}
-	key := idKey(n.RequestID)
+	key := a.requestKey(n.RequestID)
 	a.mu.Lock()
 	ap, open := a.approvals[key]
 	delete(a.approvals, key)

@@ -83,7 +83,7 @@ func (a *Adapter) handleServerRequest(m *message) {
 		a.anomaly("bad_request_id", "method", m.Method, "id", truncate(m.ID, 40))
 		return // no answer can name it
 	}
-	key := idKey(m.ID)
+	key := a.requestKey(m.ID)
 	turnID := ""
 	a.mu.Lock()
 	if a.turn != nil {

@@ -38,6 +38,11 @@ func (e *RPCError) Error() string {
 // codeMethodNotFound answers a server request the adapter does not know.
 const codeMethodNotFound = -32601
 
+// requestKey is the requestId clients see for a provider request id.
+func (a *Adapter) requestKey(raw json.RawMessage) string {
+	return a.o.RequestIDPrefix + idKey(raw)
+}
+
 // idKey normalizes a request id: a string's contents, a number's text.
 func idKey(raw json.RawMessage) string {
 	var s string
