@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -67,8 +68,8 @@ func (p CreateParams) Validate() error {
 			Msg:  fmt.Sprintf("options: %d bytes, over the limit of %d bytes", len(p.Options), MaxOptionsBytes),
 			Data: map[string]any{"field": "options", "limit": MaxOptionsBytes}}
 	}
-	if o := bytes.TrimSpace(p.Options); len(o) > 0 && o[0] != '{' && string(o) != "null" {
-		return InvalidParam("options", "must be an object")
+	if err := checkObject("options", p.Options); err != nil {
+		return err
 	}
 	return checkCwd(p.Cwd)
 }
@@ -153,6 +154,15 @@ func (p RespondParams) Validate() error {
 	if len(p.Content) > MaxOptionsBytes {
 		return &Error{Kind: KindInvalidParams, Msg: fmt.Sprintf("content: %d bytes, over the limit of %d bytes", len(p.Content), MaxOptionsBytes),
 			Data: map[string]any{"field": "content", "limit": MaxOptionsBytes}}
+	}
+	return checkObject("content", p.Content)
+}
+
+// checkObject: a JSON value a client may leave out (or send null) but
+// must otherwise send as an object.
+func checkObject(field string, v json.RawMessage) error {
+	if o := bytes.TrimSpace(v); len(o) > 0 && o[0] != '{' && string(o) != "null" {
+		return InvalidParam(field, "must be an object")
 	}
 	return nil
 }

@@ -43,6 +43,7 @@ func TestFieldLimits(t *testing.T) {
 		{"long cwd", "agentSession.create", api.CreateParams{Provider: "echo", Cwd: "/" + big(4096)}, "cwd", 4096},
 		{"large options", "agentSession.create", api.CreateParams{Provider: "echo", Cwd: dir, Options: []byte(`"` + big(64<<10) + `"`)}, "options", 65536},
 		{"options not an object", "agentSession.create", api.CreateParams{Provider: "echo", Cwd: dir, Options: []byte(`"x"`)}, "options", 0},
+		{"content not an object", "agentSession.respond", api.RespondParams{SessionID: sid, RequestID: "r", Decision: "approve", Content: []byte(`"str"`)}, "content", 0},
 		{"long requestId", "agentSession.respond", api.RespondParams{SessionID: sid, RequestID: big(257), Decision: "approve"}, "requestId", 256},
 		{"long subscriptionId", "agentSession.detach", api.DetachParams{SubscriptionID: big(257)}, "subscriptionId", 256},
 		{"attach limit", "agentSession.attach", api.AttachParams{SessionID: sid, Limit: 4097}, "limit", 4096},
