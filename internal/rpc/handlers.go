@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"time"
 
@@ -130,7 +131,13 @@ func hAttach(ctx context.Context, c *conn, params json.RawMessage) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	r.Events = c.visible(r.Events)
+	r.Events, r.HasMore, err = c.visiblePage(ctx, p.SessionID, r.Events, r.HasMore, r.LastSeq, p.Limit)
+	if err != nil {
+		if sub != nil { // never pumped
+			c.srv.o.Backend.Detach(context.WithoutCancel(ctx), c.id, sub.ID())
+		}
+		return nil, err
+	}
 	raw, err := encodeAttach(r)
 	if err != nil {
 		if sub != nil { // never pumped
@@ -150,7 +157,9 @@ func hRead(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.Events = c.visible(r.Events)
+	if r.Events, r.HasMore, err = c.visiblePage(ctx, p.SessionID, r.Events, r.HasMore, math.MaxUint64, p.Limit); err != nil {
+		return nil, err
+	}
 	return encodeRead(r)
 }
 
