@@ -13,14 +13,19 @@ import (
 // assistant's text as it streams (whole when the provider sent no
 // deltas), each command with its exit code, each file change, the plan,
 // approvals with the `ctl respond` line that answers them, provider
-// notices. All provider and client text is escaped.
+// notices, the turn's token use at its end. All provider and client text
+// is escaped.
 type renderer struct {
 	w        io.Writer
 	session  string
 	user     bool            // print the user's own text (attach)
 	streamed map[string]bool // message items (or turns) whose text streamed
 	midLine  bool            // the cursor is after streamed text
+	usage    string          // the turn's last turn.usage, printed at its end
 }
+
+// outputTailLines is how much of a command's output a turn shows.
+const outputTailLines = 3
 
 func newRenderer(w io.Writer, session string, user bool) *renderer {
 	return &renderer{w: w, session: session, user: user, streamed: map[string]bool{}}
@@ -93,6 +98,13 @@ func (r *renderer) event(ev event.Event) {
 		r.line("  %s: %s%s", termSafe(str("requestId")), termSafe(str("decision")), by)
 	case event.ProviderNotice:
 		r.line("! %s", termSafe(str("message")))
+	case event.TurnUsage:
+		num := func(k string) int64 { f, _ := d[k].(float64); return int64(f) }
+		r.usage = fmt.Sprintf("tokens: %d in (%d cached), %d out (%d reasoning), %d total",
+			num("inputTokens"), num("cachedInputTokens"), num("outputTokens"), num("reasoningTokens"), num("totalTokens"))
+		if c, ok := d["costUsd"].(float64); ok {
+			r.usage += fmt.Sprintf(", $%.4f", c)
+		}
 	case event.TurnCompleted:
 		if st := str("status"); st != event.StatusCompleted {
 			r.line("turn %s %s", termSafe(st), termSafe(str("reason")))
@@ -100,6 +112,25 @@ func (r *renderer) event(ev event.Event) {
 			r.line("")
 			r.midLine = false
 		}
+		if r.usage != "" {
+			r.line("%s", r.usage)
+			r.usage = ""
+		}
+	}
+}
+
+// outputTail prints the last lines of a command's output, indented.
+func (r *renderer) outputTail(out string) {
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if out == "" {
+		return
+	}
+	if len(lines) > outputTailLines {
+		r.line("  | … (%d more lines)", len(lines)-outputTailLines)
+		lines = lines[len(lines)-outputTailLines:]
+	}
+	for _, l := range lines {
+		r.line("  | %s", termSafe(l))
 	}
 }
 
@@ -108,6 +139,8 @@ func (r *renderer) item(kind, status string, d map[string]any) {
 	p, _ := d["payload"].(map[string]any)
 	switch kind {
 	case event.KindCommandExecution:
+		out, _ := p["output"].(string)
+		r.outputTail(out)
 		if status != event.ItemCompletedStatus {
 			r.line("  %s", termSafe(status))
 			return

@@ -91,6 +91,9 @@ func ctlSend(e *ctlEnv, args []string) int {
 			if !e.json && r.midLine {
 				fmt.Fprintln(e.stdout)
 			}
+			if !e.json && r.usage != "" {
+				fmt.Fprintln(e.stdout, r.usage) // the turn's token use, last
+			}
 			if d.Status != event.StatusCompleted {
 				fmt.Fprintf(e.stderr, "sessiond ctl send: turn %s %s %s\n", termSafe(sr.TurnID), termSafe(d.Status), termSafe(d.Reason))
 				return exitError
