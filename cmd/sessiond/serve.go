@@ -18,6 +18,8 @@ import (
 	"github.com/sessiond/sessiond/internal/host"
 	"github.com/sessiond/sessiond/internal/journal"
 	"github.com/sessiond/sessiond/internal/proc"
+	"github.com/sessiond/sessiond/internal/provider"
+	"github.com/sessiond/sessiond/internal/provider/codex"
 	"github.com/sessiond/sessiond/internal/rpc"
 	"github.com/sessiond/sessiond/internal/store"
 )
@@ -215,12 +217,21 @@ func (d *daemon) shutdownHost(h *host.Host) error {
 	return nil
 }
 
+// adapters: each configured protocol's adapter.
+var adapters = map[string]provider.New{
+	config.ProtocolCodexAppServer: codex.New,
+}
+
 // providers builds host providers from the config: echo defaults to this
 // executable + "provider echo", with its threads under the state dir.
 func (d *daemon) providers() (map[string]host.Provider, error) {
 	out := make(map[string]host.Provider, len(d.cfg.Providers))
 	for name, p := range d.cfg.Providers {
-		hp := host.Provider{Name: name, Command: p.Command, Env: map[string]string{}}
+		newAdapter, ok := adapters[p.Protocol]
+		if !ok {
+			return nil, fmt.Errorf("providers.%s: protocol %q is not implemented", name, p.Protocol)
+		}
+		hp := host.Provider{Name: name, Command: p.Command, Env: map[string]string{}, New: newAdapter}
 		for k, v := range p.Env {
 			hp.Env[k] = v
 		}

@@ -71,7 +71,7 @@ func (h *Host) startLocked(ctx context.Context, e *entry) (err error) {
 		return fail(err)
 	}
 	e.child = child
-	e.adapter = provider.NewAdapter(provider.Options{
+	e.adapter = prov.New(provider.Options{
 		In: child.Stdin(), Out: child.Stdout(), Cwd: rec.Cwd, ThreadID: rec.ThreadID,
 		Emit: e.sink.Append, Logger: h.log.With("session_id", e.id), RequestTimeout: h.o.RequestTimeout,
 	})

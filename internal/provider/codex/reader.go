@@ -1,4 +1,4 @@
-package provider
+package codex
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ func (a *Adapter) readLoop() {
 	defer close(a.done)
 	lr := newLineReader(a.out, a.o.MaxLineBytes)
 	for {
-		line, err := lr.next()
+		line, err := lr.Next()
 		if errors.Is(err, errLineTooLong) {
 			a.anomaly("line_too_long", "max_bytes", a.o.MaxLineBytes)
 			continue

@@ -1,4 +1,4 @@
-package provider
+package codex
 
 // decide is the v1 answer: approve or deny.
 func decide(approve bool) Answer {

@@ -1,4 +1,4 @@
-package provider
+package codex
 
 import (
 	"fmt"
@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiond/sessiond/internal/event"
 	"golang.org/x/sys/unix"
+
+	"github.com/sessiond/sessiond/internal/event"
 )
 
 func TestOrphanDirective(t *testing.T) {

@@ -1,4 +1,4 @@
-// Package provider is the client side of the stdio protocol `codex
+// Package codex is the client side of the stdio protocol `codex
 // app-server` speaks (newline-delimited JSON-RPC), used by the host to drive
 // one provider child per live session: handshake, start or resume the
 // session's thread, start and interrupt turns, answer approvals, and turn
@@ -10,82 +10,30 @@
 // once per kind) without ending the session.
 //
 // Concurrency: one reader goroutine owns Out and calls Emit in provider
-// order. Lock order: emitMu, then mu; writeMu is a leaf (never held while
+// order. Lock order: emitMu, then mu; the stdin lock is a leaf (never held while
 // taking another lock).
-package provider
+package codex
 
 import (
 	"context"
-	"errors"
-	"io"
 	"log/slog"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/provider"
 )
-
-// Errors of the adapter.
-var (
-	// ErrExited means the provider's stdout ended or its stdin is gone
-	// (EPIPE): the process exited or is exiting.
-	ErrExited = errors.New("provider exited")
-	// ErrRequestNotFound means Respond named no pending approval request.
-	ErrRequestNotFound = errors.New("approval request not found")
-	// ErrTurnRunning means StartTurn was called while a turn is open.
-	ErrTurnRunning = errors.New("a turn is already running")
-	// ErrNotStarted means a turn method was called before Start succeeded.
-	ErrNotStarted = errors.New("provider thread not started")
-	// ErrTimeout means the provider did not answer a request within
-	// Options.RequestTimeout.
-	ErrTimeout = errors.New("provider request timed out")
-	// ErrStopping means the host is stopping the provider (CancelWrites,
-	// BeginStop): the write or request was abandoned.
-	ErrStopping = errors.New("provider is being stopped")
-)
-
-// Defaults of Options.
-const (
-	DefaultRequestTimeout = 30 * time.Second
-	DefaultMaxLineBytes   = 8 << 20
-)
-
-// Options configures an Adapter. In and Out are the child's stdin and
-// stdout; Emit receives every event the provider's messages map to.
-type Options struct {
-	In       io.WriteCloser
-	Out      io.Reader
-	Cwd      string
-	ThreadID string
-	// Emit is called in provider order from the reader goroutine (and from
-	// Start/Respond for the events they produce), never concurrently.
-	Emit           func(event.Draft)
-	Logger         *slog.Logger
-	RequestTimeout time.Duration // default 30s
-	MaxLineBytes   int           // default 8 MiB
-}
-
-// StartResult is what Start learned: the thread in use, whether it was
-// resumed, and, when the old thread was gone, the replacement.
-type StartResult struct {
-	ThreadID string
-	Resumed  bool
-	Replaced *event.ThreadReplacedData
-}
 
 // Adapter drives one provider child over its stdio.
 type Adapter struct {
 	o   Options
 	log *slog.Logger
-	out *activityReader
+	out *provider.ActivityReader
 
 	done chan struct{} // closed when the reader has emitted everything and stopped
 
-	writeMu         sync.Mutex    // serializes writes to o.In
-	writesCancelled atomic.Bool   // CancelWrites (or BeginStop) was called
-	stopping        chan struct{} // closed by BeginStop
-	stopOnce        sync.Once
+	stdin    *provider.Stdin // bounded, cancellable writes to o.In
+	stopping chan struct{}   // closed by BeginStop
+	stopOnce sync.Once
 
 	// emitMu serializes Emit calls and guards stopped: once Drain has
 	// stopped reading, nothing more is emitted.
@@ -141,7 +89,8 @@ func NewAdapter(o Options) *Adapter {
 	a := &Adapter{
 		o:         o,
 		log:       o.Logger,
-		out:       newActivityReader(o.Out),
+		out:       provider.NewActivityReader(o.Out),
+		stdin:     provider.NewStdin(o.In, o.RequestTimeout),
 		done:      make(chan struct{}),
 		stopping:  make(chan struct{}),
 		calls:     map[string]*call{},
@@ -196,28 +145,4 @@ func (a *Adapter) anomalyLocked(kind string, args ...any) {
 		lvl = slog.LevelWarn
 	}
 	a.log.Log(context.Background(), lvl, "provider protocol anomaly", append([]any{"kind", kind}, args...)...)
-}
-
-// activityReader records when bytes last arrived and whether the reader is
-// blocked waiting for more, for Drain's quiet rule.
-type activityReader struct {
-	r       io.Reader
-	last    atomic.Int64 // unix nanos of the last read that returned bytes
-	waiting atomic.Bool  // inside r.Read
-}
-
-func newActivityReader(r io.Reader) *activityReader {
-	ar := &activityReader{r: r}
-	ar.last.Store(time.Now().UnixNano())
-	return ar
-}
-
-func (ar *activityReader) Read(p []byte) (int, error) {
-	ar.waiting.Store(true)
-	n, err := ar.r.Read(p)
-	ar.waiting.Store(false)
-	if n > 0 {
-		ar.last.Store(time.Now().UnixNano())
-	}
-	return n, err
 }

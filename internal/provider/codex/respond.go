@@ -1,4 +1,4 @@
-package provider
+package codex
 
 import (
 	"context"
@@ -8,15 +8,6 @@ import (
 
 	"github.com/sessiond/sessiond/internal/event"
 )
-
-// Answer is a client's answer to an approval: a decision among the
-// request's options, plus answers (userInput: question id -> chosen
-// strings) or content (elicitation: the form's values).
-type Answer struct {
-	Decision string
-	Answers  map[string][]string
-	Content  json.RawMessage
-}
 
 // Respond answers the pending approval requestID and emits
 // approval.resolved. An unknown (or already answered, or withdrawn) id is

@@ -1,4 +1,4 @@
-package provider
+package codex
 
 import (
 	"encoding/json"
@@ -50,7 +50,7 @@ func BenchmarkBaselineDecode(b *testing.B) {
 	b.SetBytes(int64(len(line)))
 	b.ResetTimer()
 	for range b.N {
-		l, err := lr.next()
+		l, err := lr.Next()
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,14 +1,9 @@
-package provider
+package codex
 
 import (
-	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
-	"time"
 )
 
 // message is any line of the wire: a request (id+method), a notification
@@ -54,54 +49,6 @@ func idKey(raw json.RawMessage) string {
 	return string(raw)
 }
 
-// errLineTooLong: a line exceeded MaxLineBytes; its rest was skipped.
-var errLineTooLong = errors.New("line too long")
-
-// lineReader returns newline-terminated lines of at most max bytes. A longer
-// line is skipped up to its newline without buffering it whole.
-type lineReader struct {
-	br  *bufio.Reader
-	max int
-	buf []byte
-}
-
-func newLineReader(r io.Reader, max int) *lineReader {
-	return &lineReader{br: bufio.NewReaderSize(r, min(64<<10, max+1)), max: max}
-}
-
-// next returns the next line without its newline. errLineTooLong reports a
-// skipped line (the reader stays usable); other errors end the stream. A
-// final line without a newline is returned before io.EOF.
-func (lr *lineReader) next() ([]byte, error) {
-	lr.buf = lr.buf[:0]
-	tooLong := false
-	for {
-		chunk, err := lr.br.ReadSlice('\n')
-		if !tooLong {
-			if len(lr.buf)+len(chunk) > lr.max+1 { // +1: the newline
-				tooLong = true
-				lr.buf = lr.buf[:0]
-			} else {
-				lr.buf = append(lr.buf, chunk...)
-			}
-		}
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case err != nil && (tooLong || len(lr.buf) == 0):
-			if tooLong && errors.Is(err, io.EOF) {
-				return nil, errLineTooLong
-			}
-			return nil, err
-		case err != nil:
-			return lr.buf, nil // final unterminated line; EOF comes next call
-		case tooLong:
-			return nil, errLineTooLong
-		}
-		return lr.buf[:len(lr.buf)-1], nil
-	}
-}
-
 // write sends one message as a line. Write failures wrap ErrExited.
 func (a *Adapter) write(v any) error {
 	b, err := json.Marshal(v)
@@ -109,31 +56,7 @@ func (a *Adapter) write(v any) error {
 		return fmt.Errorf("provider: marshal: %w", err)
 	}
 	b = append(b, '\n')
-	a.writeMu.Lock()
-	defer a.writeMu.Unlock()
-	// A provider that stops reading must not block its caller (who may hold
-	// the session lock the close ladder needs): a pipe's write is bounded by
-	// the request timeout, and CancelWrites ends it at once.
-	if d, ok := a.o.In.(writeDeadliner); ok {
-		if d.SetWriteDeadline(time.Now().Add(a.o.RequestTimeout)) == nil {
-			defer d.SetWriteDeadline(time.Time{})
-		}
-	}
-	// Checked after the deadline is set: a CancelWrites racing this write
-	// either is seen here or sets its past deadline after ours.
-	if a.writesCancelled.Load() {
-		return fmt.Errorf("provider: write stdin: %w", ErrStopping)
-	}
-	if _, err := a.o.In.Write(b); err != nil {
-		switch {
-		case a.writesCancelled.Load():
-			return fmt.Errorf("provider: write stdin: %w", ErrStopping)
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			return fmt.Errorf("provider: write stdin: not read for %s: %w", a.o.RequestTimeout, ErrTimeout)
-		}
-		return fmt.Errorf("provider: write stdin: %w: %w", ErrExited, err)
-	}
-	return nil
+	return a.stdin.WriteLine(b)
 }
 
 // CancelWrites makes the write in progress (one blocked on a provider that
@@ -143,12 +66,7 @@ func (a *Adapter) write(v any) error {
 // it before, and the reader delivers it or reaches EOF. Stdin stays open:
 // closing it is the close ladder's first step.
 func (a *Adapter) CancelWrites() {
-	if a.writesCancelled.Swap(true) {
-		return
-	}
-	if d, ok := a.o.In.(writeDeadliner); ok {
-		_ = d.SetWriteDeadline(time.Unix(1, 0)) // in the past: a pending write fails now
-	}
+	a.stdin.Cancel()
 }
 
 // BeginStop tells the adapter its live provider is being stopped:
@@ -160,11 +78,6 @@ func (a *Adapter) CancelWrites() {
 func (a *Adapter) BeginStop() {
 	a.CancelWrites()
 	a.stopOnce.Do(func() { close(a.stopping) })
-}
-
-// writeDeadliner is a stdin that can bound a write (an *os.File pipe).
-type writeDeadliner interface {
-	SetWriteDeadline(t time.Time) error
 }
 
 type outRequest struct {

@@ -1,4 +1,4 @@
-package provider
+package codex
 
 import (
 	"bufio"
@@ -19,9 +19,10 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/provider/echo"
-	"go.uber.org/goleak"
 )
 
 const echoEnv = "ECHO_PROVIDER_MAIN"

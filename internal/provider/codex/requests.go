@@ -1,37 +1,11 @@
-package provider
+package codex
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"slices"
 
 	"github.com/sessiond/sessiond/internal/event"
 )
-
-// Decisions a client may give (agent-session.approvals.v2).
-const (
-	DecisionApprove           = "approve"
-	DecisionApproveForSession = "approveForSession"
-	DecisionDeny              = "deny"
-	DecisionCancel            = "cancel"
-)
-
-// ErrDecisionNotAllowed means Respond's decision is not among the
-// request's options (wrapped in a *DecisionError naming them).
-var ErrDecisionNotAllowed = errors.New("decision not allowed for this request")
-
-// DecisionError names the decisions a request accepts.
-type DecisionError struct {
-	Decision string
-	Allowed  []string
-}
-
-func (e *DecisionError) Error() string {
-	return fmt.Sprintf("decision %q not allowed; allowed: %v", e.Decision, e.Allowed)
-}
-
-func (e *DecisionError) Unwrap() error { return ErrDecisionNotAllowed }
 
 // relayed is a server request a person answers.
 type relayed struct {

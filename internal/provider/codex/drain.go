@@ -1,14 +1,10 @@
-package provider
+package codex
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"time"
 )
-
-// DefaultDrainQuiet is the quiet period the host uses after the root exited.
-const DefaultDrainQuiet = 100 * time.Millisecond
 
 // Drain waits until the provider's stdout ends with everything emitted, or
 // until it has been quiet for `quiet` (no bytes arrived and the reader is
@@ -20,32 +16,7 @@ func (a *Adapter) Drain(ctx context.Context, quiet time.Duration) error {
 	if quiet <= 0 {
 		quiet = DefaultDrainQuiet
 	}
-	start := time.Now()
-	t := time.NewTimer(quiet)
-	defer t.Stop()
-	var err error
-wait:
-	for {
-		select {
-		case <-a.done:
-			a.stop()
-			a.closeOut()
-			return nil
-		case <-ctx.Done():
-			err = fmt.Errorf("provider: drain: %w", context.Cause(ctx))
-			break wait
-		case <-t.C:
-			last := time.Unix(0, a.out.last.Load())
-			if start.After(last) {
-				last = start
-			}
-			idle := time.Since(last)
-			if a.out.waiting.Load() && idle >= quiet {
-				break wait
-			}
-			t.Reset(max(quiet-idle, quiet/10))
-		}
-	}
+	err := a.out.WaitQuiet(ctx, a.done, quiet)
 	a.stop()
 	a.closeOut()
 	return err

@@ -1,4 +1,4 @@
-package provider
+package codex
 
 import (
 	"bufio"
@@ -31,7 +31,7 @@ import (
 
 var record = flag.Bool("record", false, "re-record testdata/transcripts/echo-*.jsonl against the echo provider")
 
-const transcriptDir = "../../testdata/transcripts"
+const transcriptDir = "../../../testdata/transcripts"
 
 type step struct {
 	Op        string          `json:"op"`
