@@ -40,6 +40,9 @@ type Provider struct {
 	Command []string
 	Env     map[string]string
 	New     provider.New
+	// ResumeArgs, when set, is appended to Command for a session that has
+	// a thread (a protocol that resumes on its command line).
+	ResumeArgs func(threadID string) []string
 }
 
 // Options configures a Host.

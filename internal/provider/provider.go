@@ -69,6 +69,10 @@ var (
 	// ErrStopping means the host is stopping the provider (CancelWrites,
 	// BeginStop): the write or request was abandoned.
 	ErrStopping = errors.New("provider is being stopped")
+	// ErrThreadNotFound means the provider refused to resume the thread it
+	// was started for because it no longer has it, and is exiting: the
+	// host starts a fresh process for a fresh thread (Options.Replaces).
+	ErrThreadNotFound = errors.New("provider has no such thread")
 )
 
 // Defaults of Options.
@@ -92,6 +96,14 @@ type Options struct {
 	Logger         *slog.Logger
 	RequestTimeout time.Duration // default 30s
 	MaxLineBytes   int           // default 8 MiB
+	// OnThreadID, when set, is told a thread id the adapter learns after
+	// Start (Claude Code names a fresh conversation only with its first
+	// turn's system/init); it runs on the reader goroutine.
+	OnThreadID func(threadID string)
+	// Replaces, when set, is the thread a fresh start replaces (its resume
+	// failed with ErrThreadNotFound in an earlier process): the adapter
+	// emits provider.thread_replaced once it knows the new thread's id.
+	Replaces *event.ThreadReplacedData
 }
 
 // StartResult is what Start learned: the thread in use, whether it was
@@ -134,3 +146,15 @@ func (e *DecisionError) Error() string {
 }
 
 func (e *DecisionError) Unwrap() error { return ErrDecisionNotAllowed }
+
+// NotFoundError is ErrThreadNotFound with the provider's own wording.
+type NotFoundError struct {
+	ThreadID string
+	Cause    string // what the provider said
+}
+
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("resume thread %s: %s", e.ThreadID, e.Cause)
+}
+
+func (e *NotFoundError) Unwrap() error { return ErrThreadNotFound }
