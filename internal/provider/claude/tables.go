@@ -23,6 +23,9 @@ var typeMapped = map[string]bool{
 	"control_request": true, "control_response": true, "control_cancel_request": true,
 }
 
+// systemMapped lists the system subtypes onSystem maps.
+var systemMapped = map[string]bool{"init": true, "compact_boundary": true, "api_retry": true}
+
 var typeIgnored = map[string]string{
 	"keep_alive":        "a liveness ping of the stream",
 	"tool_progress":     "elapsed-time ticks of a running tool; its result is journaled",
