@@ -12,6 +12,7 @@ import (
 
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/claudetest"
+	"github.com/sessiond/sessiond/internal/daemontest"
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/rpc"
 )
@@ -210,6 +211,17 @@ func TestClaudeExitAtStart(t *testing.T) {
 	noProcesses(t, d)
 }
 
+// gone: pid is absent, or a zombie nobody has reaped yet (a container's
+// pid 1 may not reap the orphans it inherits).
+func gone(pid int) bool {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := strings.LastIndexByte(string(st), ')')
+	return i > 0 && strings.HasPrefix(string(st[i+1:]), " Z")
+}
+
 func threadOf(t *testing.T, s *session) string {
 	t.Helper()
 	var info api.SessionInfo
@@ -252,4 +264,35 @@ func readAll(t *testing.T, s *session) []event.Event {
 		t.Fatal(err)
 	}
 	return r.Events
+}
+
+// The daemon SIGKILLed while the CLI runs: the next daemon stops the
+// orphaned CLI (reap-orphans) before anything can resume the
+// conversation, and the re-hold runs exactly one CLI on it.
+func TestClaudeDaemonKilledThenResumed(t *testing.T) {
+	m := claudetest.NewModel(t, claudetest.Text("noted"), claudetest.Text("apple"))
+	cfg := providerConfig(t, "claude", claudetest.NewEnv(t, m.URL))
+	d := daemonWith(t, "", cfg)
+	s := newSession(t, d, "claude", t.TempDir())
+	s.send(t, "remember the word pineapple-42")
+	s.f.next(t, event.TurnCompleted)
+	thread, old := threadOf(t, s), s.hold.PID
+	d.Kill()
+	d.Wait(waitLong)
+
+	d2 := daemonWith(t, d.StateDir, cfg)
+	if !gone(old) {
+		t.Fatalf("the orphaned CLI (pid %d) survived the restart\n%s", old, d2.Log.String())
+	}
+	c, f := dial(t, d2)
+	s2 := &session{d: d2, c: c, f: f, id: s.id}
+	s2.attachAndHold(t)
+	if s2.hold.ThreadID != thread || len(daemontest.TaggedProcesses(d2.StateID)) != 1 {
+		t.Fatalf("re-hold thread %s (want %s), processes %v", s2.hold.ThreadID, thread, daemontest.TaggedProcesses(d2.StateID))
+	}
+	s2.send(t, "which word?")
+	s2.f.next(t, event.TurnCompleted)
+	if reqs := m.Requests(); len(reqs) != 2 || !strings.Contains(reqs[1].Messages(), "pineapple-42") {
+		t.Fatalf("the resumed conversation lost the first turn: %d requests", len(reqs))
+	}
 }
