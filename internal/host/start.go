@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
@@ -69,6 +70,7 @@ func (h *Host) startLocked(ctx context.Context, e *entry) (err error) {
 			Err: cause, Data: map[string]any{"stderrTail": stderr, "cause": cause.Error()}}
 	}
 
+	spawned := time.Now()
 	res, err := h.launchLocked(ctx, e, prov, grant.Fence, rec.ThreadID, nil)
 	if errors.Is(err, provider.ErrThreadNotFound) {
 		// The provider refused the resume at start and exits by itself: once
@@ -82,11 +84,13 @@ func (h *Host) startLocked(ctx context.Context, e *entry) (err error) {
 		if errors.As(err, &nf) {
 			cause = nf.Cause
 		}
+		spawned = time.Now()
 		res, err = h.launchLocked(ctx, e, prov, grant.Fence, "", &event.ThreadReplacedData{OldThreadID: rec.ThreadID, Cause: cause})
 	}
 	if err != nil {
 		return fail(err)
 	}
+	ready := time.Since(spawned) // the child's own start, as the daemon saw it
 	child := e.child
 	id := child.Identity()
 	if err := h.leases.Commit(e.id, grant.Fence, grant.SpawnToken, lease.Owner{
@@ -109,7 +113,7 @@ func (h *Host) startLocked(ctx context.Context, e *entry) (err error) {
 	h.stats.starts++
 	h.mu.Unlock()
 	h.log.Info("provider started", "session_id", e.id, "fence", grant.Fence, "pid", id.PID,
-		"thread_id", res.ThreadID, "resumed", res.Resumed)
+		"thread_id", res.ThreadID, "resumed", res.Resumed, "ready_us", ready.Microseconds())
 	return nil
 }
 
