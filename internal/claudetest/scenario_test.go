@@ -107,3 +107,28 @@ func TestClaudeBashApproval(t *testing.T) {
 		})
 	}
 }
+
+// The model answers 529 (overloaded), then 500: the CLI retries each, the
+// retries are journaled as provider.notice {warning, retrying}, and the
+// turn completes with the reply that follows.
+func TestClaudeModelErrorsRetried(t *testing.T) {
+	m := claudetest.NewModel(t, claudetest.Reply{Status: 529}, claudetest.Reply{Status: 500}, claudetest.Text("fine"))
+	d := daemonWith(t, "", providerConfig(t, "claude", claudetest.NewEnv(t, m.URL)))
+	s := newSession(t, d, "claude", t.TempDir())
+	turn := s.send(t, "hello")
+	done := decode[event.TurnCompletedData](t, s.f.next(t, event.TurnCompleted))
+	if done.Status != event.StatusCompleted {
+		t.Fatalf("turn.completed %+v", done)
+	}
+	retries := 0
+	for _, ev := range s.f.all() {
+		if ev.Type == event.ProviderNotice && ev.TurnID == turn {
+			if n := decode[event.NoticeData](t, ev); n.Code == "retrying" && n.Level == "warning" {
+				retries++
+			}
+		}
+	}
+	if retries != 2 || len(m.Requests()) != 3 {
+		t.Fatalf("%d retry notices, %d model requests; events %s", retries, len(m.Requests()), s.f.types())
+	}
+}
