@@ -134,6 +134,7 @@ func (h *Host) launchLocked(ctx context.Context, e *entry, prov Provider, fence 
 		In: child.Stdin(), Out: child.Stdout(), Cwd: e.rec.Cwd, ThreadID: threadID,
 		Emit: e.sink.Append, Logger: h.log.With("session_id", e.id), RequestTimeout: h.o.RequestTimeout,
 		OnThreadID: func(id string) { h.learnThread(e, child, id) }, Replaces: replaces,
+		Stuck: func() { h.stopStuck(e, child) }, InterruptTimeout: h.o.StepTimeout,
 	})
 	h.mu.Lock()
 	e.pid = child.Identity().PID
@@ -142,6 +143,28 @@ func (h *Host) launchLocked(ctx context.Context, e *entry, prov Provider, fence 
 	h.wg.Add(1)
 	go h.watch(e, child)
 	return e.adapter.Start(ctx)
+}
+
+// stopStuck tears down a child that ignored an interrupt (its adapter
+// already ended the turn), unless it is no longer the session's.
+func (h *Host) stopStuck(e *entry, child *proc.Child) {
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		h.mu.Lock()
+		if e.pid == child.Identity().PID && e.state == StateLive {
+			h.beginStopMapLocked(e) // a send blocked on it must not hold the lock
+		}
+		h.mu.Unlock()
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.child != child || e.state != StateLive {
+			return
+		}
+		if _, err := h.evictLocked(context.Background(), e, evictUnresponsive); err != nil {
+			h.scheduleRetryLocked(e, evictUnresponsive)
+		}
+	}()
 }
 
 // awaitExitLocked waits (bounded by ctx) for the child that refused to

@@ -104,6 +104,13 @@ type Options struct {
 	// failed with ErrThreadNotFound in an earlier process): the adapter
 	// emits provider.thread_replaced once it knows the new thread's id.
 	Replaces *event.ThreadReplacedData
+	// Stuck, when set, is called when the provider acknowledged an
+	// interrupt but did not end the turn within InterruptTimeout: the
+	// adapter has ended the turn `interrupted` (user_cancel) and the host
+	// stops the child. Only adapters whose provider can ignore an
+	// interrupt call it (claude).
+	Stuck            func()
+	InterruptTimeout time.Duration // default RequestTimeout
 }
 
 // StartResult is what Start learned: the thread in use, whether it was

@@ -51,6 +51,7 @@ type Adapter struct {
 	blocks    map[string]*block // streamed content blocks by message id + index
 	tools     map[string]*tool  // tool_use id -> its open item
 	denied    map[string]bool   // tool_use ids the user denied
+	stuck     *time.Timer       // armed by an acknowledged interrupt
 }
 
 type openTurn struct {
@@ -68,6 +69,9 @@ func NewAdapter(o provider.Options) *Adapter {
 	}
 	if o.MaxLineBytes <= 0 {
 		o.MaxLineBytes = provider.DefaultMaxLineBytes
+	}
+	if o.InterruptTimeout <= 0 {
+		o.InterruptTimeout = o.RequestTimeout
 	}
 	if o.Emit == nil {
 		o.Emit = func(event.Draft) {}
@@ -108,6 +112,11 @@ func (a *Adapter) Drain(ctx context.Context, quiet time.Duration) error {
 		quiet = provider.DefaultDrainQuiet
 	}
 	err := a.out.WaitQuiet(ctx, a.done, quiet)
+	a.mu.Lock()
+	if a.stuck != nil {
+		a.stuck.Stop()
+	}
+	a.mu.Unlock()
 	a.emitMu.Lock()
 	a.stopped = true
 	a.emitMu.Unlock()

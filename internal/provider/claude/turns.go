@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/provider"
@@ -62,7 +63,40 @@ func (a *Adapter) Interrupt(ctx context.Context) (bool, error) {
 		}
 		return false, fmt.Errorf("interrupt turn %s: %w", t.ours, err)
 	}
+	a.mu.Lock()
+	if a.turn == t && a.stuck == nil {
+		a.stuck = time.AfterFunc(a.o.InterruptTimeout, func() { a.onStuck(t) })
+	}
+	a.mu.Unlock()
 	return true, nil
+}
+
+// onStuck: the CLI acknowledged the interrupt of t but has not ended it
+// within InterruptTimeout: the turn ends interrupted here (its open
+// approvals and items first) and the host is told to stop the child.
+func (a *Adapter) onStuck(t *openTurn) {
+	a.mu.Lock()
+	a.stuck = nil
+	if a.turn != t {
+		a.mu.Unlock()
+		return
+	}
+	a.turn = nil
+	open := a.takeApprovalsLocked()
+	tools := a.takeToolsLocked()
+	a.mu.Unlock()
+	a.log.Warn("provider did not end an interrupted turn; stopping it", "turn_id", t.ours, "timeout", a.o.InterruptTimeout)
+	for _, k := range open {
+		a.emit(event.New(event.ApprovalResolved, t.ours, event.ApprovalResolvedData{
+			RequestID: k, Decision: "cancel", By: "daemon", Reason: "turn_ended"}))
+	}
+	for _, tl := range tools {
+		a.emit(event.New(event.ItemCompleted, t.ours, tl.completed(event.ItemInterruptedStatus, "", false)))
+	}
+	a.emit(event.New(event.TurnCompleted, t.ours, event.TurnCompletedData{Status: event.StatusInterrupted, Reason: event.ReasonUserCancel}))
+	if a.o.Stuck != nil {
+		a.o.Stuck()
+	}
 }
 
 // result is the part of a `result` message the adapter reads.
@@ -97,6 +131,10 @@ func (a *Adapter) onResult(line []byte) {
 	a.mu.Lock()
 	t := a.turn
 	a.turn = nil
+	if a.stuck != nil {
+		a.stuck.Stop()
+		a.stuck = nil
+	}
 	var open []string
 	if t != nil {
 		open = a.takeApprovalsLocked()
