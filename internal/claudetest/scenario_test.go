@@ -132,3 +132,34 @@ func TestClaudeModelErrorsRetried(t *testing.T) {
 		t.Fatalf("%d retry notices, %d model requests; events %s", retries, len(m.Requests()), s.f.types())
 	}
 }
+
+// approveForSession adds a session-scoped rule (the CLI's own addRules
+// suggestion, scoped to the session): the same command in the next turn
+// runs without asking.
+func TestClaudeApproveForSession(t *testing.T) {
+	dir := t.TempDir()
+	cmd := "touch x && echo one"
+	m := claudetest.NewModel(t, claudetest.Bash("toolu_1", cmd), claudetest.Text("ok"), claudetest.Bash("toolu_2", cmd), claudetest.Text("ok again"))
+	d := daemonWith(t, "", providerConfig(t, "claude", claudetest.NewEnv(t, m.URL)))
+	s := newSession(t, d, "claude", dir)
+	s.send(t, "run it")
+	req := decode[event.ApprovalRequestedData](t, s.f.next(t, event.ApprovalRequested))
+	s.respond(t, req.RequestID, "approveForSession")
+	s.f.next(t, event.TurnCompleted)
+	turn := s.send(t, "run it again")
+	done := decode[event.TurnCompletedData](t, s.f.next(t, event.TurnCompleted))
+	for _, ev := range s.f.all() {
+		if ev.TurnID == turn && ev.Type == event.ApprovalRequested {
+			t.Fatalf("the second run asked again: %s", ev.Data)
+		}
+	}
+	var it event.ItemData
+	for _, ev := range s.f.all() {
+		if ev.TurnID == turn && ev.Type == event.ItemCompleted {
+			it = decode[event.ItemData](t, ev)
+		}
+	}
+	if done.Status != event.StatusCompleted || it.Status != event.ItemCompletedStatus {
+		t.Fatalf("second turn %+v, item %+v", done, it)
+	}
+}
