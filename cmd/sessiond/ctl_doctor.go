@@ -262,7 +262,7 @@ func doctorLosses(lost map[string]uint64) doctorCheck {
 	for _, id := range ids {
 		c.Problems = append(c.Problems, doctorProblem{
 			What: fmt.Sprintf("session %s: %d events could not be stored (journal.loss rows; the turn open then was failed)", id, lost[id]),
-			Fix:  fmt.Sprintf("nothing restores them: read `sessiond ctl events %s`, then `sessiond ctl delete %s` once its history is no longer needed", id, id)})
+			Fix:  fmt.Sprintf("nothing restores them: read `sessiond ctl attach %s`, then `sessiond ctl delete %s` once its history is no longer needed", id, id)})
 	}
 	c.Detail = fmt.Sprintf("%d sessions with lost events", len(ids))
 	return c

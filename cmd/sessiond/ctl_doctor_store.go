@@ -81,6 +81,7 @@ func doctorOffline(e *ctlEnv, rep *doctorReport) {
 	var lost map[string]uint64
 	db.View(func(tx *bolt.Tx) error { lost = journal.Losses(tx); return nil })
 	rep.add(doctorLosses(lost))
+	rep.add(doctorDamaged(st))
 	rep.add(doctorTagged(stateID, func(proc.Tagged) bool { return false },
 		func(t proc.Tagged) string {
 			return fmt.Sprintf("kill %d   # or start `sessiond serve`: it reaps", t.PID)

@@ -193,8 +193,12 @@ func (d *daemon) run() error {
 	}
 	beginShutdown() // from here on a signal is answered with a log line only
 	d.notify("STOPPING=1")
-	// Stop taking calls first (connections close, their holds end), then
-	// evict every live session, then the journal and the store (deferred).
+	// Cancel writes to every child first (the server's close waits for
+	// in-flight calls, and a send may be blocked on a child that stopped
+	// reading), then stop taking calls (connections close, their holds
+	// end), then evict every live session, then the journal and the store
+	// (deferred).
+	h.BeginShutdown()
 	srv.Close()
 	if err := d.shutdownHost(h); err != nil {
 		return err

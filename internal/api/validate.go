@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -65,6 +66,9 @@ func (p CreateParams) Validate() error {
 		return &Error{Kind: KindInvalidParams,
 			Msg:  fmt.Sprintf("options: %d bytes, over the limit of %d bytes", len(p.Options), MaxOptionsBytes),
 			Data: map[string]any{"field": "options", "limit": MaxOptionsBytes}}
+	}
+	if o := bytes.TrimSpace(p.Options); len(o) > 0 && o[0] != '{' && string(o) != "null" {
+		return InvalidParam("options", "must be an object")
 	}
 	return checkCwd(p.Cwd)
 }

@@ -26,6 +26,10 @@ const (
 	// JournalLoss records events a live session handed to the journal that
 	// could not be stored (JournalLossData), in the place they would have had.
 	JournalLoss = "journal.loss"
+	// JournalCorrupt stands, when read, where a stored row no longer decodes
+	// (the disk damaged it): seq stays gapless and the damage is visible
+	// (JournalCorruptData). It is never written.
+	JournalCorrupt = "journal.corrupt"
 )
 
 // Turn statuses carried by turn.completed.
@@ -146,6 +150,12 @@ type ThreadReplacedData struct {
 	OldThreadID string `json:"oldThreadId"`
 	NewThreadID string `json:"newThreadId"`
 	Cause       string `json:"cause"`
+}
+
+// JournalCorruptData is the data of journal.corrupt: why the row stored
+// at that seq could not be read.
+type JournalCorruptData struct {
+	Cause string `json:"cause"`
 }
 
 // JournalLossData is the data of journal.loss: how many events were lost

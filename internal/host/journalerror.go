@@ -8,7 +8,8 @@ import (
 )
 
 // journalError translates the journal's refusals into the wire's kinds:
-// the one place journal errors become api kinds. Anything else (a storage
+// the one place journal errors become api kinds. The message is the
+// journal's (once: the cause is not chained behind it). Anything else (a storage
 // fault) passes through as an internal error.
 func journalError(err error) error {
 	var ce *journal.CursorError
@@ -16,9 +17,9 @@ func journalError(err error) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &ce) && errors.Is(err, journal.ErrCursorAhead):
-		return &api.Error{Kind: api.KindCursorAhead, Msg: ce.Error(), Err: err, Data: map[string]any{"lastSeq": ce.LastSeq}}
+		return &api.Error{Kind: api.KindCursorAhead, Msg: ce.Error(), Data: map[string]any{"lastSeq": ce.LastSeq}}
 	case errors.As(err, &ce) && errors.Is(err, journal.ErrCursorCompacted):
-		return &api.Error{Kind: api.KindCursorCompacted, Msg: ce.Error(), Err: err, Data: map[string]any{"oldestSeq": ce.OldestSeq}}
+		return &api.Error{Kind: api.KindCursorCompacted, Msg: ce.Error(), Data: map[string]any{"oldestSeq": ce.OldestSeq}}
 	case errors.Is(err, journal.ErrLagged):
 		return api.ErrLagged
 	case errors.Is(err, journal.ErrSubscriptionClosed):

@@ -13,6 +13,26 @@ import (
 // shutdownParallel bounds the evictions Shutdown runs at once.
 const shutdownParallel = 32
 
+// BeginShutdown makes every write to a live child give up at once (and
+// every request waiting for a child's answer), so that whoever waits for
+// in-flight calls before Shutdown (the RPC server's Close) never waits
+// behind a send blocked on a provider that stopped reading. Calls that
+// reach a child afterwards fail as if it were stopping; Shutdown follows.
+func (h *Host) BeginShutdown() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stopAllMapLocked()
+}
+
+// stopAllMapLocked begins the stop of every loaded child. Needs the map lock.
+func (h *Host) stopAllMapLocked() {
+	for _, e := range h.sessions {
+		if e.state == StateLive || e.state == StateExited {
+			h.beginStopMapLocked(e)
+		}
+	}
+}
+
 // Shutdown evicts every live session through the same steps, then makes a
 // last cleanup attempt. It runs once; later calls wait for nothing. It is
 // bounded by ctx and by its own bound (every session's eviction, side by
@@ -26,12 +46,10 @@ func (h *Host) Shutdown(ctx context.Context) error {
 	}
 	h.closing = true
 	ids := make([]string, 0, len(h.sessions))
-	for id, e := range h.sessions {
+	for id := range h.sessions {
 		ids = append(ids, id)
-		if e.state == StateLive || e.state == StateExited {
-			h.beginStopMapLocked(e) // no eviction waits behind a blocked send
-		}
 	}
+	h.stopAllMapLocked() // no eviction waits behind a blocked send
 	subs := make([]*subscription, 0, len(h.subs))
 	for id, s := range h.subs {
 		subs = append(subs, s)

@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/event"
 )
 
 // waitSigtermIgnored returns once pid's SigIgn mask has SIGTERM.
@@ -80,6 +84,30 @@ func TestStartupReapSignalsAreLogged(t *testing.T) {
 	for _, sig := range []string{"SIGTERM", "SIGKILL"} {
 		if n := signalLines(logs.String(), id, pid, sig); n != 1 {
 			t.Errorf("%d log lines for %s of pid %d, want 1:\n%s", n, sig, pid, logs.String())
+		}
+	}
+}
+
+// The exit of a provider is logged with its exit code as a number.
+func TestProviderExitLogsCode(t *testing.T) {
+	f := newFixture(t)
+	logs := &syncBuf{}
+	f.h.log = slog.New(slog.NewTextHandler(logs, nil))
+	id := f.create("echo")
+	f.hold(id, "h", "c1")
+	if _, err := f.h.Send(context.Background(), api.SendParams{SessionID: id, Text: "/crash"}); err != nil {
+		t.Fatal(err)
+	}
+	f.waitFor(id, 0, isType(event.LeaseReleased))
+	for deadline := time.Now().Add(stallGuard); !strings.Contains(logs.String(), "msg=\"provider exited\""); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no provider exited line:\n%s", logs.String())
+		}
+		time.Sleep(time.Millisecond) // the line is written by the exit watcher
+	}
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "msg=\"provider exited\"") && !regexp.MustCompile(` code=(\d+|<nil>) `).MatchString(l) {
+			t.Fatalf("exit code not logged as a number: %s", l)
 		}
 	}
 }

@@ -57,13 +57,16 @@ func (h *Host) startLocked(ctx context.Context, e *entry) (err error) {
 	// From here on a failure runs the same teardown as any eviction, so the
 	// journal gets its tail and the lease is released.
 	fail := func(cause error) error {
-		stderr := ""
-		if e.child != nil {
-			stderr = e.child.StderrTail()
-		}
+		child := e.child
 		if _, eerr := h.evictLocked(context.Background(), e, evictStartFailed); eerr != nil {
 			h.log.Error("teardown after failed start", "session_id", e.id, "err", eerr)
 			h.scheduleRetryLocked(e, evictStartFailed)
+		}
+		// After the teardown: the child's exit is observed only once its
+		// stderr was read to the end (or lingered), so the tail is whole.
+		stderr := ""
+		if child != nil {
+			stderr = child.StderrTail()
 		}
 		h.log.Warn("provider failed to start", "session_id", e.id, "provider", rec.Provider, "err", cause)
 		return &api.Error{Kind: api.KindProviderFailed, Msg: fmt.Sprintf("session %s: provider %s", e.id, rec.Provider),
@@ -229,8 +232,12 @@ func (h *Host) watch(e *entry, child *proc.Child) {
 	}
 	h.mu.Unlock()
 	ex := child.Exit()
+	var code any // the number, or null: never the pointer
+	if ex.Code != nil {
+		code = *ex.Code
+	}
 	h.log.Info("provider exited", "session_id", e.id, "pid", child.Identity().PID,
-		"code", ex.Code, "signal", ex.Signal)
+		"code", code, "signal", ex.Signal)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.child != child || e.state != StateExited {

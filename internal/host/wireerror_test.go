@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/sessiond/sessiond/internal/api"
@@ -51,6 +52,9 @@ func TestJournalErrorKinds(t *testing.T) {
 		var ae *api.Error
 		if !errors.Is(err, api.ErrCursorAhead) || !errors.As(err, &ae) || ae.Data["lastSeq"] != uint64(1) {
 			t.Fatalf("cursor ahead: %#v", err)
+		}
+		if msg := err.Error(); strings.Count(msg, "ahead") != 1 {
+			t.Fatalf("the message repeats itself: %q", msg)
 		}
 	}
 	compacted := &journal.CursorError{Err: journal.ErrCursorCompacted, SessionID: id, After: 1, OldestSeq: 5}

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -107,8 +108,10 @@ func compacted(id string, after, oldest uint64) error {
 
 // readRange copies out the events in (after, upto], at most limit and
 // PageBytes (never fewer than one), in one short read transaction. Each
-// event carries its row as stored (Event.Raw), for the wire to splice. Rows that do not decode are logged once and
-// skipped.
+// event carries its row as stored (Event.Raw), for the wire to splice. A
+// row that does not decode is logged once and read as a journal.corrupt
+// event in its place (seq stays gapless; the damage is visible); a key
+// that is no seq is logged once and skipped.
 func (j *Journal) readRange(id string, after, upto uint64, limit int) ([]event.Event, bool, error) {
 	if limit <= 0 {
 		limit = DefaultReadLimit
@@ -160,7 +163,7 @@ func (j *Journal) readRange(id string, after, upto uint64, limit int) ([]event.E
 			if err != nil {
 				j.garbageRow(id, k, err)
 				garbage = true
-				continue
+				ev = corruptRow(id, seq, err)
 			}
 			out = append(out, ev)
 		}
@@ -209,4 +212,10 @@ func (j *Journal) garbageRow(id string, key []byte, err error) {
 	} else {
 		j.log.Warn("journal key does not decode; skipped", "session_id", id, "key", fmt.Sprintf("%x", key), "err", err)
 	}
+}
+
+// corruptRow is the journal.corrupt event read in place of the row at seq.
+func corruptRow(id string, seq uint64, err error) event.Event {
+	data, _ := json.Marshal(event.JournalCorruptData{Cause: err.Error()})
+	return event.Event{SessionID: id, Seq: seq, Type: event.JournalCorrupt, Data: data}
 }

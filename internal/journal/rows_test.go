@@ -74,7 +74,8 @@ func TestRowsHandedOutAsStored(t *testing.T) {
 
 // TestRowsFoundInTheFileAreValidated: a row that was in the file at Open,
 // in the canonical shape but with data that is not JSON, is never handed
-// out (it would break the client's reply), on the first read or later.
+// out (it would break the client's reply), on the first read or later: a
+// journal.corrupt event stands in its place, so seq stays gapless.
 func TestRowsFoundInTheFileAreValidated(t *testing.T) {
 	dir := t.TempDir()
 	st := openStore(t, dir)
@@ -100,13 +101,17 @@ func TestRowsFoundInTheFileAreValidated(t *testing.T) {
 	mustAppend(t, j, id, delta("t1", "d"))
 	for range 3 {
 		evs, _, _, err := j.Read(id, 0, 10)
-		if err != nil || !slices.Equal(seqs(evs), []uint64{1, 2, 4}) {
+		if err != nil || !slices.Equal(seqs(evs), []uint64{1, 2, 3, 4}) {
 			t.Fatalf("read: %v %v", seqs(evs), err)
 		}
 		for _, ev := range evs {
-			if !json.Valid(ev.Raw) {
+			if ev.Raw != nil && !json.Valid(ev.Raw) {
 				t.Fatalf("seq %d handed out invalid: %s", ev.Seq, ev.Raw)
 			}
+		}
+		// The damaged row reads as a visible journal.corrupt in its place.
+		if evs[2].Type != event.JournalCorrupt || evs[2].Raw != nil || !json.Valid(evs[2].Data) {
+			t.Fatalf("seq 3 read as %+v, want journal.corrupt", evs[2])
 		}
 	}
 }

@@ -215,3 +215,28 @@ func Losses(tx *bolt.Tx) map[string]uint64 {
 	})
 	return out
 }
+
+// Damaged lists, per session, the seqs of journal rows that no longer
+// decode (read as journal.corrupt), for doctor; it reads every row.
+func Damaged(tx *bolt.Tx) map[string][]uint64 {
+	out := map[string][]uint64{}
+	jb := tx.Bucket(store.BucketJournal)
+	if jb == nil {
+		return out
+	}
+	_ = jb.ForEachBucket(func(id []byte) error {
+		evb := jb.Bucket(id).Bucket(keyEvents)
+		if evb == nil {
+			return nil
+		}
+		return evb.ForEach(func(k, v []byte) error {
+			if len(k) != 8 {
+				out[string(id)] = append(out[string(id)], 0)
+			} else if _, err := decodeEvent(v); err != nil {
+				out[string(id)] = append(out[string(id)], store.FromU64(k))
+			}
+			return nil
+		})
+	})
+	return out
+}

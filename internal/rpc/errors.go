@@ -63,7 +63,7 @@ func errCapability(method, capability string) error {
 }
 
 func errInvalidID() error {
-	return &protoError{CodeInvalidRequest, "invalid_request", "id must be a string, an integer or null",
+	return &protoError{CodeInvalidRequest, "invalid_request", "id must be a string, an integer from 0 to 2^63-1, or null",
 		map[string]any{"field": "id"}}
 }
 

@@ -209,6 +209,16 @@ func (r *raw) initialize() {
 // recv reads one message; it fails the test on EOF or after 10 s.
 func (r *raw) recv() map[string]any {
 	r.t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(r.recvRaw()), &m); err != nil {
+		r.t.Fatalf("bad message: %v", err)
+	}
+	return m
+}
+
+// recvRaw reads one message's bytes.
+func (r *raw) recvRaw() string {
+	r.t.Helper()
 	r.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
 	var body []byte
 	if r.f == FramingHeader {
@@ -237,11 +247,7 @@ func (r *raw) recv() map[string]any {
 		}
 		body = line
 	}
-	var m map[string]any
-	if err := json.Unmarshal(body, &m); err != nil {
-		r.t.Fatalf("bad message %q: %v", body, err)
-	}
-	return m
+	return string(body)
 }
 
 // expectClosed reads until the server closes; no message may arrive.

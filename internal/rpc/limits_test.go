@@ -42,6 +42,7 @@ func TestFieldLimits(t *testing.T) {
 		{"long provider", "agentSession.create", api.CreateParams{Provider: big(257), Cwd: dir}, "provider", 256},
 		{"long cwd", "agentSession.create", api.CreateParams{Provider: "echo", Cwd: "/" + big(4096)}, "cwd", 4096},
 		{"large options", "agentSession.create", api.CreateParams{Provider: "echo", Cwd: dir, Options: []byte(`"` + big(64<<10) + `"`)}, "options", 65536},
+		{"options not an object", "agentSession.create", api.CreateParams{Provider: "echo", Cwd: dir, Options: []byte(`"x"`)}, "options", 0},
 		{"long requestId", "agentSession.respond", api.RespondParams{SessionID: sid, RequestID: big(257), Decision: "approve"}, "requestId", 256},
 		{"long subscriptionId", "agentSession.detach", api.DetachParams{SubscriptionID: big(257)}, "subscriptionId", 256},
 		{"attach limit", "agentSession.attach", api.AttachParams{SessionID: sid, Limit: 4097}, "limit", 4096},

@@ -3,6 +3,7 @@ package rpc
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 
 	"github.com/sourcegraph/jsonrpc2"
 )
@@ -63,7 +64,7 @@ func (m *inMessage) UnmarshalJSON(data []byte) error {
 }
 
 // idProbe classifies a message's id: null, or bad (not a string and not
-// an integer jsonrpc2 can hold: true, {}, [], 1.5).
+// an integer jsonrpc2 can hold and echo as sent: true, {}, [], 1.5, -1).
 type idProbe struct{ null, bad bool }
 
 func (p *idProbe) UnmarshalJSON(b []byte) error {
@@ -75,8 +76,8 @@ func (p *idProbe) UnmarshalJSON(b []byte) error {
 		var n json.Number
 		if json.Unmarshal(b, &n) != nil {
 			p.bad = true
-		} else if _, err := n.Int64(); err != nil {
-			p.bad = true
+		} else if v, err := strconv.ParseInt(n.String(), 10, 64); err != nil || v < 0 {
+			p.bad = true // jsonrpc2 reads an int64 into a uint64: -1 would be echoed as 18446744073709551615
 		}
 	}
 	return nil

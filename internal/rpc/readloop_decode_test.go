@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/sourcegraph/jsonrpc2"
@@ -59,12 +60,13 @@ func (discardLogger) Printf(string, ...any) {}
 // TestDecodeLikeJSONRPC2: the read loop decodes each message as
 // jsonrpc2.Conn did: same error or not, same request (method, params
 // bytes, id, notification, meta, extra fields), responses ignored. The
-// id is the exception, on purpose: see TestIDEdgeCases.
+// id is the exception, on purpose (null, non-integer and negative ids):
+// see TestIDEdgeCases.
 func TestDecodeLikeJSONRPC2(t *testing.T) {
 	msgs := []string{
 		`{"jsonrpc":"2.0","id":1,"method":"daemon.status"}`,
 		`{"jsonrpc":"2.0","id":"x<y","method":"m","params":{"b":1,"a":[1.50,"<"],"a":2}}`,
-		`{"jsonrpc":"2.0","id":-3,"method":"m","params":null}`,
+		`{"jsonrpc":"2.0","id":3,"method":"m","params":null}`,
 		`{"jsonrpc":"2.0","method":"m","params":[1,2]}`,
 		`{"jsonrpc":"2.0","id":2,"method":"m","meta":{"t":1},"extra":"e"}`,
 		`{"jsonrpc":"2.0","id":2,"method":7}`,
@@ -111,7 +113,7 @@ func TestIDEdgeCases(t *testing.T) {
 				t.Fatalf("null id before initialize: %v", m)
 			}
 			r.initialize()
-			for _, id := range []string{`true`, `{}`, `[1]`, `1.5`, `"x"`} {
+			for _, id := range []string{`true`, `{}`, `[1]`, `1.5`, `-1`, `1e3`, `9223372036854775808`, `123456789012345678901234567890`, `"x"`} {
 				r.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"daemon.status"}`)
 				m := r.recv()
 				if id == `"x"` {
@@ -131,6 +133,10 @@ func TestIDEdgeCases(t *testing.T) {
 				t.Fatalf("null id: got %v, want a result with id null", m)
 			}
 			r.send(`{"jsonrpc":"2.0","method":"daemon.status"}`) // a notification: no answer
+			r.send(`{"jsonrpc":"2.0","id":9223372036854775807,"method":"daemon.status"}`)
+			if m := r.recvRaw(); !strings.HasPrefix(m, `{"id":9223372036854775807,"result":`) {
+				t.Fatalf("largest id not echoed as sent: %.80s", m)
+			}
 			r.send(`{"jsonrpc":"2.0","id":9,"method":"daemon.status"}`)
 			if m := r.recv(); m["id"] != 9.0 || m["result"] == nil {
 				t.Fatalf("after the edge cases: %v", m)

@@ -194,3 +194,17 @@ func TestSDKMessageUnionCovered(t *testing.T) {
 		t.Fatalf("read %d types", n)
 	}
 }
+
+// A line over the cap is dropped with a provider.notice; the next line is
+// read as usual.
+func TestLineTooLong(t *testing.T) {
+	f := newFake(t, func(o *provider.Options) { o.MaxLineBytes = 1024 })
+	f.started(t)
+	f.send(t, `{"type":"keep_alive","pad":"`+strings.Repeat("x", 4096)+`"}`)
+	n := decodeData[event.NoticeData](t, f.next(t, event.ProviderNotice))
+	if n.Code != "line_too_long" || n.Level != "warning" {
+		t.Fatalf("notice %+v", n)
+	}
+	f.send(t, map[string]any{"type": "result", "subtype": "success"})
+	f.next(t, event.TurnCompleted)
+}

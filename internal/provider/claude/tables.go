@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 
@@ -78,7 +79,10 @@ func (a *Adapter) readLoop() {
 	for {
 		line, err := lr.Next()
 		if errors.Is(err, provider.ErrLineTooLong) {
+			// Dropped output is never silent: the journal says so too.
 			a.anomaly("line_too_long", "max_bytes", a.o.MaxLineBytes)
+			a.notice("warning", "line_too_long",
+				fmt.Sprintf("the provider wrote a line over %d bytes; it was dropped", a.o.MaxLineBytes))
 			continue
 		}
 		if err != nil {

@@ -116,8 +116,13 @@ func TestGarbageKeepsSessionWorking(t *testing.T) {
 	f.send(t, map[string]any{"method": "item/agentMessage/delta", "params": map[string]any{"threadId": "thr_1", "turnId": "pt_1", "itemId": "i", "delta": "ok"}})
 	f.send(t, map[string]any{"method": "turn/completed", "params": map[string]any{"threadId": "thr_1", "turn": map[string]any{"id": "pt_1", "status": "completed"}}})
 	f.rec.waitFor(t, event.TurnCompleted, "t_1")
-	if got := typesOf(f.rec.all()); got != "provider.notice,approval.resolved,approval.resolved,message.delta,turn.completed" {
+	// One notice per dropped long line (data lost), one for the unknown
+	// notification method (once per method).
+	if got := typesOf(f.rec.all()); got != "provider.notice,provider.notice,provider.notice,approval.resolved,approval.resolved,message.delta,turn.completed" {
 		t.Fatalf("events %s", got)
+	}
+	if n := decode[event.NoticeData](t, f.rec.all()[0]); n.Code != "line_too_long" || n.Level != "warning" {
+		t.Fatalf("first notice %+v, want the dropped line", n)
 	}
 	logs := f.logs.String()
 	for _, kind := range []string{"unparseable_line", "line_too_long", "response_unknown_id", "unknown_notification", "unknown_request"} {
