@@ -1,6 +1,7 @@
 package claudetest_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -162,4 +163,79 @@ func TestClaudeApproveForSession(t *testing.T) {
 	if done.Status != event.StatusCompleted || it.Status != event.ItemCompletedStatus {
 		t.Fatalf("second turn %+v, item %+v", done, it)
 	}
+}
+
+// The Write tool asks first as a fileChange; approved, the file is
+// written and its item completes with the path.
+func TestClaudeWriteApproval(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "hello.txt")
+	m := claudetest.NewModel(t, claudetest.Tool("toolu_w", "Write", map[string]any{"file_path": path, "content": "hi\n"}), claudetest.Text("written"))
+	d := daemonWith(t, "", providerConfig(t, "claude", claudetest.NewEnv(t, m.URL)))
+	s := newSession(t, d, "claude", dir)
+	s.send(t, "write it")
+	started := decode[event.ItemData](t, s.f.next(t, event.ItemStarted))
+	req := decode[event.ApprovalRequestedData](t, s.f.next(t, event.ApprovalRequested))
+	if started.Kind != event.KindFileChange || req.Kind != "fileChange" || req.ItemID != "toolu_w" {
+		t.Fatalf("item.started %+v, approval.requested %+v", started, req)
+	}
+	s.respond(t, req.RequestID, "approve")
+	it := decode[event.ItemData](t, s.f.next(t, event.ItemCompleted))
+	s.f.next(t, event.TurnCompleted)
+	b, err := os.ReadFile(path)
+	changes, _ := it.Payload.(map[string]any)["changes"].([]any)
+	if err != nil || string(b) != "hi\n" || it.Status != event.ItemCompletedStatus || len(changes) != 1 ||
+		changes[0].(map[string]any)["path"] != path || changes[0].(map[string]any)["kind"] != "add" {
+		t.Fatalf("file %q %v, item %+v", b, err, it)
+	}
+}
+
+// AskUserQuestion asks as userInput; the answers given with approve reach
+// the model in the tool's result.
+func TestClaudeAskUserQuestion(t *testing.T) {
+	q := map[string]any{"questions": []any{map[string]any{"question": "Which fruit?", "header": "Fruit", "multiSelect": false,
+		"options": []any{map[string]any{"label": "apple", "description": "red"}, map[string]any{"label": "pear", "description": "green"}}}}}
+	m := claudetest.NewModel(t, claudetest.Tool("toolu_q", "AskUserQuestion", q), claudetest.Text("thanks"))
+	d := daemonWith(t, "", providerConfig(t, "claude", claudetest.NewEnv(t, m.URL)))
+	s := newSession(t, d, "claude", t.TempDir())
+	s.send(t, "ask me")
+	req := decode[event.ApprovalRequestedData](t, s.f.next(t, event.ApprovalRequested))
+	if req.Kind != "userInput" || strings.Join(req.Options, ",") != "approve,deny,cancel" {
+		t.Fatalf("approval.requested %+v", req)
+	}
+	if err := s.c.Call(ctxT(t), "agentSession.respond", api.RespondParams{SessionID: s.id, RequestID: req.RequestID,
+		Decision: "approve", Answers: map[string][]string{"Which fruit?": {"pear"}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	s.f.next(t, event.TurnCompleted)
+	reqs := m.Requests()
+	if len(reqs) != 2 || !strings.Contains(toolResult(t, reqs[1], "toolu_q"), "pear") {
+		t.Fatalf("the model did not get the answer: %d requests", len(reqs))
+	}
+}
+
+// toolResult is the text of the tool_result for id in a request.
+func toolResult(t *testing.T, r claudetest.Request, id string) string {
+	t.Helper()
+	var msgs []struct {
+		Content json.RawMessage `json:"content"`
+	}
+	_ = json.Unmarshal([]byte(r.Messages()), &msgs)
+	for _, m := range msgs {
+		var blocks []struct {
+			Type      string          `json:"type"`
+			ToolUseID string          `json:"tool_use_id"`
+			Content   json.RawMessage `json:"content"`
+		}
+		if json.Unmarshal(m.Content, &blocks) != nil {
+			continue
+		}
+		for _, b := range blocks {
+			if b.Type == "tool_result" && b.ToolUseID == id {
+				return string(b.Content)
+			}
+		}
+	}
+	t.Fatalf("no tool_result for %s in %s", id, r.Messages())
+	return ""
 }
