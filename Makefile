@@ -1,6 +1,6 @@
 # sessiond: `make run` starts a daemon on the built-in defaults; `make test`
 # runs every test. Go >= 1.26, plus node and npm for `make test` (the real
-# codex CLI the tests run is installed with npm on first use).
+# codex and Claude Code CLIs the tests run are installed with npm on first use).
 GO      ?= go
 BIN     ?= bin/sessiond
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
@@ -17,10 +17,12 @@ run: build
 	@echo "sessiond: serving; in another terminal try: $(BIN) ctl create --provider echo --cwd . && $(BIN) ctl ls"
 	$(BIN) serve $(ARGS)
 
-# The real-provider tests run the pinned codex CLI; the first run installs it
+# The real-provider tests run the pinned codex and Claude Code CLIs; the first
+# run installs them
 # with npm into $${XDG_CACHE_HOME:-~/.cache}/sessiond-test (node and npm needed).
 test:
 	$(GO) run ./internal/codextest/install
+	$(GO) run ./internal/claudetest/install
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
 

@@ -28,7 +28,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	smoke := fs.Bool("smoke", false, "tiny sizes: every figure, a few hundred operations, < 30 s")
 	bin := fs.String("sessiond", "", "sessiond binary (default: go build ./cmd/sessiond into a temp dir)")
-	only := fs.String("only", "", "comma-separated groups to run: rpc,events,items,codex,idle,probe,replay,startup,evict (default all)")
+	only := fs.String("only", "", "comma-separated groups to run: rpc,events,items,codex,claude,idle,probe,replay,startup,evict (default all)")
 	keep := fs.Bool("keep", false, "keep the temp dir (daemon logs) for inspection")
 	compare := fs.String("compare", "", "a second sessiond binary: each group runs twice per binary, alternating A B A B; B's figures end in @b")
 	if err := fs.Parse(args); err != nil {
@@ -99,6 +99,7 @@ var groups = []group{
 	{"events", benchEvents},
 	{"items", benchItems},
 	{"codex", benchCodex},
+	{"claude", benchClaude},
 	{"idle", benchIdle},
 	{"probe", benchProbe},
 	{"replay", benchReplay},

@@ -18,6 +18,9 @@ import (
 	"github.com/sessiond/sessiond/internal/host"
 	"github.com/sessiond/sessiond/internal/journal"
 	"github.com/sessiond/sessiond/internal/proc"
+	"github.com/sessiond/sessiond/internal/provider"
+	"github.com/sessiond/sessiond/internal/provider/claude"
+	"github.com/sessiond/sessiond/internal/provider/codex"
 	"github.com/sessiond/sessiond/internal/rpc"
 	"github.com/sessiond/sessiond/internal/store"
 )
@@ -219,12 +222,26 @@ func (d *daemon) shutdownHost(h *host.Host) error {
 	return nil
 }
 
+// protocols: each configured protocol's adapter, and the command-line
+// arguments with which it resumes a thread (none: it resumes over stdio).
+var protocols = map[string]struct {
+	new        provider.New
+	resumeArgs func(string) []string
+}{
+	config.ProtocolCodexAppServer:   {new: codex.New},
+	config.ProtocolClaudeStreamJSON: {new: claude.New, resumeArgs: claude.ResumeArgs},
+}
+
 // providers builds host providers from the config: echo defaults to this
 // executable + "provider echo", with its threads under the state dir.
 func (d *daemon) providers() (map[string]host.Provider, error) {
 	out := make(map[string]host.Provider, len(d.cfg.Providers))
 	for name, p := range d.cfg.Providers {
-		hp := host.Provider{Name: name, Command: p.Command, Env: map[string]string{}}
+		proto, ok := protocols[p.Protocol]
+		if !ok {
+			return nil, fmt.Errorf("providers.%s: protocol %q is not implemented", name, p.Protocol)
+		}
+		hp := host.Provider{Name: name, Command: p.Command, Env: map[string]string{}, New: proto.new, ResumeArgs: proto.resumeArgs}
 		for k, v := range p.Env {
 			hp.Env[k] = v
 		}

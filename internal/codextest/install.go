@@ -7,15 +7,10 @@
 package codextest
 
 import (
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/sessiond/sessiond/internal/npminstall"
 )
 
 // Version is the pinned codex CLI the tests run.
@@ -24,21 +19,15 @@ const Version = "0.169.0"
 // Package is the npm package spec installed.
 const Package = "@openai/codex@" + Version
 
-// CacheDir is where the package is installed:
+// pkg is the pinned package and where it is cached:
 // ${XDG_CACHE_HOME:-$HOME/.cache}/sessiond-test/codex@<Version>.
-func CacheDir() string {
-	base := os.Getenv("XDG_CACHE_HOME")
-	if base == "" {
-		home, _ := os.UserHomeDir()
-		base = filepath.Join(home, ".cache")
-	}
-	return filepath.Join(base, "sessiond-test", "codex@"+Version)
-}
+var pkg = npminstall.Package{Spec: Package, Dir: "codex@" + Version, Bin: "codex", Version: Version}
+
+// CacheDir is where the package is installed.
+func CacheDir() string { return pkg.CacheDir() }
 
 // InstallCommand is the command that installs the pinned package by hand.
-func InstallCommand() string {
-	return fmt.Sprintf("npm install --prefix %q --no-audit --no-fund %s", CacheDir(), Package)
-}
+func InstallCommand() string { return pkg.InstallCommand() }
 
 var install struct {
 	once sync.Once
@@ -58,70 +47,8 @@ func Binary(t testing.TB) string {
 	return install.path
 }
 
-// binPath is the launcher npm links into the prefix.
-func binPath(dir string) string { return filepath.Join(dir, "node_modules", ".bin", "codex") }
-
 // Ensure installs the pinned package when missing and returns the
 // launcher's path (the install command of `make test`).
 func Ensure() (string, error) { return ensure() }
 
-// ensure installs the package once per machine: concurrent test processes
-// (one per Go package) serialise on a lock file next to the cache.
-func ensure() (string, error) {
-	dir := CacheDir()
-	bin := binPath(dir)
-	if works(bin) {
-		return bin, nil
-	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return "", fmt.Errorf("cache dir: %w", err)
-	}
-	lock, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return "", fmt.Errorf("install lock: %w", err)
-	}
-	defer lock.Close()
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
-		return "", fmt.Errorf("install lock: %w", err)
-	}
-	defer unix.Flock(int(lock.Fd()), unix.LOCK_UN)
-	if works(bin) { // another process installed it meanwhile
-		return bin, nil
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		return "", fmt.Errorf("npm not on PATH (install node and npm): %w", err)
-	}
-	// Install into a fresh directory and rename it into place, so a killed
-	// install never leaves a half-populated cache that looks complete.
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".codex-install-*")
-	if err != nil {
-		return "", fmt.Errorf("install dir: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	cmd := exec.Command(npm, "install", "--prefix", tmp, "--no-audit", "--no-fund", "--loglevel=error", Package)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("npm install %s: %w\n%s", Package, err, tail(out, 2000))
-	}
-	_ = os.RemoveAll(dir)
-	if err := os.Rename(tmp, dir); err != nil {
-		return "", fmt.Errorf("install: %w", err)
-	}
-	if !works(bin) {
-		return "", fmt.Errorf("installed %s, but %s --version does not report %s", Package, bin, Version)
-	}
-	return bin, nil
-}
-
-// works reports whether bin runs and is the pinned version.
-func works(bin string) bool {
-	out, err := exec.Command(bin, "--version").Output()
-	return err == nil && strings.Contains(string(out), Version)
-}
-
-func tail(b []byte, n int) string {
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
-}
+func ensure() (string, error) { return pkg.Ensure() }

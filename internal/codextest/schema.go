@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/sessiond/sessiond/internal/npminstall"
 )
 
 var schema struct {
@@ -35,7 +37,7 @@ func SchemaDir(t testing.TB) string {
 		}
 		defer os.RemoveAll(tmp)
 		if out, err := exec.Command(bin, "app-server", "generate-json-schema", "--out", tmp).CombinedOutput(); err != nil {
-			schema.err = fmt.Errorf("generate-json-schema: %w\n%s", err, tail(out, 2000))
+			schema.err = fmt.Errorf("generate-json-schema: %w\n%s", err, npminstall.Tail(out, 2000))
 			return
 		}
 		if err := os.Rename(tmp, dir); err != nil && !os.IsExist(err) {

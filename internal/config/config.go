@@ -15,8 +15,23 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
-// ProtocolCodexAppServer is the only provider protocol implemented.
-const ProtocolCodexAppServer = "codex-app-server"
+// Provider protocols implemented.
+const (
+	ProtocolCodexAppServer   = "codex-app-server"
+	ProtocolClaudeStreamJSON = "claude-stream-json"
+)
+
+// ClaudeArgs is the built-in `claude` provider's command line after the
+// executable (PROTOCOL.md "Provider children"); the adapter adds
+// `--resume ID` when the session has a thread.
+var ClaudeArgs = []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json",
+	"--verbose", "--include-partial-messages", "--permission-prompt-tool", "stdio"}
+
+// builtinClaude is the `claude` provider when `claude` is on PATH, and
+// what a [providers.claude] table starts from.
+func builtinClaude() Provider {
+	return Provider{Command: append([]string{"claude"}, ClaudeArgs...), Protocol: ProtocolClaudeStreamJSON}
+}
 
 // Defaults of PROTOCOL.md.
 const (
@@ -70,11 +85,11 @@ type Config struct {
 	MaxOutboundBytes int64 // max_outbound_bytes
 }
 
-// lookPath finds codex; a variable so tests can pretend it is (not) installed.
+// lookPath finds codex and claude; a variable so tests can pretend it is (not) installed.
 var lookPath = exec.LookPath
 
 // Default is the configuration used when no file exists: the built-in echo
-// provider, and codex when `codex` is on PATH.
+// provider, codex when `codex` is on PATH, claude when `claude` is.
 func Default() Config {
 	c := Config{
 		IdleTimeout:     DefaultIdleTimeout,
@@ -90,6 +105,9 @@ func Default() Config {
 	c.MaxOutboundBytes = DefaultMaxOutboundBytes
 	if _, err := lookPath("codex"); err == nil {
 		c.Providers["codex"] = Provider{Command: []string{"codex", "app-server"}, Protocol: ProtocolCodexAppServer}
+	}
+	if _, err := lookPath("claude"); err == nil {
+		c.Providers["claude"] = builtinClaude()
 	}
 	return c
 }
@@ -201,7 +219,10 @@ func Parse(text string, c *Config) error {
 		c.MaxOutboundBytes = *f.MaxOutbound
 	}
 	for name, fp := range f.Providers {
-		p := c.Providers[name]
+		p, ok := c.Providers[name]
+		if !ok && name == "claude" {
+			p = builtinClaude()
+		}
 		if fp.Command != nil {
 			p.Command = fp.Command
 		}
@@ -214,8 +235,9 @@ func Parse(text string, c *Config) error {
 		if p.Protocol == "" {
 			p.Protocol = ProtocolCodexAppServer
 		}
-		if p.Protocol != ProtocolCodexAppServer {
-			return fmt.Errorf("%w: providers.%s.protocol = %q: want %q", ErrBadValue, name, p.Protocol, ProtocolCodexAppServer)
+		if p.Protocol != ProtocolCodexAppServer && p.Protocol != ProtocolClaudeStreamJSON {
+			return fmt.Errorf("%w: providers.%s.protocol = %q: want %q or %q", ErrBadValue, name, p.Protocol,
+				ProtocolCodexAppServer, ProtocolClaudeStreamJSON)
 		}
 		if len(p.Command) == 0 && name != "echo" {
 			return fmt.Errorf("%w: providers.%s.command: must name a program", ErrBadValue, name)

@@ -37,9 +37,23 @@ func TestDefaults(t *testing.T) {
 	if got := strings.Join(c.ProviderNames(), ","); got != "echo" {
 		t.Fatalf("providers = %s, want echo only when codex is not on PATH", got)
 	}
-	lookPath = func(string) (string, error) { return "/usr/bin/codex", nil }
+	lookPath = func(name string) (string, error) {
+		if name == "codex" {
+			return "/usr/bin/codex", nil
+		}
+		return "", errors.New("not found")
+	}
 	if got := strings.Join(Default().ProviderNames(), ","); got != "codex,echo" {
 		t.Fatalf("providers = %s, want codex,echo when codex is on PATH", got)
+	}
+	lookPath = func(name string) (string, error) { return "/usr/bin/" + name, nil }
+	c = Default()
+	if got := strings.Join(c.ProviderNames(), ","); got != "claude,codex,echo" {
+		t.Fatalf("providers = %s, want claude,codex,echo when both are on PATH", got)
+	}
+	if cl := c.Providers["claude"]; cl.Protocol != ProtocolClaudeStreamJSON ||
+		strings.Join(cl.Command, " ") != "claude -p --input-format stream-json --output-format stream-json --verbose --include-partial-messages --permission-prompt-tool stdio" {
+		t.Fatalf("claude = %+v", cl)
 	}
 }
 

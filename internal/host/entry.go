@@ -47,13 +47,13 @@ type entry struct {
 	// stopper is the live child's adapter, reachable without the session
 	// lock: beginStopMapLocked cancels its writes so a teardown never waits
 	// behind a send blocked on a provider that stopped reading.
-	stopper *provider.Adapter
+	stopper provider.Adapter
 
 	// Guarded by the session lock.
 	rec      store.Record
 	token    string
 	child    *proc.Child
-	adapter  *provider.Adapter
+	adapter  provider.Adapter
 	sink     *journal.Sink
 	verdict  *proc.Verdict
 	tailDone map[string]bool // eviction tail rows already written (idempotent retries)

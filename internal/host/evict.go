@@ -35,6 +35,7 @@ const (
 	evictExited
 	evictShutdown
 	evictStartFailed
+	evictUnresponsive // the provider ignored an interrupt
 )
 
 // reason is the session.ended / turn.completed reason of a cause.
@@ -42,7 +43,7 @@ func (c evictCause) reason() string {
 	switch c {
 	case evictClosed:
 		return event.ReasonClosed
-	case evictIdle:
+	case evictIdle, evictUnresponsive:
 		return event.ReasonEvicted
 	case evictShutdown:
 		return event.ReasonShutdown

@@ -29,14 +29,20 @@ import (
 	"github.com/sessiond/sessiond/internal/journal"
 	"github.com/sessiond/sessiond/internal/lease"
 	"github.com/sessiond/sessiond/internal/proc"
+	"github.com/sessiond/sessiond/internal/provider"
 	"github.com/sessiond/sessiond/internal/store"
 )
 
-// Provider is a configured provider profile.
+// Provider is a configured provider profile. New builds the adapter of
+// its protocol over a spawned child; the host does not know which one.
 type Provider struct {
 	Name    string
 	Command []string
 	Env     map[string]string
+	New     provider.New
+	// ResumeArgs, when set, is appended to Command for a session that has
+	// a thread (a protocol that resumes on its command line).
+	ResumeArgs func(threadID string) []string
 }
 
 // Options configures a Host.
@@ -88,6 +94,11 @@ type Host struct {
 func New(o Options) (*Host, error) {
 	if o.Store == nil || o.Journal == nil {
 		return nil, errors.New("host: store and journal are required")
+	}
+	for name, p := range o.Providers {
+		if p.New == nil || len(p.Command) == 0 {
+			return nil, fmt.Errorf("host: provider %q needs a command and a protocol adapter", name)
+		}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
@@ -50,11 +51,14 @@ func (h *Host) startLocked(ctx context.Context, e *entry) (err error) {
 	}
 	e.sink.Append(event.New(event.LeaseAcquired, "", acq))
 
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.o.StartTimeout)
+	defer cancel()
+
 	// From here on a failure runs the same teardown as any eviction, so the
 	// journal gets its tail and the lease is released.
 	fail := func(cause error) error {
 		child := e.child
-		if _, eerr := h.evictLocked(context.WithoutCancel(ctx), e, evictStartFailed); eerr != nil {
+		if _, eerr := h.evictLocked(context.Background(), e, evictStartFailed); eerr != nil {
 			h.log.Error("teardown after failed start", "session_id", e.id, "err", eerr)
 			h.scheduleRetryLocked(e, evictStartFailed)
 		}
@@ -69,29 +73,28 @@ func (h *Host) startLocked(ctx context.Context, e *entry) (err error) {
 			Err: cause, Data: map[string]any{"stderrTail": stderr, "cause": cause.Error()}}
 	}
 
-	child, err := proc.Spawn(h.spec(rec, prov, grant.Fence))
+	spawned := time.Now()
+	res, err := h.launchLocked(ctx, e, prov, grant.Fence, rec.ThreadID, nil)
+	if errors.Is(err, provider.ErrThreadNotFound) {
+		// The provider refused the resume at start and exits by itself: once
+		// its process is proven gone, a fresh one starts a fresh thread.
+		h.log.Warn("thread not found by provider; starting a fresh one", "session_id", e.id, "thread_id", rec.ThreadID, "err", err)
+		if werr := h.awaitExitLocked(ctx, e); werr != nil {
+			return fail(fmt.Errorf("%w (and the process did not exit: %w)", err, werr))
+		}
+		cause := err.Error()
+		var nf *provider.NotFoundError
+		if errors.As(err, &nf) {
+			cause = nf.Cause
+		}
+		spawned = time.Now()
+		res, err = h.launchLocked(ctx, e, prov, grant.Fence, "", &event.ThreadReplacedData{OldThreadID: rec.ThreadID, Cause: cause})
+	}
 	if err != nil {
 		return fail(err)
 	}
-	e.child = child
-	e.adapter = provider.NewAdapter(provider.Options{
-		In: child.Stdin(), Out: child.Stdout(), Cwd: rec.Cwd, ThreadID: rec.ThreadID,
-		Emit: e.sink.Append, Logger: h.log.With("session_id", e.id), RequestTimeout: h.o.RequestTimeout,
-		RequestIDPrefix: fmt.Sprintf("f%d-", grant.Fence), // unique per child: the fence grows with each
-	})
-	h.mu.Lock()
-	e.pid = child.Identity().PID
-	e.stopper = e.adapter
-	h.mu.Unlock()
-	h.wg.Add(1)
-	go h.watch(e, child)
-
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.o.StartTimeout)
-	defer cancel()
-	res, err := e.adapter.Start(sctx)
-	if err != nil {
-		return fail(err)
-	}
+	ready := time.Since(spawned) // the child's own start, as the daemon saw it
+	child := e.child
 	id := child.Identity()
 	if err := h.leases.Commit(e.id, grant.Fence, grant.SpawnToken, lease.Owner{
 		PID: id.PID, StartTicks: id.StartTicks, BootID: id.BootID, SpawnToken: grant.SpawnToken}); err != nil {
@@ -103,7 +106,7 @@ func (h *Host) startLocked(ctx context.Context, e *entry) (err error) {
 		}
 		e.rec.ThreadID = res.ThreadID
 	}
-	if _, err := e.sink.Commit(sctx, event.New(event.ProviderStarted, "", map[string]any{
+	if _, err := e.sink.Commit(ctx, event.New(event.ProviderStarted, "", map[string]any{
 		"pid": id.PID, "threadId": res.ThreadID, "resumed": res.Resumed})); err != nil {
 		return fail(fmt.Errorf("journal: %w", err))
 	}
@@ -113,8 +116,90 @@ func (h *Host) startLocked(ctx context.Context, e *entry) (err error) {
 	h.stats.starts++
 	h.mu.Unlock()
 	h.log.Info("provider started", "session_id", e.id, "fence", grant.Fence, "pid", id.PID,
-		"thread_id", res.ThreadID, "resumed", res.Resumed)
+		"thread_id", res.ThreadID, "resumed", res.Resumed, "ready_us", ready.Microseconds())
 	return nil
+}
+
+// launchLocked spawns the session's child for threadID (resume args when
+// set) with a fresh adapter, and starts its thread. Needs the session lock.
+func (h *Host) launchLocked(ctx context.Context, e *entry, prov Provider, fence uint64, threadID string,
+	replaces *event.ThreadReplacedData) (provider.StartResult, error) {
+	spec := h.spec(e.rec, prov, fence)
+	if threadID != "" && prov.ResumeArgs != nil {
+		spec.Args = append(spec.Args, prov.ResumeArgs(threadID)...)
+	}
+	child, err := proc.Spawn(spec)
+	if err != nil {
+		return provider.StartResult{}, err
+	}
+	e.child = child
+	e.adapter = prov.New(provider.Options{
+		In: child.Stdin(), Out: child.Stdout(), Cwd: e.rec.Cwd, ThreadID: threadID,
+		Emit: e.sink.Append, Logger: h.log.With("session_id", e.id), RequestTimeout: h.o.RequestTimeout,
+		OnThreadID: func(id string) { h.learnThread(e, child, id) }, Replaces: replaces,
+		Stuck: func() { h.stopStuck(e, child) }, InterruptTimeout: h.o.StepTimeout,
+		RequestIDPrefix: fmt.Sprintf("f%d-", fence), // unique per child: the fence grows with each
+	})
+	h.mu.Lock()
+	e.pid = child.Identity().PID
+	e.stopper = e.adapter
+	h.mu.Unlock()
+	h.wg.Add(1)
+	go h.watch(e, child)
+	return e.adapter.Start(ctx)
+}
+
+// stopStuck tears down a child that ignored an interrupt (its adapter
+// already ended the turn), unless it is no longer the session's.
+func (h *Host) stopStuck(e *entry, child *proc.Child) {
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		h.mu.Lock()
+		if e.pid == child.Identity().PID && e.state == StateLive {
+			h.beginStopMapLocked(e) // a send blocked on it must not hold the lock
+		}
+		h.mu.Unlock()
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.child != child || e.state != StateLive {
+			return
+		}
+		if _, err := h.evictLocked(context.Background(), e, evictUnresponsive); err != nil {
+			h.scheduleRetryLocked(e, evictUnresponsive)
+		}
+	}()
+}
+
+// awaitExitLocked waits (bounded by ctx) for the child that refused to
+// start to exit by itself, and drains what it wrote. Needs the session lock.
+func (h *Host) awaitExitLocked(ctx context.Context, e *entry) error {
+	select {
+	case <-e.child.Exited():
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	return e.adapter.Drain(ctx, provider.DefaultDrainQuiet)
+}
+
+// learnThread records a thread id the adapter learned after Start (from
+// the reader goroutine: no session lock), unless child is no longer the
+// session's.
+func (h *Host) learnThread(e *entry, child *proc.Child, id string) {
+	h.mu.Lock()
+	current := e.pid == child.Identity().PID
+	if current {
+		e.threadID = id
+	}
+	h.mu.Unlock()
+	if !current {
+		return
+	}
+	if err := h.st.UpdateRecord(e.id, func(r *store.Record) { r.ThreadID = id }); err != nil {
+		h.log.Error("record thread id", "session_id", e.id, "thread_id", id, "err", err)
+		return
+	}
+	h.log.Info("provider thread", "session_id", e.id, "thread_id", id)
 }
 
 // spec builds the spawn spec of a session's child: the daemon's env, the
@@ -143,7 +228,7 @@ func (h *Host) watch(e *entry, child *proc.Child) {
 	if e.state == StateLive {
 		e.state = StateExited // a starting or evicting entry sees the exit itself
 	}
-	if e.stopper != nil {
+	if e.stopper != nil && e.pid == child.Identity().PID { // not a replacement's
 		e.stopper.CancelWrites() // a descendant may still hold stdin open: no write waits on it
 	}
 	h.mu.Unlock()

@@ -1,0 +1,241 @@
+package claudetest_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/claudetest"
+	"github.com/sessiond/sessiond/internal/event"
+)
+
+// A streamed turn: thinking as a reasoning item, the text's deltas as
+// message.delta with the block's item id, the whole as message.completed,
+// turn.usage with the CLI's cost, turn.completed; the session's thread id
+// is Claude's session_id from system/init; no anomaly is logged.
+func TestClaudeStreamedTurn(t *testing.T) {
+	m := claudetest.NewModel(t, claudetest.Reply{Thinking: []string{"let me ", "think"}, Deltas: []string{"Hel", "lo ", "world"}})
+	d := daemonWith(t, "", providerConfig(t, "claude", claudetest.NewEnv(t, m.URL)))
+	s := newSession(t, d, "claude", t.TempDir())
+	turn := s.send(t, "say hello")
+	done := decode[event.TurnCompletedData](t, s.f.next(t, event.TurnCompleted))
+	if done.Status != event.StatusCompleted {
+		t.Fatalf("turn.completed %+v; events %s", done, s.f.types())
+	}
+	var text, itemID, completed, reasoning string
+	var usage *event.TurnUsageData
+	for _, ev := range s.f.all() {
+		if ev.TurnID != turn {
+			continue
+		}
+		switch ev.Type {
+		case event.MessageDelta:
+			dd := decode[event.DeltaData](t, ev)
+			text += dd.Text
+			itemID = dd.ItemID
+		case event.MessageCompleted:
+			dd := decode[event.DeltaData](t, ev)
+			completed = dd.Text
+			if dd.ItemID != itemID || itemID == "" {
+				t.Errorf("message.completed item %q, deltas' %q", dd.ItemID, itemID)
+			}
+		case event.ItemCompleted:
+			it := decode[event.ItemData](t, ev)
+			if it.Kind == event.KindReasoning {
+				reasoning, _ = it.Payload.(map[string]any)["text"].(string)
+			}
+		case event.TurnUsage:
+			u := decode[event.TurnUsageData](t, ev)
+			usage = &u
+		}
+	}
+	if text != "Hello world" || completed != "Hello world" || reasoning != "let me think" {
+		t.Fatalf("deltas %q, completed %q, reasoning %q; events %s", text, completed, reasoning, s.f.types())
+	}
+	if usage == nil || usage.OutputTokens != 5 || usage.CachedInputTokens != 2 || usage.CostUSD == nil {
+		t.Errorf("turn.usage %+v", usage)
+	}
+	var info api.SessionInfo
+	if err := s.c.Call(ctxT(t), "agentSession.get", api.SessionParams{SessionID: s.id}, &info); err != nil {
+		t.Fatal(err)
+	}
+	if len(info.ThreadID) != 36 {
+		t.Errorf("threadId %q: want Claude's session_id", info.ThreadID)
+	}
+	noAnomalies(t, d)
+}
+
+// A Bash command that writes asks first (can_use_tool → approval.requested
+// kind command). Approved, it runs: the file exists and the item completes
+// with its output; denied, it never runs and the item ends declined.
+func TestClaudeBashApproval(t *testing.T) {
+	for _, decision := range []string{"approve", "deny"} {
+		t.Run(decision, func(t *testing.T) {
+			dir := t.TempDir()
+			marker := filepath.Join(dir, "ran")
+			m := claudetest.NewModel(t, claudetest.Bash("toolu_1", "touch "+marker+" && echo done"), claudetest.Text("all ", "done"))
+			d := daemonWith(t, "", providerConfig(t, "claude", claudetest.NewEnv(t, m.URL)))
+			s := newSession(t, d, "claude", dir)
+			s.send(t, "run it")
+			started := decode[event.ItemData](t, s.f.next(t, event.ItemStarted))
+			req := decode[event.ApprovalRequestedData](t, s.f.next(t, event.ApprovalRequested))
+			if started.Kind != event.KindCommandExecution || req.Kind != "command" || req.ItemID != started.ItemID ||
+				strings.Join(req.Options, ",") != "approve,approveForSession,deny,cancel" {
+				t.Fatalf("item.started %+v, approval.requested %+v", started, req)
+			}
+			s.respond(t, req.RequestID, decision)
+			it := decode[event.ItemData](t, s.f.next(t, event.ItemCompleted))
+			done := decode[event.TurnCompletedData](t, s.f.next(t, event.TurnCompleted))
+			_, statErr := os.Stat(marker)
+			p, _ := it.Payload.(map[string]any)
+			switch decision {
+			case "approve":
+				if statErr != nil || it.Status != event.ItemCompletedStatus || !strings.Contains(p["output"].(string), "done") {
+					t.Fatalf("approved: stat %v, item %+v", statErr, it)
+				}
+			case "deny":
+				if statErr == nil || it.Status != event.ItemDeclinedStatus {
+					t.Fatalf("denied: stat %v, item %+v", statErr, it)
+				}
+			}
+			if done.Status != event.StatusCompleted || p["command"] != "touch "+marker+" && echo done" {
+				t.Fatalf("turn %+v, payload %v", done, p)
+			}
+			noAnomalies(t, d)
+		})
+	}
+}
+
+// The model answers 529 (overloaded), then 500: the CLI retries each, the
+// retries are journaled as provider.notice {warning, retrying}, and the
+// turn completes with the reply that follows.
+func TestClaudeModelErrorsRetried(t *testing.T) {
+	m := claudetest.NewModel(t, claudetest.Reply{Status: 529}, claudetest.Reply{Status: 500}, claudetest.Text("fine"))
+	d := daemonWith(t, "", providerConfig(t, "claude", claudetest.NewEnv(t, m.URL)))
+	s := newSession(t, d, "claude", t.TempDir())
+	turn := s.send(t, "hello")
+	done := decode[event.TurnCompletedData](t, s.f.next(t, event.TurnCompleted))
+	if done.Status != event.StatusCompleted {
+		t.Fatalf("turn.completed %+v", done)
+	}
+	retries := 0
+	for _, ev := range s.f.all() {
+		if ev.Type == event.ProviderNotice && ev.TurnID == turn {
+			if n := decode[event.NoticeData](t, ev); n.Code == "retrying" && n.Level == "warning" {
+				retries++
+			}
+		}
+	}
+	if retries != 2 || len(m.Requests()) != 3 {
+		t.Fatalf("%d retry notices, %d model requests; events %s", retries, len(m.Requests()), s.f.types())
+	}
+}
+
+// approveForSession adds a session-scoped rule (the CLI's own addRules
+// suggestion, scoped to the session): the same command in the next turn
+// runs without asking.
+func TestClaudeApproveForSession(t *testing.T) {
+	dir := t.TempDir()
+	cmd := "touch x && echo one"
+	m := claudetest.NewModel(t, claudetest.Bash("toolu_1", cmd), claudetest.Text("ok"), claudetest.Bash("toolu_2", cmd), claudetest.Text("ok again"))
+	d := daemonWith(t, "", providerConfig(t, "claude", claudetest.NewEnv(t, m.URL)))
+	s := newSession(t, d, "claude", dir)
+	s.send(t, "run it")
+	req := decode[event.ApprovalRequestedData](t, s.f.next(t, event.ApprovalRequested))
+	s.respond(t, req.RequestID, "approveForSession")
+	s.f.next(t, event.TurnCompleted)
+	turn := s.send(t, "run it again")
+	done := decode[event.TurnCompletedData](t, s.f.next(t, event.TurnCompleted))
+	for _, ev := range s.f.all() {
+		if ev.TurnID == turn && ev.Type == event.ApprovalRequested {
+			t.Fatalf("the second run asked again: %s", ev.Data)
+		}
+	}
+	var it event.ItemData
+	for _, ev := range s.f.all() {
+		if ev.TurnID == turn && ev.Type == event.ItemCompleted {
+			it = decode[event.ItemData](t, ev)
+		}
+	}
+	if done.Status != event.StatusCompleted || it.Status != event.ItemCompletedStatus {
+		t.Fatalf("second turn %+v, item %+v", done, it)
+	}
+}
+
+// The Write tool asks first as a fileChange; approved, the file is
+// written and its item completes with the path.
+func TestClaudeWriteApproval(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "hello.txt")
+	m := claudetest.NewModel(t, claudetest.Tool("toolu_w", "Write", map[string]any{"file_path": path, "content": "hi\n"}), claudetest.Text("written"))
+	d := daemonWith(t, "", providerConfig(t, "claude", claudetest.NewEnv(t, m.URL)))
+	s := newSession(t, d, "claude", dir)
+	s.send(t, "write it")
+	started := decode[event.ItemData](t, s.f.next(t, event.ItemStarted))
+	req := decode[event.ApprovalRequestedData](t, s.f.next(t, event.ApprovalRequested))
+	if started.Kind != event.KindFileChange || req.Kind != "fileChange" || req.ItemID != "toolu_w" {
+		t.Fatalf("item.started %+v, approval.requested %+v", started, req)
+	}
+	s.respond(t, req.RequestID, "approve")
+	it := decode[event.ItemData](t, s.f.next(t, event.ItemCompleted))
+	s.f.next(t, event.TurnCompleted)
+	b, err := os.ReadFile(path)
+	changes, _ := it.Payload.(map[string]any)["changes"].([]any)
+	if err != nil || string(b) != "hi\n" || it.Status != event.ItemCompletedStatus || len(changes) != 1 ||
+		changes[0].(map[string]any)["path"] != path || changes[0].(map[string]any)["kind"] != "add" {
+		t.Fatalf("file %q %v, item %+v", b, err, it)
+	}
+}
+
+// AskUserQuestion asks as userInput; the answers given with approve reach
+// the model in the tool's result.
+func TestClaudeAskUserQuestion(t *testing.T) {
+	q := map[string]any{"questions": []any{map[string]any{"question": "Which fruit?", "header": "Fruit", "multiSelect": false,
+		"options": []any{map[string]any{"label": "apple", "description": "red"}, map[string]any{"label": "pear", "description": "green"}}}}}
+	m := claudetest.NewModel(t, claudetest.Tool("toolu_q", "AskUserQuestion", q), claudetest.Text("thanks"))
+	d := daemonWith(t, "", providerConfig(t, "claude", claudetest.NewEnv(t, m.URL)))
+	s := newSession(t, d, "claude", t.TempDir())
+	s.send(t, "ask me")
+	req := decode[event.ApprovalRequestedData](t, s.f.next(t, event.ApprovalRequested))
+	if req.Kind != "userInput" || strings.Join(req.Options, ",") != "approve,deny,cancel" {
+		t.Fatalf("approval.requested %+v", req)
+	}
+	if err := s.c.Call(ctxT(t), "agentSession.respond", api.RespondParams{SessionID: s.id, RequestID: req.RequestID,
+		Decision: "approve", Answers: map[string][]string{"Which fruit?": {"pear"}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	s.f.next(t, event.TurnCompleted)
+	reqs := m.Requests()
+	if len(reqs) != 2 || !strings.Contains(toolResult(t, reqs[1], "toolu_q"), "pear") {
+		t.Fatalf("the model did not get the answer: %d requests", len(reqs))
+	}
+}
+
+// toolResult is the text of the tool_result for id in a request.
+func toolResult(t *testing.T, r claudetest.Request, id string) string {
+	t.Helper()
+	var msgs []struct {
+		Content json.RawMessage `json:"content"`
+	}
+	_ = json.Unmarshal([]byte(r.Messages()), &msgs)
+	for _, m := range msgs {
+		var blocks []struct {
+			Type      string          `json:"type"`
+			ToolUseID string          `json:"tool_use_id"`
+			Content   json.RawMessage `json:"content"`
+		}
+		if json.Unmarshal(m.Content, &blocks) != nil {
+			continue
+		}
+		for _, b := range blocks {
+			if b.Type == "tool_result" && b.ToolUseID == id {
+				return string(b.Content)
+			}
+		}
+	}
+	t.Fatalf("no tool_result for %s in %s", id, r.Messages())
+	return ""
+}

@@ -1,0 +1,103 @@
+// Package npminstall installs a pinned npm package (a provider CLI the
+// real-provider tests run) into a cache directory outside the checkout,
+// ${XDG_CACHE_HOME:-$HOME/.cache}/sessiond-test/<name>@<version>, once per
+// machine: concurrent test processes serialise on a lock file, and an
+// install goes to a fresh directory renamed into place, so a killed install
+// never leaves a cache that looks complete. It is imported only by test
+// helper packages (codextest, claudetest) and their install commands.
+package npminstall
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Package is one pinned npm package and the executable it links.
+type Package struct {
+	Spec    string // npm spec, e.g. "@openai/codex@0.169.0"
+	Dir     string // cache directory name, e.g. "codex@0.169.0"
+	Bin     string // the executable npm links into node_modules/.bin
+	Version string // what `<bin> --version` must report
+}
+
+// CacheDir is where the package is installed.
+func (p Package) CacheDir() string {
+	base := os.Getenv("XDG_CACHE_HOME")
+	if base == "" {
+		home, _ := os.UserHomeDir()
+		base = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(base, "sessiond-test", p.Dir)
+}
+
+// InstallCommand is the command that installs the package by hand.
+func (p Package) InstallCommand() string {
+	return fmt.Sprintf("npm install --prefix %q --no-audit --no-fund %s", p.CacheDir(), p.Spec)
+}
+
+// BinPath is the executable's path inside dir.
+func (p Package) BinPath(dir string) string { return filepath.Join(dir, "node_modules", ".bin", p.Bin) }
+
+// Ensure installs the package when missing and returns the executable's
+// path.
+func (p Package) Ensure() (string, error) {
+	dir := p.CacheDir()
+	bin := p.BinPath(dir)
+	if p.works(bin) {
+		return bin, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", fmt.Errorf("cache dir: %w", err)
+	}
+	lock, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", fmt.Errorf("install lock: %w", err)
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return "", fmt.Errorf("install lock: %w", err)
+	}
+	defer unix.Flock(int(lock.Fd()), unix.LOCK_UN)
+	if p.works(bin) { // another process installed it meanwhile
+		return bin, nil
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		return "", fmt.Errorf("npm not on PATH (install node and npm): %w", err)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+p.Bin+"-install-*")
+	if err != nil {
+		return "", fmt.Errorf("install dir: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	cmd := exec.Command(npm, "install", "--prefix", tmp, "--no-audit", "--no-fund", "--loglevel=error", p.Spec)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("npm install %s: %w\n%s", p.Spec, err, Tail(out, 2000))
+	}
+	_ = os.RemoveAll(dir)
+	if err := os.Rename(tmp, dir); err != nil {
+		return "", fmt.Errorf("install: %w", err)
+	}
+	if !p.works(bin) {
+		return "", fmt.Errorf("installed %s, but %s --version does not report %s", p.Spec, bin, p.Version)
+	}
+	return bin, nil
+}
+
+// works reports whether bin runs and is the pinned version.
+func (p Package) works(bin string) bool {
+	out, err := exec.Command(bin, "--version").Output()
+	return err == nil && strings.Contains(string(out), p.Version)
+}
+
+func Tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}

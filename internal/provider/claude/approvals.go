@@ -1,0 +1,195 @@
+package claude
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/provider"
+)
+
+// approval is a can_use_tool request waiting for Respond.
+type approval struct {
+	turnID      string
+	kind        string
+	options     []string
+	toolName    string
+	toolUseID   string
+	input       json.RawMessage
+	suggestions []json.RawMessage
+	order       int64
+}
+
+var (
+	optionsTool  = []string{provider.DecisionApprove, provider.DecisionApproveForSession, provider.DecisionDeny, provider.DecisionCancel}
+	optionsInput = []string{provider.DecisionApprove, provider.DecisionDeny, provider.DecisionCancel}
+)
+
+// approvalKind is approval.requested's kind for a tool.
+func approvalKind(tool string) string {
+	switch tool {
+	case "Bash":
+		return "command"
+	case "Edit", "Write", "NotebookEdit", "MultiEdit":
+		return "fileChange"
+	case "AskUserQuestion":
+		return "userInput"
+	}
+	return "toolCall"
+}
+
+// onControlRequest: can_use_tool is relayed as approval.requested; any
+// other subtype is answered at once with an error (the CLI never waits on
+// a request nobody serves) and journaled as resolved by the daemon.
+func (a *Adapter) onControlRequest(m *inbound) {
+	var req struct {
+		Subtype     string            `json:"subtype"`
+		ToolName    string            `json:"tool_name"`
+		Input       json.RawMessage   `json:"input"`
+		Suggestions []json.RawMessage `json:"permission_suggestions"`
+		ToolUseID   string            `json:"tool_use_id"`
+	}
+	if m.RequestID == "" {
+		a.anomaly("control_request_without_id")
+		return
+	}
+	_ = json.Unmarshal(m.Request, &req)
+	t := a.turnID()
+	if req.Subtype != "can_use_tool" {
+		reason := "sessiond does not serve control request " + capText(req.Subtype, 60)
+		a.anomaly("unserved_control_request", "subtype", capText(req.Subtype, 60))
+		a.emit(event.New(event.ApprovalResolved, t, event.ApprovalResolvedData{
+			RequestID: m.RequestID, Decision: provider.DecisionDeny, By: "daemon", Reason: reason}))
+		if err := a.respondError(m.RequestID, reason); err != nil {
+			a.log.Warn("answer provider control request", "subtype", req.Subtype, "err", err)
+		}
+		return
+	}
+	kind := approvalKind(req.ToolName)
+	opts := optionsTool
+	if kind == "userInput" {
+		opts = optionsInput
+	}
+	a.mu.Lock()
+	a.approvalN++
+	a.approvals[m.RequestID] = &approval{turnID: t, kind: kind, options: opts, toolName: req.ToolName,
+		toolUseID: req.ToolUseID, input: req.Input, suggestions: req.Suggestions, order: a.approvalN}
+	a.mu.Unlock()
+	a.emit(event.New(event.ApprovalRequested, t, event.ApprovalRequestedData{
+		RequestID: m.RequestID, Kind: kind, ItemID: req.ToolUseID, Detail: rawOf(m.Request), Options: opts}))
+}
+
+// onControlCancel: the CLI withdrew a request nobody answered.
+func (a *Adapter) onControlCancel(m *inbound) {
+	a.mu.Lock()
+	ap, open := a.approvals[m.RequestID]
+	delete(a.approvals, m.RequestID)
+	a.mu.Unlock()
+	if open {
+		a.emit(event.New(event.ApprovalResolved, ap.turnID, event.ApprovalResolvedData{
+			RequestID: m.RequestID, Decision: "cancel", By: "provider", Reason: "withdrawn"}))
+	}
+}
+
+// Respond answers the pending can_use_tool requestID with a
+// control_response and emits approval.resolved: approve allows (with the
+// user's answers for AskUserQuestion), approveForSession allows and adds
+// a session-scoped rule, deny denies, cancel denies and interrupts.
+func (a *Adapter) Respond(_ context.Context, requestID string, ans provider.Answer) error {
+	a.mu.Lock()
+	ap, ok := a.approvals[requestID]
+	if ok && !slices.Contains(ap.options, ans.Decision) {
+		a.mu.Unlock()
+		return fmt.Errorf("request %s: %w", requestID, &provider.DecisionError{Decision: ans.Decision, Allowed: slices.Clone(ap.options)})
+	}
+	delete(a.approvals, requestID)
+	if ok {
+		if ans.Decision == provider.DecisionDeny || ans.Decision == provider.DecisionCancel {
+			a.denied[ap.toolUseID] = true
+		}
+		if ans.Decision == provider.DecisionCancel && a.turn != nil && a.turn.ours == ap.turnID {
+			a.turn.interrupted = true
+		}
+	}
+	a.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("request %s: %w", requestID, provider.ErrRequestNotFound)
+	}
+	a.emit(event.New(event.ApprovalResolved, ap.turnID, event.ApprovalResolvedData{RequestID: requestID, Decision: ans.Decision}))
+	if err := a.respond(requestID, permissionResult(ap, ans)); err != nil {
+		return fmt.Errorf("request %s: %w", requestID, err)
+	}
+	return nil
+}
+
+// permissionResult is the CLI's PermissionResult for ans.
+func permissionResult(ap *approval, ans provider.Answer) map[string]any {
+	switch ans.Decision {
+	case provider.DecisionDeny:
+		return map[string]any{"behavior": "deny", "message": "The user denied this tool use."}
+	case provider.DecisionCancel:
+		return map[string]any{"behavior": "deny", "message": "The user cancelled the turn.", "interrupt": true}
+	}
+	var input map[string]any
+	_ = json.Unmarshal(ap.input, &input)
+	if input == nil {
+		input = map[string]any{}
+	}
+	if ap.kind == "userInput" && len(ans.Answers) > 0 {
+		answers := map[string]any{}
+		for q, v := range ans.Answers {
+			answers[q] = joinAnswers(v)
+		}
+		input["answers"] = answers
+	}
+	r := map[string]any{"behavior": "allow", "updatedInput": input}
+	if ans.Decision == provider.DecisionApproveForSession {
+		r["updatedPermissions"] = sessionRules(ap)
+	}
+	return r
+}
+
+// sessionRules: the CLI's own suggestions, scoped to the session, or a
+// rule allowing the tool for the session.
+func sessionRules(ap *approval) []any {
+	var out []any
+	for _, s := range ap.suggestions {
+		var u map[string]any
+		if json.Unmarshal(s, &u) == nil && u["type"] == "addRules" {
+			u["destination"] = "session"
+			out = append(out, u)
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, map[string]any{"type": "addRules", "behavior": "allow", "destination": "session",
+			"rules": []any{map[string]any{"toolName": ap.toolName}}})
+	}
+	return out
+}
+
+func joinAnswers(v []string) string {
+	s := ""
+	for i, x := range v {
+		if i > 0 {
+			s += ", "
+		}
+		s += x
+	}
+	return s
+}
+
+// takeApprovalsLocked removes every pending approval and returns their
+// ids in request order. Needs mu.
+func (a *Adapter) takeApprovalsLocked() []string {
+	ids := make([]string, 0, len(a.approvals))
+	for k := range a.approvals {
+		ids = append(ids, k)
+	}
+	slices.SortFunc(ids, func(x, y string) int { return int(a.approvals[x].order - a.approvals[y].order) })
+	for _, k := range ids {
+		delete(a.approvals, k)
+	}
+	return ids
+}

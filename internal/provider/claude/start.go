@@ -1,0 +1,131 @@
+package claude
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/provider"
+)
+
+// ResumeArgs is what the command line gains for a session that has a
+// thread: the CLI resumes that conversation (same session_id).
+func ResumeArgs(threadID string) []string { return []string{"--resume", threadID} }
+
+// Start asks the CLI to initialize (a control_request) and waits for its
+// answer: the CLI is up and reading. A resume (Options.ThreadID, passed on
+// the command line as --resume) keeps that thread; a CLI that no longer
+// has the conversation answers with an error result ("No conversation
+// found …") and exits: that is ErrThreadNotFound, and the host starts a
+// fresh process. Any other failure fails Start and keeps the old id. A
+// fresh conversation's session_id comes with its first turn's
+// system/init: Options.OnThreadID is told then.
+func (a *Adapter) Start(ctx context.Context) (provider.StartResult, error) {
+	var res provider.StartResult
+	_, err := a.control(ctx, map[string]any{"subtype": "initialize"})
+	if err != nil {
+		select {
+		case msg := <-a.startErr:
+			if old := a.o.ThreadID; old != "" && strings.Contains(strings.ToLower(msg), "no conversation found") {
+				return res, &provider.NotFoundError{ThreadID: old, Cause: msg}
+			}
+			return res, fmt.Errorf("start: %s: %w", msg, err)
+		default:
+		}
+		if a.o.ThreadID != "" {
+			return res, fmt.Errorf("resume thread %s: %w", a.o.ThreadID, err)
+		}
+		return res, fmt.Errorf("start: %w", err)
+	}
+	a.mu.Lock()
+	a.started = true
+	a.threadID = a.o.ThreadID
+	a.mu.Unlock()
+	res.ThreadID, res.Resumed = a.o.ThreadID, a.o.ThreadID != ""
+	return res, nil
+}
+
+// onSystem handles `system` messages: init names the conversation; the
+// rest are mapped, ignored or notices by subtype (tables.go).
+func (a *Adapter) onSystem(m *inbound, line []byte) {
+	switch m.Subtype {
+	case "init":
+		a.onInit(m.SessionID)
+		return
+	case "compact_boundary":
+		if t := a.turnID(); t != "" {
+			id := "compact_" + m.SessionID
+			if raw := rawOf(line); raw != nil {
+				a.emit(event.New(event.ItemStarted, t, event.ItemData{ItemID: id, Kind: event.KindCompaction, Payload: map[string]any{}}))
+				a.emit(event.New(event.ItemCompleted, t, event.ItemData{ItemID: id, Kind: event.KindCompaction,
+					Status: event.ItemCompletedStatus, Payload: map[string]any{}, Raw: raw}))
+			}
+		}
+		return
+	case "api_retry":
+		var r struct {
+			Attempt    int    `json:"attempt"`
+			MaxRetries int    `json:"max_retries"`
+			Error      string `json:"error"`
+		}
+		_ = json.Unmarshal(line, &r)
+		a.notice("warning", "retrying", fmt.Sprintf("model request failed, retrying (attempt %d of %d): %s", r.Attempt, r.MaxRetries, r.Error))
+		return
+	}
+	if _, ok := systemIgnored[m.Subtype]; ok {
+		return
+	}
+	if lvl, ok := systemNotices[m.Subtype]; ok {
+		a.notice(lvl, "system_"+m.Subtype, noticeText(line))
+		return
+	}
+	a.anomaly("unknown_system_subtype", "subtype", capText(m.Subtype, 60))
+	a.noticeOnce("system:"+m.Subtype, "info", "unknown_message", "provider sent an unknown system message "+capText(m.Subtype, 100))
+}
+
+// onInit records the conversation's session_id; a fresh one (or one the
+// CLI changed) is reported to OnThreadID, and a replacement is journaled.
+func (a *Adapter) onInit(id string) {
+	if id == "" {
+		a.anomaly("init_without_session_id")
+		return
+	}
+	a.mu.Lock()
+	changed := a.threadID != id
+	a.threadID = id
+	a.mu.Unlock()
+	if !changed {
+		return
+	}
+	if r := a.o.Replaces; r != nil {
+		d := *r
+		d.NewThreadID = id
+		a.emit(event.New(event.ProviderThreadReplace, "", d))
+		a.o.Replaces = nil
+	}
+	if a.o.OnThreadID != nil {
+		a.o.OnThreadID(id)
+	}
+}
+
+// onStartResult: a result before Start succeeded is the CLI refusing to
+// start (a failed resume); Start reads it.
+func (a *Adapter) onStartResult(errs []string, subtype string) bool {
+	a.mu.Lock()
+	started := a.started
+	a.mu.Unlock()
+	if started {
+		return false
+	}
+	msg := strings.Join(errs, "; ")
+	if msg == "" {
+		msg = subtype
+	}
+	select {
+	case a.startErr <- msg:
+	default:
+	}
+	return true
+}

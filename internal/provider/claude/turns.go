@@ -1,0 +1,177 @@
+package claude
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/provider"
+)
+
+// StartTurn writes one `user` message; the turn ends with its `result`.
+func (a *Adapter) StartTurn(_ context.Context, turnID, text string) error {
+	a.mu.Lock()
+	switch {
+	case !a.started:
+		a.mu.Unlock()
+		return fmt.Errorf("turn %s: %w", turnID, provider.ErrNotStarted)
+	case a.turn != nil:
+		open := a.turn.ours
+		a.mu.Unlock()
+		return fmt.Errorf("turn %s (open: %s): %w", turnID, open, provider.ErrTurnRunning)
+	}
+	t := &openTurn{ours: turnID}
+	a.turn = t
+	sid := a.threadID
+	a.mu.Unlock()
+	err := a.write(map[string]any{"type": "user", "session_id": sid, "parent_tool_use_id": nil,
+		"message": map[string]any{"role": "user", "content": text}})
+	if err != nil {
+		if !strings.Contains(err.Error(), provider.ErrStopping.Error()) {
+			a.mu.Lock()
+			if a.turn == t {
+				a.turn = nil
+			}
+			a.mu.Unlock()
+		}
+		return fmt.Errorf("turn %s: %w", turnID, err)
+	}
+	return nil
+}
+
+// Interrupt sends a control_request {subtype:"interrupt"}; the turn ends
+// with the CLI's result, as interrupted (user_cancel). False when no turn
+// is open or it ended while we asked.
+func (a *Adapter) Interrupt(ctx context.Context) (bool, error) {
+	a.mu.Lock()
+	t := a.turn
+	if t == nil {
+		a.mu.Unlock()
+		return false, nil
+	}
+	t.interrupted = true
+	a.mu.Unlock()
+	if _, err := a.control(ctx, map[string]any{"subtype": "interrupt"}); err != nil {
+		a.mu.Lock()
+		ended := a.turn != t
+		a.mu.Unlock()
+		if ended {
+			return false, nil
+		}
+		return false, fmt.Errorf("interrupt turn %s: %w", t.ours, err)
+	}
+	a.mu.Lock()
+	if a.turn == t && a.stuck == nil {
+		a.stuck = time.AfterFunc(a.o.InterruptTimeout, func() { a.onStuck(t) })
+	}
+	a.mu.Unlock()
+	return true, nil
+}
+
+// onStuck: the CLI acknowledged the interrupt of t but has not ended it
+// within InterruptTimeout: the turn ends interrupted here (its open
+// approvals and items first) and the host is told to stop the child.
+func (a *Adapter) onStuck(t *openTurn) {
+	a.mu.Lock()
+	a.stuck = nil
+	if a.turn != t {
+		a.mu.Unlock()
+		return
+	}
+	a.turn = nil
+	open := a.takeApprovalsLocked()
+	tools := a.takeToolsLocked()
+	a.mu.Unlock()
+	a.log.Warn("provider did not end an interrupted turn; stopping it", "turn_id", t.ours, "timeout", a.o.InterruptTimeout)
+	for _, k := range open {
+		a.emit(event.New(event.ApprovalResolved, t.ours, event.ApprovalResolvedData{
+			RequestID: k, Decision: "cancel", By: "daemon", Reason: "turn_ended"}))
+	}
+	for _, tl := range tools {
+		a.emit(event.New(event.ItemCompleted, t.ours, tl.completed(event.ItemInterruptedStatus, "", false)))
+	}
+	a.emit(event.New(event.TurnCompleted, t.ours, event.TurnCompletedData{Status: event.StatusInterrupted, Reason: event.ReasonUserCancel}))
+	if a.o.Stuck != nil {
+		a.o.Stuck()
+	}
+}
+
+// result is the part of a `result` message the adapter reads.
+type result struct {
+	Subtype      string   `json:"subtype"`
+	IsError      bool     `json:"is_error"`
+	Result       string   `json:"result"`
+	Errors       []string `json:"errors"`
+	TotalCostUSD *float64 `json:"total_cost_usd"`
+	Usage        struct {
+		InputTokens         int64 `json:"input_tokens"`
+		CacheCreation       int64 `json:"cache_creation_input_tokens"`
+		CacheRead           int64 `json:"cache_read_input_tokens"`
+		OutputTokens        int64 `json:"output_tokens"`
+		OutputTokensDetails struct {
+			ThinkingTokens int64 `json:"thinking_tokens"`
+		} `json:"output_tokens_details"`
+	} `json:"usage"`
+}
+
+// onResult ends the open turn: turn.usage, then (after cancelling the
+// approvals still open and closing its open items) turn.completed.
+func (a *Adapter) onResult(line []byte) {
+	var r result
+	if err := json.Unmarshal(line, &r); err != nil {
+		a.anomaly("bad_result", "err", err)
+		return
+	}
+	if a.onStartResult(r.Errors, r.Subtype) {
+		return
+	}
+	a.mu.Lock()
+	t := a.turn
+	a.turn = nil
+	if a.stuck != nil {
+		a.stuck.Stop()
+		a.stuck = nil
+	}
+	var open []string
+	if t != nil {
+		open = a.takeApprovalsLocked()
+	}
+	tools := a.takeToolsLocked()
+	a.blocks = map[string]*block{}
+	a.denied = map[string]bool{}
+	a.mu.Unlock()
+	if t == nil {
+		a.anomaly("result_outside_turn", "subtype", capText(r.Subtype, 40))
+		return
+	}
+	u := r.Usage
+	in := u.InputTokens + u.CacheRead + u.CacheCreation
+	a.emit(event.New(event.TurnUsage, t.ours, event.TurnUsageData{InputTokens: in, CachedInputTokens: u.CacheRead,
+		OutputTokens: u.OutputTokens, ReasoningTokens: u.OutputTokensDetails.ThinkingTokens,
+		TotalTokens: in + u.OutputTokens, CostUSD: r.TotalCostUSD}))
+	for _, k := range open {
+		a.emit(event.New(event.ApprovalResolved, t.ours, event.ApprovalResolvedData{
+			RequestID: k, Decision: "cancel", By: "daemon", Reason: "turn_ended"}))
+	}
+	for _, tl := range tools {
+		a.emit(event.New(event.ItemCompleted, t.ours, tl.completed(event.ItemInterruptedStatus, "", false)))
+	}
+	d := event.TurnCompletedData{Status: event.StatusCompleted}
+	switch {
+	case t.interrupted:
+		d.Status, d.Reason = event.StatusInterrupted, event.ReasonUserCancel
+	case r.IsError || r.Subtype != "success":
+		d.Status, d.Reason = event.StatusFailed, event.ReasonProviderError
+		d.Error = strings.Join(r.Errors, "; ")
+		if d.Error == "" {
+			d.Error = r.Subtype
+			if r.Result != "" {
+				d.Error = capText(r.Result, 500)
+			}
+		}
+	}
+	a.emit(event.New(event.TurnCompleted, t.ours, d))
+}

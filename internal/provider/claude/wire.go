@@ -1,0 +1,124 @@
+package claude
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sessiond/sessiond/internal/provider"
+)
+
+// inbound is any line the CLI writes; fields are read per type.
+type inbound struct {
+	Type            string          `json:"type"`
+	Subtype         string          `json:"subtype"`
+	SessionID       string          `json:"session_id"`
+	ParentToolUseID *string         `json:"parent_tool_use_id"`
+	Event           json.RawMessage `json:"event"`   // stream_event
+	Message         json.RawMessage `json:"message"` // assistant, user
+	RequestID       string          `json:"request_id"`
+	Request         json.RawMessage `json:"request"`  // control_request
+	Response        json.RawMessage `json:"response"` // control_response
+}
+
+// controlResponse is the inner response of a control_response.
+type controlResponse struct {
+	Subtype   string          `json:"subtype"` // success | error
+	RequestID string          `json:"request_id"`
+	Response  json.RawMessage `json:"response"`
+	Error     string          `json:"error"`
+}
+
+// write sends one message as a line.
+func (a *Adapter) write(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("provider: marshal: %w", err)
+	}
+	return a.stdin.WriteLine(append(b, '\n'))
+}
+
+// control sends a control_request and waits for its control_response,
+// the request timeout, BeginStop, the CLI's exit or ctx.
+func (a *Adapter) control(ctx context.Context, request map[string]any) (json.RawMessage, error) {
+	ch := make(chan controlResponse, 1)
+	a.mu.Lock()
+	a.nextID++
+	id := "sessiond_" + strconv.FormatInt(a.nextID, 10)
+	a.calls[id] = ch
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		delete(a.calls, id)
+		a.mu.Unlock()
+	}()
+	sub, _ := request["subtype"].(string)
+	if err := a.write(map[string]any{"type": "control_request", "request_id": id, "request": request}); err != nil {
+		return nil, fmt.Errorf("provider: %s: %w", sub, err)
+	}
+	t := time.NewTimer(a.o.RequestTimeout)
+	defer t.Stop()
+	answer := func(r controlResponse) (json.RawMessage, error) {
+		if r.Subtype != "success" {
+			return nil, fmt.Errorf("provider: %s: %s", sub, capText(r.Error, 300))
+		}
+		return r.Response, nil
+	}
+	select {
+	case r := <-ch:
+		return answer(r)
+	case <-a.done:
+		select {
+		case r := <-ch:
+			return answer(r)
+		default:
+		}
+		return nil, fmt.Errorf("provider: %s: %w", sub, provider.ErrExited)
+	case <-a.stopping:
+		return nil, fmt.Errorf("provider: %s: %w", sub, provider.ErrStopping)
+	case <-t.C:
+		return nil, fmt.Errorf("provider: %s after %s: %w", sub, a.o.RequestTimeout, provider.ErrTimeout)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("provider: %s: %w", sub, context.Cause(ctx))
+	}
+}
+
+// respond writes a control_response to one of the CLI's requests.
+func (a *Adapter) respond(requestID string, response any) error {
+	return a.write(map[string]any{"type": "control_response", "response": map[string]any{
+		"subtype": "success", "request_id": requestID, "response": response}})
+}
+
+// respondError answers one of the CLI's requests with an error.
+func (a *Adapter) respondError(requestID, msg string) error {
+	return a.write(map[string]any{"type": "control_response", "response": map[string]any{
+		"subtype": "error", "request_id": requestID, "error": msg}})
+}
+
+func (a *Adapter) onControlResponse(m *inbound) {
+	var r controlResponse
+	if json.Unmarshal(m.Response, &r) != nil || r.RequestID == "" {
+		a.anomaly("bad_control_response")
+		return
+	}
+	a.mu.Lock()
+	ch, ok := a.calls[r.RequestID]
+	delete(a.calls, r.RequestID)
+	a.mu.Unlock()
+	if !ok {
+		a.anomaly("control_response_unknown_id", "request_id", capText(r.RequestID, 60))
+		return
+	}
+	ch <- r
+}
+
+// capText cuts s to at most n bytes on a rune boundary.
+func capText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "")
+}

@@ -1,0 +1,102 @@
+package codex
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// call is one of our requests waiting for its response.
+type call struct {
+	method string
+	// onResult, when set, runs on the reader goroutine as the response is
+	// read, before any later line is handled (turn/start binds ids here).
+	onResult func(result json.RawMessage, rerr *RPCError)
+	resp     chan *message // buffered 1
+}
+
+// request sends method and waits for its response, ctx, the request timeout,
+// BeginStop or the provider's exit. An error response comes back as *RPCError.
+func (a *Adapter) request(ctx context.Context, method string, params any, onResult func(json.RawMessage, *RPCError)) (json.RawMessage, error) {
+	c := &call{method: method, onResult: onResult, resp: make(chan *message, 1)}
+	a.mu.Lock()
+	a.nextID++
+	id := a.nextID
+	key := strconv.FormatInt(id, 10)
+	a.calls[key] = c
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		delete(a.calls, key)
+		a.mu.Unlock()
+	}()
+	select {
+	case <-a.done:
+		return nil, fmt.Errorf("provider: %s: %w", method, ErrExited)
+	default:
+	}
+	if err := a.write(outRequest{ID: id, Method: method, Params: params}); err != nil {
+		return nil, fmt.Errorf("provider: %s: %w", method, err)
+	}
+	t := time.NewTimer(a.o.RequestTimeout)
+	defer t.Stop()
+	select {
+	case m := <-c.resp:
+		if m.Error != nil {
+			return nil, fmt.Errorf("provider: %s: %w", method, m.Error)
+		}
+		return m.Result, nil
+	case <-a.done:
+		// The response may have been read just before the reader stopped.
+		select {
+		case m := <-c.resp:
+			if m.Error != nil {
+				return nil, fmt.Errorf("provider: %s: %w", method, m.Error)
+			}
+			return m.Result, nil
+		default:
+		}
+		return nil, fmt.Errorf("provider: %s: %w", method, ErrExited)
+	case <-a.stopping:
+		select {
+		case m := <-c.resp: // answered just before
+			if m.Error != nil {
+				return nil, fmt.Errorf("provider: %s: %w", method, m.Error)
+			}
+			return m.Result, nil
+		default:
+		}
+		return nil, fmt.Errorf("provider: %s: %w", method, ErrStopping)
+	case <-t.C:
+		return nil, fmt.Errorf("provider: %s after %s: %w", method, a.o.RequestTimeout, ErrTimeout)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("provider: %s: %w", method, context.Cause(ctx))
+	}
+}
+
+// notify sends a notification (no response).
+func (a *Adapter) notify(method string, params any) error {
+	if err := a.write(outNotification{Method: method, Params: params}); err != nil {
+		return fmt.Errorf("provider: %s: %w", method, err)
+	}
+	return nil
+}
+
+// handleResponse routes a response to its waiting call (reader goroutine).
+func (a *Adapter) handleResponse(m *message) {
+	key := idKey(m.ID)
+	a.mu.Lock()
+	c, ok := a.calls[key]
+	delete(a.calls, key)
+	a.mu.Unlock()
+	if !ok {
+		a.anomaly("response_unknown_id", "id", key)
+		return
+	}
+	if c.onResult != nil {
+		c.onResult(m.Result, m.Error)
+	}
+	c.resp <- m
+}

@@ -1,0 +1,232 @@
+package codex
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/sessiond/sessiond/internal/event"
+)
+
+// turnNote is the part of turn and delta notifications the adapter reads.
+type turnNote struct {
+	ThreadID string `json:"threadId"`
+	TurnID   string `json:"turnId"`
+	ItemID   string `json:"itemId"`
+	Delta    string `json:"delta"`
+	Turn     *struct {
+		ID     string          `json:"id"`
+		Status string          `json:"status"`
+		Error  json.RawMessage `json:"error"`
+	} `json:"turn"`
+	Error     json.RawMessage `json:"error"`
+	WillRetry bool            `json:"willRetry"`
+}
+
+func (a *Adapter) onTurnStarted(p json.RawMessage) {
+	var n turnNote
+	if a.params("turn/started", p, &n) && n.Turn != nil {
+		a.resolveTurn(n.ThreadID, n.Turn.ID)
+	}
+}
+
+func (a *Adapter) onTurnCompleted(p json.RawMessage) {
+	var n turnNote
+	if !a.params("turn/completed", p, &n) {
+		return
+	}
+	if n.Turn == nil {
+		a.anomaly("turn_completed_without_turn")
+		return
+	}
+	a.completeTurn(n.ThreadID, n.Turn.ID, n.Turn.Status, errorText(n.Turn.Error))
+}
+
+// onError: an error the provider retries is a notice; otherwise it ends
+// the turn failed.
+func (a *Adapter) onError(p json.RawMessage) {
+	var n turnNote
+	if !a.params("error", p, &n) {
+		return
+	}
+	if n.WillRetry {
+		a.notice("warning", "retrying", "provider error, retrying: "+errorText(n.Error))
+		return
+	}
+	a.completeTurn(n.ThreadID, n.TurnID, event.StatusFailed, errorText(n.Error))
+}
+
+func (a *Adapter) onAgentMessageDelta(p json.RawMessage) {
+	var n turnNote
+	if !a.params("item/agentMessage/delta", p, &n) {
+		return
+	}
+	if t, ok := a.resolveTurn(n.ThreadID, n.TurnID); ok {
+		a.emit(event.New(event.MessageDelta, t.ours, event.DeltaData{Text: n.Delta, ItemID: n.ItemID, ProviderTurnID: t.provider}))
+	}
+}
+
+// deltaHandler maps an item's streaming notification to item.delta.
+func deltaHandler(stream string) func(a *Adapter, p json.RawMessage) {
+	return func(a *Adapter, p json.RawMessage) {
+		var n turnNote
+		if !a.params(stream+" delta", p, &n) {
+			return
+		}
+		a.itemDelta(n.ThreadID, n.TurnID, n.ItemID, stream, n.Delta)
+	}
+}
+
+// itemDelta emits item.delta; command output beyond MaxOutputBytes per
+// item is counted, not journaled (item.completed says how much).
+func (a *Adapter) itemDelta(threadID, turnID, itemID, stream, text string) {
+	t, ok := a.resolveTurn(threadID, turnID)
+	if !ok || text == "" {
+		return
+	}
+	if stream == event.StreamOutput {
+		a.mu.Lock()
+		text = a.items.takeOutput(itemID, text)
+		a.mu.Unlock()
+		if text == "" {
+			return
+		}
+	}
+	a.emit(event.New(event.ItemDelta, t.ours, event.ItemDeltaData{ItemID: itemID, Stream: stream, Text: text, ProviderTurnID: t.provider}))
+}
+
+func (a *Adapter) onPatchUpdated(p json.RawMessage) {
+	var n struct {
+		turnNote
+		Changes []struct {
+			Path string `json:"path"`
+			Diff string `json:"diff"`
+		} `json:"changes"`
+	}
+	if !a.params("item/fileChange/patchUpdated", p, &n) {
+		return
+	}
+	var b strings.Builder
+	for _, c := range n.Changes {
+		b.WriteString(c.Diff)
+	}
+	a.itemDelta(n.ThreadID, n.TurnID, n.ItemID, event.StreamPatch, b.String())
+}
+
+func (a *Adapter) onProgress(p json.RawMessage) {
+	var n struct {
+		turnNote
+		Message string `json:"message"`
+	}
+	if a.params("item/mcpToolCall/progress", p, &n) {
+		a.itemDelta(n.ThreadID, n.TurnID, n.ItemID, event.StreamProgress, n.Message)
+	}
+}
+
+func (a *Adapter) onTerminalInteraction(p json.RawMessage) {
+	var n struct {
+		turnNote
+		Stdin string `json:"stdin"`
+	}
+	if a.params("item/commandExecution/terminalInteraction", p, &n) {
+		a.itemDelta(n.ThreadID, n.TurnID, n.ItemID, event.StreamProgress, "stdin: "+n.Stdin)
+	}
+}
+
+func (a *Adapter) onPlanUpdated(p json.RawMessage) {
+	var n struct {
+		turnNote
+		Explanation *string          `json:"explanation"`
+		Plan        []event.PlanStep `json:"plan"`
+	}
+	if !a.params("turn/plan/updated", p, &n) {
+		return
+	}
+	if t, ok := a.resolveTurn(n.ThreadID, n.TurnID); ok {
+		d := event.TurnPlanData{Steps: n.Plan}
+		if d.Steps == nil {
+			d.Steps = []event.PlanStep{}
+		}
+		if n.Explanation != nil {
+			d.Explanation = *n.Explanation
+		}
+		a.emit(event.New(event.TurnPlan, t.ours, d))
+	}
+}
+
+func (a *Adapter) onDiffUpdated(p json.RawMessage) {
+	var n struct {
+		turnNote
+		Diff string `json:"diff"`
+	}
+	if !a.params("turn/diff/updated", p, &n) {
+		return
+	}
+	if t, ok := a.resolveTurn(n.ThreadID, n.TurnID); ok {
+		a.emit(event.New(event.TurnDiff, t.ours, event.TurnDiffData{Diff: n.Diff}))
+	}
+}
+
+type tokenBreakdown struct {
+	InputTokens           int64 `json:"inputTokens"`
+	CachedInputTokens     int64 `json:"cachedInputTokens"`
+	OutputTokens          int64 `json:"outputTokens"`
+	ReasoningOutputTokens int64 `json:"reasoningOutputTokens"`
+	TotalTokens           int64 `json:"totalTokens"`
+}
+
+// onTokenUsage: codex reports the thread's total and the last model call;
+// the turn's usage is the sum of its calls ("last" of each update).
+func (a *Adapter) onTokenUsage(p json.RawMessage) {
+	var n struct {
+		turnNote
+		TokenUsage struct {
+			Last               tokenBreakdown `json:"last"`
+			ModelContextWindow *int64         `json:"modelContextWindow"`
+		} `json:"tokenUsage"`
+	}
+	if !a.params("thread/tokenUsage/updated", p, &n) {
+		return
+	}
+	a.mu.Lock()
+	idle := a.turn == nil
+	a.mu.Unlock()
+	if idle {
+		return // a resume restores the thread's last usage: no turn of ours
+	}
+	t, ok := a.resolveTurn(n.ThreadID, n.TurnID)
+	if !ok {
+		return
+	}
+	l := n.TokenUsage.Last
+	a.mu.Lock()
+	u := &a.items.usage
+	u.InputTokens += l.InputTokens
+	u.CachedInputTokens += l.CachedInputTokens
+	u.OutputTokens += l.OutputTokens
+	u.ReasoningTokens += l.ReasoningOutputTokens
+	u.TotalTokens += l.TotalTokens
+	u.ContextWindow = n.TokenUsage.ModelContextWindow
+	d := *u
+	a.mu.Unlock()
+	a.emit(event.New(event.TurnUsage, t.ours, d))
+}
+
+// onRequestResolved: codex confirms an answered request, or withdraws one
+// nobody answered (the turn moved on): the latter closes the approval.
+func (a *Adapter) onRequestResolved(p json.RawMessage) {
+	var n struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if !a.params("serverRequest/resolved", p, &n) || len(n.RequestID) == 0 {
+		return
+	}
+	key := a.requestKey(n.RequestID)
+	a.mu.Lock()
+	ap, open := a.approvals[key]
+	delete(a.approvals, key)
+	a.mu.Unlock()
+	if open {
+		a.emit(event.New(event.ApprovalResolved, ap.turnID, event.ApprovalResolvedData{
+			RequestID: key, Decision: "cancel", By: "provider", Reason: "withdrawn"}))
+	}
+}

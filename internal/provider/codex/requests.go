@@ -1,0 +1,133 @@
+package codex
+
+import (
+	"encoding/json"
+	"slices"
+
+	"github.com/sessiond/sessiond/internal/event"
+)
+
+// relayed is a server request a person answers.
+type relayed struct {
+	kind    string
+	options []string
+}
+
+// Every request codex app-server v2 can send is either relayed (an
+// approval.requested that waits for agentSession.respond) or refused at
+// once with the provider's safe answer. A test walks codex's generated
+// schema and fails on a method in neither.
+var requestRelayed = map[string]relayed{
+	"item/commandExecution/requestApproval": {"command", []string{DecisionApprove, DecisionApproveForSession, DecisionDeny, DecisionCancel}},
+	"item/fileChange/requestApproval":       {"fileChange", []string{DecisionApprove, DecisionApproveForSession, DecisionDeny, DecisionCancel}},
+	"item/permissions/requestApproval":      {"permissions", []string{DecisionApprove, DecisionApproveForSession, DecisionDeny}},
+	"item/tool/requestUserInput":            {"userInput", []string{DecisionApprove, DecisionDeny}},
+	"mcpServer/elicitation/request":         {"elicitation", []string{DecisionApprove, DecisionDeny, DecisionCancel}},
+}
+
+// refusal is the safe automatic answer to a request nobody can answer:
+// a result, or (when the provider's answer type has no refusal) an error.
+type refusal struct {
+	reason string
+	result any
+	err    *RPCError
+}
+
+var requestRefused = map[string]refusal{
+	"item/tool/call": {reason: "dynamic tools are not provided by sessiond",
+		result: map[string]any{"success": false, "contentItems": []any{
+			map[string]any{"type": "inputText", "text": "sessiond: dynamic tools are not available"}}}},
+	"account/chatgptAuthTokens/refresh": {reason: "sessiond does not manage provider credentials",
+		err: &RPCError{Code: -32000, Message: "sessiond does not manage ChatGPT auth tokens"}},
+	"attestation/generate": {reason: "sessiond cannot attest this client",
+		err: &RPCError{Code: -32000, Message: "sessiond cannot generate client attestations"}},
+	"applyPatchApproval": {reason: "legacy v1 approval: not relayed",
+		result: map[string]any{"decision": map[string]any{"denied": map[string]any{"rejection": "sessiond relays only v2 approvals"}}}},
+	"execCommandApproval": {reason: "legacy v1 approval: not relayed",
+		result: map[string]any{"decision": map[string]any{"denied": map[string]any{"rejection": "sessiond relays only v2 approvals"}}}},
+}
+
+// validID: JSON-RPC ids are strings or numbers.
+func validID(raw json.RawMessage) bool {
+	return len(raw) > 0 && (raw[0] == '"' || raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9'))
+}
+
+func (a *Adapter) handleServerRequest(m *message) {
+	if !validID(m.ID) {
+		a.anomaly("bad_request_id", "method", m.Method, "id", truncate(m.ID, 40))
+		return // no answer can name it
+	}
+	key := a.requestKey(m.ID)
+	turnID := ""
+	a.mu.Lock()
+	if a.turn != nil {
+		turnID = a.turn.ours
+	}
+	a.mu.Unlock()
+	r, ok := requestRelayed[m.Method]
+	if !ok {
+		a.refuse(m, key, turnID)
+		return
+	}
+	var p struct {
+		ItemID string `json:"itemId"`
+	}
+	_ = json.Unmarshal(m.Params, &p)
+	a.mu.Lock()
+	if _, dup := a.approvals[key]; dup {
+		a.anomalyLocked("duplicate_request_id")
+	}
+	a.approvalN++
+	a.approvals[key] = &approval{rawID: append([]byte(nil), m.ID...), turnID: turnID, method: m.Method,
+		kind: r.kind, options: r.options, params: append([]byte(nil), m.Params...), order: a.approvalN}
+	a.mu.Unlock()
+	detail := json.RawMessage(append([]byte(nil), m.Params...))
+	if len(detail) > event.MaxRawBytes || !json.Valid(detail) {
+		detail = nil
+	}
+	a.emit(event.New(event.ApprovalRequested, turnID, event.ApprovalRequestedData{
+		RequestID: key, Kind: r.kind, ItemID: p.ItemID, Detail: detail, Options: r.options,
+	}))
+}
+
+// refuse answers a request nobody can answer with the provider's safe
+// refusal and journals it as resolved by the daemon.
+func (a *Adapter) refuse(m *message, key, turnID string) {
+	rf, known := requestRefused[m.Method]
+	if !known {
+		a.anomaly("unknown_request", "method", m.Method)
+		rf = refusal{reason: "unknown request " + truncate([]byte(m.Method), 100),
+			err: &RPCError{Code: codeMethodNotFound, Message: "method not found: " + truncate([]byte(m.Method), 100)}}
+	}
+	a.emit(event.New(event.ApprovalResolved, turnID, event.ApprovalResolvedData{
+		RequestID: key, Decision: DecisionDeny, By: "daemon", Reason: rf.reason}))
+	var err error
+	if rf.err != nil {
+		err = a.write(outError{ID: m.ID, Error: *rf.err})
+	} else {
+		err = a.write(outResult{ID: m.ID, Result: rf.result})
+	}
+	if err != nil {
+		a.log.Warn("answer provider request", "method", m.Method, "err", err)
+	}
+}
+
+// takeApprovalsLocked removes the approvals of turnID (all, when empty)
+// and returns their ids in request order. Needs mu.
+func (a *Adapter) takeApprovalsLocked(turnID string) []string {
+	var open []*approval
+	keys := map[*approval]string{}
+	for k, ap := range a.approvals {
+		if turnID == "" || ap.turnID == turnID {
+			open = append(open, ap)
+			keys[ap] = k
+			delete(a.approvals, k)
+		}
+	}
+	slices.SortFunc(open, func(x, y *approval) int { return int(x.order - y.order) })
+	ids := make([]string, len(open))
+	for i, ap := range open {
+		ids[i] = keys[ap]
+	}
+	return ids
+}

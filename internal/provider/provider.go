@@ -1,0 +1,173 @@
+// Package provider is what the host knows of a provider child: the
+// Adapter interface (start or resume its thread, start and interrupt
+// turns, answer approvals, drain, stop writing) that every protocol
+// implements, the options it is built from, and the errors and decisions
+// they share. Each protocol lives in its own subpackage
+// (internal/provider/codex: `codex app-server`; internal/provider/claude:
+// Claude Code's stream-json); the host is handed a New function per
+// configured provider and never learns which protocol it holds.
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/sessiond/sessiond/internal/event"
+)
+
+// Adapter drives one provider child over its stdio. Events go to
+// Options.Emit in provider order.
+type Adapter interface {
+	// Start starts a thread, or resumes Options.ThreadID (a thread the
+	// provider no longer has is replaced and provider.thread_replaced
+	// emitted; any other resume failure fails Start and keeps the old id).
+	Start(ctx context.Context) (StartResult, error)
+	// StartTurn sends one user message as turn turnID (ours).
+	StartTurn(ctx context.Context, turnID, text string) error
+	// Interrupt asks the provider to end the open turn; false when none.
+	Interrupt(ctx context.Context) (bool, error)
+	// Respond answers a pending approval and emits approval.resolved.
+	Respond(ctx context.Context, requestID string, ans Answer) error
+	// Busy reports an open turn or an unanswered approval.
+	Busy() bool
+	// Drain reads what the provider still writes until EOF or `quiet`
+	// of silence, then stops emitting.
+	Drain(ctx context.Context, quiet time.Duration) error
+	// CancelWrites makes every pending and later write fail ErrStopping.
+	CancelWrites()
+	// BeginStop is CancelWrites, and every waiting request returns
+	// ErrStopping: the child is about to be stopped.
+	BeginStop()
+	// Done is closed once the reader finished and emitted everything.
+	Done() <-chan struct{}
+	// ThreadID is the thread in use (empty before Start succeeded).
+	ThreadID() string
+}
+
+// New builds an Adapter over a spawned child (one per protocol).
+type New func(Options) Adapter
+
+// Errors of the adapters.
+var (
+	// ErrExited means the provider's stdout ended or its stdin is gone
+	// (EPIPE): the process exited or is exiting.
+	ErrExited = errors.New("provider exited")
+	// ErrRequestNotFound means Respond named no pending approval request.
+	ErrRequestNotFound = errors.New("approval request not found")
+	// ErrTurnRunning means StartTurn was called while a turn is open.
+	ErrTurnRunning = errors.New("a turn is already running")
+	// ErrNotStarted means a turn method was called before Start succeeded.
+	ErrNotStarted = errors.New("provider thread not started")
+	// ErrTimeout means the provider did not answer a request within
+	// Options.RequestTimeout.
+	ErrTimeout = errors.New("provider request timed out")
+	// ErrStopping means the host is stopping the provider (CancelWrites,
+	// BeginStop): the write or request was abandoned.
+	ErrStopping = errors.New("provider is being stopped")
+	// ErrThreadNotFound means the provider refused to resume the thread it
+	// was started for because it no longer has it, and is exiting: the
+	// host starts a fresh process for a fresh thread (Options.Replaces).
+	ErrThreadNotFound = errors.New("provider has no such thread")
+)
+
+// Defaults of Options.
+const (
+	DefaultRequestTimeout = 30 * time.Second
+	DefaultMaxLineBytes   = 8 << 20
+	// DefaultDrainQuiet is the quiet period the host uses after the root exited.
+	DefaultDrainQuiet = 100 * time.Millisecond
+)
+
+// Options configures an Adapter. In and Out are the child's stdin and
+// stdout; Emit receives every event the provider's messages map to.
+type Options struct {
+	In       io.WriteCloser
+	Out      io.Reader
+	Cwd      string
+	ThreadID string
+	// Emit is called in provider order from the reader goroutine (and from
+	// Start/Respond for the events they produce), never concurrently.
+	Emit           func(event.Draft)
+	Logger         *slog.Logger
+	RequestTimeout time.Duration // default 30s
+	MaxLineBytes   int           // default 8 MiB
+	// OnThreadID, when set, is told a thread id the adapter learns after
+	// Start (Claude Code names a fresh conversation only with its first
+	// turn's system/init); it runs on the reader goroutine.
+	OnThreadID func(threadID string)
+	// Replaces, when set, is the thread a fresh start replaces (its resume
+	// failed with ErrThreadNotFound in an earlier process): the adapter
+	// emits provider.thread_replaced once it knows the new thread's id.
+	Replaces *event.ThreadReplacedData
+	// Stuck, when set, is called when the provider acknowledged an
+	// interrupt but did not end the turn within InterruptTimeout: the
+	// adapter has ended the turn `interrupted` (user_cancel) and the host
+	// stops the child. Only adapters whose provider can ignore an
+	// interrupt call it (claude).
+	Stuck            func()
+	InterruptTimeout time.Duration // default RequestTimeout
+	// RequestIDPrefix starts every requestId the adapter hands out for a
+	// provider's request: a provider numbers its requests afresh in each
+	// process, so the host makes them unique per incarnation (an answer
+	// meant for a request of an earlier child must never reach a newer
+	// request that reuses its number).
+	RequestIDPrefix string
+}
+
+// StartResult is what Start learned: the thread in use, whether it was
+// resumed, and, when the old thread was gone, the replacement.
+type StartResult struct {
+	ThreadID string
+	Resumed  bool
+	Replaced *event.ThreadReplacedData
+}
+
+// Answer is a client's answer to an approval: a decision among the
+// request's options, plus answers (userInput: question id -> chosen
+// strings) or content (elicitation: the form's values).
+type Answer struct {
+	Decision string
+	Answers  map[string][]string
+	Content  json.RawMessage
+}
+
+// Decisions a client may give (agent-session.approvals.v2).
+const (
+	DecisionApprove           = "approve"
+	DecisionApproveForSession = "approveForSession"
+	DecisionDeny              = "deny"
+	DecisionCancel            = "cancel"
+)
+
+// ErrDecisionNotAllowed means Respond's decision is not among the
+// request's options (wrapped in a *DecisionError naming them).
+var ErrDecisionNotAllowed = errors.New("decision not allowed for this request")
+
+// DecisionError names the decisions a request accepts.
+type DecisionError struct {
+	Decision string
+	Allowed  []string
+}
+
+func (e *DecisionError) Error() string {
+	return fmt.Sprintf("decision %q not allowed; allowed: %v", e.Decision, e.Allowed)
+}
+
+func (e *DecisionError) Unwrap() error { return ErrDecisionNotAllowed }
+
+// NotFoundError is ErrThreadNotFound with the provider's own wording.
+type NotFoundError struct {
+	ThreadID string
+	Cause    string // what the provider said
+}
+
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("resume thread %s: %s", e.ThreadID, e.Cause)
+}
+
+func (e *NotFoundError) Unwrap() error { return ErrThreadNotFound }
