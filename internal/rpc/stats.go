@@ -13,6 +13,7 @@ type stats struct {
 
 	connsTotal     atomic.Uint64
 	refusedPeers   atomic.Uint64
+	refusedConns   atomic.Uint64 // past max_connections
 	framingFaults  atomic.Uint64
 	batchesRefused atomic.Uint64
 	writeTimeouts  atomic.Uint64
@@ -58,6 +59,7 @@ func (s *stats) snapshot(open int) map[string]any {
 		"rpcErrors":         reasons,
 		"connections":       map[string]uint64{"open": uint64(open), "total": s.connsTotal.Load()},
 		"refusedPeers":      s.refusedPeers.Load(),
+		"refusedConns":      s.refusedConns.Load(),
 		"framingFaults":     s.framingFaults.Load(),
 		"batchesRefused":    s.batchesRefused.Load(),
 		"writeTimeouts":     s.writeTimeouts.Load(),
