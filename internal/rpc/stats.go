@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 )
@@ -66,5 +67,17 @@ func (s *stats) snapshot(open int) map[string]any {
 		"laggedSubscribers": s.laggedSubs.Load(),
 		"outboundBytes":     out.total.Load(),
 		"outboundCloses":    out.closes.Load(),
+		"heapBytes":         heapBytes(),
 	}
+}
+
+// heapBytes is the Go heap's objects, live or not yet swept (the
+// runtime's figure, read without stopping the world).
+func heapBytes() uint64 {
+	m := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(m)
+	if m[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return m[0].Value.Uint64()
 }
