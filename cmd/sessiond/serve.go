@@ -144,10 +144,19 @@ func (d *daemon) run() error {
 	defer stopSignals()
 	shutdown := make(chan struct{})
 	var once sync.Once
+	maxConns := d.cfg.MaxConnections
+	if nofile, err := rpc.RaiseFDLimit(); err != nil {
+		log.Warn("cannot raise the open-files limit", "err", err.Error(), "nofile", nofile)
+	} else if keep := int(min(nofile, 1<<30) / 2); maxConns > keep {
+		// half the descriptors stay for providers' pipes and the store
+		log.Warn("max_connections lowered to half the open-files limit", "max_connections", keep, "configured", maxConns, "nofile", nofile)
+		maxConns = keep
+	}
 	srv := rpc.NewServer(rpc.ServerOptions{
 		Backend: h, MaxMessageBytes: d.cfg.MaxMessageBytes, WriteTimeout: d.cfg.WriteTimeout,
-		MaxOutboundBytes: d.cfg.MaxOutboundBytes,
-		Version:          version(), Socket: d.socket, StateDir: d.stateDir, StateID: st.StateID, StartedAt: time.Now(),
+		MaxOutboundBytes: d.cfg.MaxOutboundBytes, MaxConnections: maxConns,
+		InitializeTimeout: d.cfg.InitializeTimeout,
+		Version:           version(), Socket: d.socket, StateDir: d.stateDir, StateID: st.StateID, StartedAt: time.Now(),
 		OnShutdown: func() { once.Do(func() { close(shutdown) }) }, Logger: log,
 	})
 	served := make(chan error, 1)

@@ -35,14 +35,15 @@ func builtinClaude() Provider {
 
 // Defaults of PROTOCOL.md.
 const (
-	DefaultIdleTimeout     = 60 * time.Second
-	DefaultStartTimeout    = 15 * time.Second
-	DefaultStepTimeout     = 10 * time.Second
-	DefaultWriteTimeout    = 30 * time.Second
-	DefaultMaxMessageBytes = 1 << 20
-	DefaultGrace           = 1500 * time.Millisecond
-	DefaultTermTimeout     = 2 * time.Second
-	DefaultKillTimeout     = 1 * time.Second
+	DefaultIdleTimeout       = 60 * time.Second
+	DefaultStartTimeout      = 15 * time.Second
+	DefaultStepTimeout       = 10 * time.Second
+	DefaultWriteTimeout      = 30 * time.Second
+	DefaultInitializeTimeout = 10 * time.Second
+	DefaultMaxMessageBytes   = 1 << 20
+	DefaultGrace             = 1500 * time.Millisecond
+	DefaultTermTimeout       = 2 * time.Second
+	DefaultKillTimeout       = 1 * time.Second
 	// Per-connection limits (not configurable; the page sizes are wire
 	// limits, in internal/api).
 	DefaultMaxHoldsPerConn = 1024
@@ -52,6 +53,10 @@ const (
 // DefaultMaxOutboundBytes bounds the unwritten replies and notifications
 // the daemon holds for all its connections together (max_outbound_bytes).
 const DefaultMaxOutboundBytes = 64 << 20
+
+// DefaultMaxConnections bounds the client connections open at once
+// (max_connections); past it new ones are refused.
+const DefaultMaxConnections = 512
 
 // ErrUnknownKey: the file names a key this version does not know.
 var ErrUnknownKey = errors.New("unknown config key")
@@ -78,11 +83,15 @@ type Ladder struct {
 // Config is the daemon's configuration with defaults applied.
 type Config struct {
 	IdleTimeout, StartTimeout, StepTimeout, WriteTimeout time.Duration
-	MaxMessageBytes                                      int
-	Ladder                                               Ladder
-	Providers                                            map[string]Provider
+	// InitializeTimeout: a connection without initialize for this long is
+	// closed (initialize_timeout).
+	InitializeTimeout time.Duration
+	MaxMessageBytes   int
+	Ladder            Ladder
+	Providers         map[string]Provider
 
 	MaxOutboundBytes int64 // max_outbound_bytes
+	MaxConnections   int   // max_connections
 }
 
 // lookPath finds codex and claude; a variable so tests can pretend it is (not) installed.
@@ -92,17 +101,19 @@ var lookPath = exec.LookPath
 // provider, codex when `codex` is on PATH, claude when `claude` is.
 func Default() Config {
 	c := Config{
-		IdleTimeout:     DefaultIdleTimeout,
-		StartTimeout:    DefaultStartTimeout,
-		StepTimeout:     DefaultStepTimeout,
-		WriteTimeout:    DefaultWriteTimeout,
-		MaxMessageBytes: DefaultMaxMessageBytes,
-		Ladder:          Ladder{Grace: DefaultGrace, TermTimeout: DefaultTermTimeout, KillTimeout: DefaultKillTimeout},
+		IdleTimeout:       DefaultIdleTimeout,
+		StartTimeout:      DefaultStartTimeout,
+		StepTimeout:       DefaultStepTimeout,
+		WriteTimeout:      DefaultWriteTimeout,
+		InitializeTimeout: DefaultInitializeTimeout,
+		MaxMessageBytes:   DefaultMaxMessageBytes,
+		Ladder:            Ladder{Grace: DefaultGrace, TermTimeout: DefaultTermTimeout, KillTimeout: DefaultKillTimeout},
 		Providers: map[string]Provider{
 			"echo": {Protocol: ProtocolCodexAppServer},
 		},
 	}
 	c.MaxOutboundBytes = DefaultMaxOutboundBytes
+	c.MaxConnections = DefaultMaxConnections
 	if _, err := lookPath("codex"); err == nil {
 		c.Providers["codex"] = Provider{Command: []string{"codex", "app-server"}, Protocol: ProtocolCodexAppServer}
 	}
@@ -139,8 +150,10 @@ type file struct {
 	StartTimeout    *string                 `toml:"start_timeout"`
 	StepTimeout     *string                 `toml:"step_timeout"`
 	WriteTimeout    *string                 `toml:"write_timeout"`
+	InitTimeout     *string                 `toml:"initialize_timeout"`
 	MaxMessageBytes *int64                  `toml:"max_message_bytes"`
 	MaxOutbound     *int64                  `toml:"max_outbound_bytes"`
+	MaxConnections  *int64                  `toml:"max_connections"`
 	Ladder          fileLadder              `toml:"ladder"`
 	Providers       map[string]fileProvider `toml:"providers"`
 }
@@ -192,6 +205,7 @@ func Parse(text string, c *Config) error {
 		{"start_timeout", f.StartTimeout, &c.StartTimeout},
 		{"step_timeout", f.StepTimeout, &c.StepTimeout},
 		{"write_timeout", f.WriteTimeout, &c.WriteTimeout},
+		{"initialize_timeout", f.InitTimeout, &c.InitializeTimeout},
 		{"ladder.grace", f.Ladder.Grace, &c.Ladder.Grace},
 		{"ladder.term_timeout", f.Ladder.TermTimeout, &c.Ladder.TermTimeout},
 		{"ladder.kill_timeout", f.Ladder.KillTimeout, &c.Ladder.KillTimeout},
@@ -217,6 +231,12 @@ func Parse(text string, c *Config) error {
 			return fmt.Errorf("%w: max_outbound_bytes = %d: want 1048576 .. 1099511627776", ErrBadValue, *f.MaxOutbound)
 		}
 		c.MaxOutboundBytes = *f.MaxOutbound
+	}
+	if f.MaxConnections != nil {
+		if *f.MaxConnections < 1 || *f.MaxConnections > 1<<20 {
+			return fmt.Errorf("%w: max_connections = %d: want 1 .. 1048576", ErrBadValue, *f.MaxConnections)
+		}
+		c.MaxConnections = int(*f.MaxConnections)
 	}
 	for name, fp := range f.Providers {
 		p, ok := c.Providers[name]

@@ -117,6 +117,8 @@ func TestParseErrors(t *testing.T) {
 		{"provider unknown", "[providers.x]\ncommand=[\"x\"]\nshell = true\n", "providers.x.shell", ErrUnknownKey},
 		{"negative", "idle_timeout = \"-1s\"\n", "idle_timeout", ErrBadValue},
 		{"tiny max", "max_message_bytes = 3\n", "max_message_bytes", ErrBadValue},
+		{"no connections", "max_connections = 0\n", "max_connections", ErrBadValue},
+		{"negative initialize", "initialize_timeout = \"-1s\"\n", "initialize_timeout", ErrBadValue},
 		{"protocol", "[providers.x]\ncommand=[\"x\"]\nprotocol=\"acp\"\n", "providers.x.protocol", ErrBadValue},
 		{"no command", "[providers.x]\nenv={A=\"b\"}\n", "providers.x.command", ErrBadValue},
 		{"syntax", "idle_timeout = \n", "", ErrBadValue},

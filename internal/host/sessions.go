@@ -140,7 +140,8 @@ func (h *Host) info(r store.Record) api.SessionInfo {
 	si.TurnRunning = js.OpenTurn != ""
 	if js.LastSeq > 0 {
 		if evs, _, _, err := h.j.Read(r.ID, js.LastSeq-1, 1); err == nil && len(evs) == 1 {
-			si.LastActivityAt = &evs[0].At
+			at := evs[0].At // not &evs[0].At: that keeps the read's 64 KiB arena alive with the list
+			si.LastActivityAt = &at
 		}
 	}
 	if len(r.LastExit) > 0 {

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
 
@@ -134,7 +135,11 @@ func (c *conn) call(ctx context.Context, m method, params json.RawMessage) (res 
 
 // reply answers the request of method with id (nil: id null).
 func (c *conn) reply(ctx context.Context, method string, id *jsonrpc2.ID, res any, err error) {
-	var then func()
+	var then, release func()
+	if r, ok := res.(rawResult); ok && r.release != nil {
+		release = sync.OnceFunc(r.release)
+		defer release() // if the reply is dropped before it is counted
+	}
 	var we *jsonrpc2.Error
 	if err != nil {
 		we = toWire(err)
@@ -148,7 +153,7 @@ func (c *conn) reply(ctx context.Context, method string, id *jsonrpc2.ID, res an
 	} else if ar, ok := res.(*afterReply); ok {
 		res, then = ar.result, ar.then
 	}
-	if err = c.writeResponse(id, res, we); err != nil {
+	if err = c.writeResponse(id, res, we, release); err != nil {
 		c.log.Debug("reply not written", "method", method, "err", err.Error())
 		return
 	}
@@ -159,10 +164,13 @@ func (c *conn) reply(ctx context.Context, method string, id *jsonrpc2.ID, res an
 
 // writeResponse encodes a response once (see reply.go) and writes it to
 // the stream, unless the connection is already closed (as jsonrpc2's
-// Reply would refuse it).
-func (c *conn) writeResponse(id *jsonrpc2.ID, res any, we *jsonrpc2.Error) error {
+// Reply would refuse it); counted (may be nil) runs once it is counted in
+// the outbound budget.
+func (c *conn) writeResponse(id *jsonrpc2.ID, res any, we *jsonrpc2.Error, counted func()) error {
 	select {
 	case <-c.done:
+		return jsonrpc2.ErrClosed
+	case <-c.st.closedCh:
 		return jsonrpc2.ErrClosed
 	default:
 	}
@@ -170,7 +178,7 @@ func (c *conn) writeResponse(id *jsonrpc2.ID, res any, we *jsonrpc2.Error) error
 	if err != nil {
 		return err
 	}
-	return c.st.writeOwned(b)
+	return c.st.writeCounted(b, counted)
 }
 
 func idString(id *jsonrpc2.ID) string {
@@ -195,6 +203,9 @@ func (c *conn) initialize(p InitializeParams) InitializeResult {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.initialized = true
+	if c.st.dl != nil {
+		c.st.dl.initBy = time.Time{} // admit.go's initialize deadline
+	}
 	c.caps = map[string]bool{}
 	var negotiated []string
 	for _, cp := range p.Capabilities {

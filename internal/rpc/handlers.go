@@ -64,14 +64,6 @@ func hCreate(ctx context.Context, c *conn, params json.RawMessage) (any, error) 
 	return c.srv.o.Backend.Create(ctx, p)
 }
 
-func hList(ctx context.Context, c *conn, _ json.RawMessage) (any, error) {
-	r, err := c.srv.o.Backend.List(ctx)
-	if r.Sessions == nil {
-		r.Sessions = []api.SessionInfo{}
-	}
-	return r, err
-}
-
 func sessionParams(params json.RawMessage) (api.SessionParams, error) {
 	var p api.SessionParams
 	return p, decodeValid(params, &p)

@@ -101,12 +101,14 @@ func (r *explicitResult) UnmarshalJSON(b []byte) error {
 
 // readLoop is the connection's one reader, for its whole life: it reads
 // and dispatches (handle never waits for a call that can wait) until a
-// read fails, then closes the stream, cancels c.ctx and closes c.done.
+// read fails or the stream was closed (a failed write, the outbound
+// budget: requests already buffered are not run), then closes the
+// stream, cancels c.ctx and closes c.done.
 func (c *conn) readLoop() {
 	defer close(c.done)
 	for {
 		var m inMessage
-		if err := c.st.ReadObject(&m); err != nil {
+		if err := c.st.ReadObject(&m); err != nil || c.st.closed() {
 			c.st.Close()
 			c.cancel() // handlers' and pumps' ctx
 			return

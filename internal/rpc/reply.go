@@ -26,6 +26,9 @@ import (
 type rawResult struct {
 	buf []byte
 	off int
+	// release, when set, runs once the reply is counted in the outbound
+	// budget or dropped (list.go's gate).
+	release func()
 }
 
 // replySlack is room left at the end of a reply for the stream's framing
@@ -104,7 +107,7 @@ func encodeRead(r api.ReadResult) (rawResult, error) {
 	b := newRaw(eventsSize(r.Events) + 64)
 	b = append(b, `{"events":`...)
 	b = event.AppendEvents(b, r.Events)
-	return rawResult{appendTail(b, r.LastSeq, r.HasMore), rawHead}, nil
+	return rawResult{buf: appendTail(b, r.LastSeq, r.HasMore), off: rawHead}, nil
 }
 
 // encodeAttach encodes agentSession.attach's result (events nil = []).
@@ -120,7 +123,7 @@ func encodeAttach(r api.AttachResult) (rawResult, error) {
 	b = append(b, sess...)
 	b = append(b, `,"events":`...)
 	b = event.AppendEvents(b, r.Events)
-	return rawResult{appendTail(b, r.LastSeq, r.HasMore), rawHead}, nil
+	return rawResult{buf: appendTail(b, r.LastSeq, r.HasMore), off: rawHead}, nil
 }
 
 func appendTail(b []byte, lastSeq uint64, hasMore bool) []byte {

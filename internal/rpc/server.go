@@ -25,11 +25,17 @@ type ServerOptions struct {
 	// MaxOutboundBytes bounds the unwritten output held for all
 	// connections together (outbound.go); 0: config.DefaultMaxOutboundBytes.
 	MaxOutboundBytes int64
-	Version          string
-	Socket           string
-	StateDir         string
-	StateID          string
-	StartedAt        time.Time
+	// MaxConnections bounds the connections open at once (admit.go);
+	// 0: config.DefaultMaxConnections.
+	MaxConnections int
+	// InitializeTimeout: a connection without initialize for this long is
+	// closed; 0: config.DefaultInitializeTimeout.
+	InitializeTimeout time.Duration
+	Version           string
+	Socket            string
+	StateDir          string
+	StateID           string
+	StartedAt         time.Time
 	// OnShutdown runs (in its own goroutine) after daemon.shutdown's reply
 	// was written.
 	OnShutdown func()
@@ -47,12 +53,17 @@ type Server struct {
 	nextID atomic.Uint64
 	stats  stats
 	out    *outbound
+	// listGate: agentSession.list replies being built (list.go).
+	listGate chan struct{}
 
 	mu        sync.Mutex
 	closed    bool
 	listeners map[net.Listener]struct{}
 	conns     map[net.Conn]*conn // value nil until framed
 	wg        sync.WaitGroup     // one per accepted connection
+
+	refusedLoggedAt time.Time // admit.go's log limit
+	refusedSinceLog int
 }
 
 // NewServer builds a server; Serve starts it.
@@ -66,13 +77,19 @@ func NewServer(o ServerOptions) *Server {
 	if o.MaxOutboundBytes <= 0 {
 		o.MaxOutboundBytes = config.DefaultMaxOutboundBytes
 	}
+	if o.MaxConnections <= 0 {
+		o.MaxConnections = config.DefaultMaxConnections
+	}
+	if o.InitializeTimeout <= 0 {
+		o.InitializeTimeout = config.DefaultInitializeTimeout
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		o: o, log: o.Logger, table: newTable(methodList), out: newOutbound(o.MaxOutboundBytes, o.Logger),
-		ctx: ctx, cancel: cancel,
+		ctx: ctx, cancel: cancel, listGate: make(chan struct{}, listBuilders),
 		listeners: map[net.Listener]struct{}{}, conns: map[net.Conn]*conn{},
 	}
 	s.stats.out = s.out
@@ -110,6 +127,11 @@ func (s *Server) Serve(l net.Listener) error {
 			s.mu.Unlock()
 			nc.Close()
 			return nil
+		}
+		if !s.admitLocked() {
+			s.mu.Unlock()
+			nc.Close()
+			continue
 		}
 		s.conns[nc] = nil
 		s.wg.Add(1)
@@ -174,13 +196,15 @@ func (s *Server) serveConn(nc net.Conn) {
 		return
 	}
 	log = log.With("peer_pid", cred.Pid)
-	br := bufio.NewReaderSize(nc, 64<<10)
+	dr := &deadlineReader{conn: nc, initBy: time.Now().Add(s.o.InitializeTimeout), stall: s.o.WriteTimeout}
+	br := bufio.NewReaderSize(dr, 64<<10)
 	framing, err := sniff(br)
 	if err != nil {
-		s.readFault(log, err)
+		s.readFault(log, err, dr)
 		return
 	}
 	st := newStream(nc, br, framing, s.o.MaxMessageBytes, s.o.WriteTimeout)
+	st.dl = dr
 	st.onBatch = func() {
 		s.stats.batchesRefused.Add(1)
 		log.Info("batch refused", "reason", "batch_not_supported")
@@ -206,7 +230,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	} else if werr != nil {
 		s.writeFault(log, werr)
 	} else if !s.isClosed() {
-		s.readFault(log, rerr)
+		s.readFault(log, rerr, dr)
 	}
 }
 
@@ -217,12 +241,14 @@ func (s *Server) isClosed() bool {
 }
 
 // readFault logs, once, why a connection's reading ended.
-func (s *Server) readFault(log *slog.Logger, err error) {
+func (s *Server) readFault(log *slog.Logger, err error, dr *deadlineReader) {
 	reason := ""
 	switch {
 	case err == nil, errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
 		log.Debug("connection closed")
 		return
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		reason = dr.timeoutReason() // admit.go
 	case errors.Is(err, ErrTooLarge):
 		reason = "message_too_large"
 	case errors.Is(err, ErrBadHeader):

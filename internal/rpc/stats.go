@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 )
@@ -13,6 +14,7 @@ type stats struct {
 
 	connsTotal     atomic.Uint64
 	refusedPeers   atomic.Uint64
+	refusedConns   atomic.Uint64 // past max_connections
 	framingFaults  atomic.Uint64
 	batchesRefused atomic.Uint64
 	writeTimeouts  atomic.Uint64
@@ -58,11 +60,24 @@ func (s *stats) snapshot(open int) map[string]any {
 		"rpcErrors":         reasons,
 		"connections":       map[string]uint64{"open": uint64(open), "total": s.connsTotal.Load()},
 		"refusedPeers":      s.refusedPeers.Load(),
+		"refusedConns":      s.refusedConns.Load(),
 		"framingFaults":     s.framingFaults.Load(),
 		"batchesRefused":    s.batchesRefused.Load(),
 		"writeTimeouts":     s.writeTimeouts.Load(),
 		"laggedSubscribers": s.laggedSubs.Load(),
 		"outboundBytes":     out.total.Load(),
 		"outboundCloses":    out.closes.Load(),
+		"heapBytes":         heapBytes(),
 	}
+}
+
+// heapBytes is the Go heap's objects, live or not yet swept (the
+// runtime's figure, read without stopping the world).
+func heapBytes() uint64 {
+	m := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(m)
+	if m[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return m[0].Value.Uint64()
 }

@@ -33,7 +33,12 @@ type stream struct {
 	pending atomic.Int64
 	shed    atomic.Bool
 
+	dl *deadlineReader // the server's read deadlines (admit.go); nil for the client
+
 	wmu sync.Mutex
+
+	closeOnce sync.Once
+	closedCh  chan struct{} // closed by Close (a failed write closes too)
 
 	emu     sync.Mutex
 	readErr error // why reading ended
@@ -59,7 +64,7 @@ func (s *stream) setErr(read bool, err error) error {
 }
 
 func newStream(conn net.Conn, br *bufio.Reader, f Framing, max int, wt time.Duration) *stream {
-	return &stream{conn: conn, br: br, framing: f, max: max, writeTimeout: wt}
+	return &stream{conn: conn, br: br, framing: f, max: max, writeTimeout: wt, closedCh: make(chan struct{})}
 }
 
 // ReadObject implements jsonrpc2.ObjectStream.
@@ -117,6 +122,13 @@ func unmarshal(b []byte, v any) error {
 var batchErrorJSON = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batches are not supported","data":{"reason":"batch_not_supported"}}}`)
 
 func (s *stream) readFrame() ([]byte, error) {
+	if s.dl != nil {
+		if _, err := s.br.Peek(1); err != nil {
+			return nil, err // waiting between messages: no stall deadline
+		}
+		s.dl.inFrame = true
+		defer func() { s.dl.inFrame = false }()
+	}
 	if s.framing == FramingHeader {
 		return s.readHeaderFrame()
 	}
@@ -222,8 +234,8 @@ func (s *stream) readHeaderFrame() ([]byte, error) {
 	if length > int64(s.max) {
 		return nil, fmt.Errorf("Content-Length %d over %d: %w", length, s.max, ErrTooLarge)
 	}
-	body := make([]byte, length)
-	if _, err := io.ReadFull(s.br, body); err != nil {
+	body, err := readBody(s.br, int(length))
+	if err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("body of %d bytes: %w", length, ErrTruncated)
 		}
@@ -232,5 +244,46 @@ func (s *stream) readHeaderFrame() ([]byte, error) {
 	return body, nil
 }
 
-// Close implements jsonrpc2.ObjectStream.
-func (s *stream) Close() error { return s.conn.Close() }
+// readBody reads n bytes, holding only what has arrived (in chunks of
+// 64 KiB, joined once the body is complete): a header alone does not make
+// the daemon allocate its Content-Length, nor does a body stopped short
+// hold more than it sent.
+func readBody(r io.Reader, n int) ([]byte, error) {
+	const chunk = 64 << 10
+	if n <= chunk {
+		body := make([]byte, n)
+		_, err := io.ReadFull(r, body)
+		return body, err
+	}
+	var parts [][]byte
+	for got := 0; got < n; {
+		p := make([]byte, min(chunk, n-got))
+		if _, err := io.ReadFull(r, p); err != nil {
+			return nil, err
+		}
+		parts = append(parts, p)
+		got += len(p)
+	}
+	body := make([]byte, 0, n)
+	for i, p := range parts {
+		body = append(body, p...)
+		parts[i] = nil
+	}
+	return body, nil
+}
+
+// Close implements jsonrpc2.ObjectStream. Once closed, the read loop
+// dispatches nothing more, even requests already buffered.
+func (s *stream) Close() error {
+	s.closeOnce.Do(func() { close(s.closedCh) })
+	return s.conn.Close()
+}
+
+func (s *stream) closed() bool {
+	select {
+	case <-s.closedCh:
+		return true
+	default:
+		return false
+	}
+}

@@ -26,7 +26,11 @@ func (s *stream) writeBytes(b []byte) error {
 // line framing's "\n" goes into b's spare capacity when it has some, so a
 // large body is not copied again. (One write(2), not writev: the race
 // detector sees an ordering through write and read, not through writev.)
-func (s *stream) writeOwned(b []byte) error {
+func (s *stream) writeOwned(b []byte) error { return s.writeCounted(b, nil) }
+
+// writeCounted is writeOwned; counted (if not nil) runs once the frame is
+// counted in the outbound budget, before it waits for the write lock.
+func (s *stream) writeCounted(b []byte, counted func()) error {
 	var frame []byte
 	if s.framing == FramingHeader {
 		hdr := "Content-Length: " + strconv.Itoa(len(b)) + "\r\n\r\n"
@@ -36,6 +40,9 @@ func (s *stream) writeOwned(b []byte) error {
 	}
 	if s.budget != nil {
 		s.budget.hold(s, len(frame))
+	}
+	if counted != nil {
+		counted()
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -70,8 +77,9 @@ func (s *stream) writeFrameLocked(frame []byte) error {
 		}
 		// A peer that stopped reading: close, so the read loop ends and
 		// the connection's holds go through ConnClosed.
-		s.conn.Close()
-		return s.setErr(false, fmt.Errorf("write: %w", err))
+		s.setErr(false, fmt.Errorf("write: %w", err))
+		s.Close()
+		return fmt.Errorf("write: %w", err)
 	}
 	return nil
 }
