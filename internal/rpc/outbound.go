@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // outbound bounds the bytes the daemon holds, across all its connections,
@@ -11,10 +12,12 @@ import (
 // waiting for (or in) their connection's write. Every frame is counted
 // from the moment it is encoded until its last byte is written (bytes
 // leave the count as they are written). When a frame takes the total
-// past max, the connection holding the most unwritten bytes (the slowest
-// reader) is closed, logged once; its writers fail at once and their
-// frames leave the count. A connection already closed this way is not
-// counted again, so one overflow closes one connection, not many.
+// past max, the slowest reader is closed, logged once: the connection that
+// has held unwritten bytes for longest with no byte written (a reply just
+// encoded for a reader that keeps up is the newest, never the slowest),
+// the most unwritten bytes breaking a tie. Its writers fail at once and
+// their frames leave the count. A connection already closed this way is
+// not counted again, so one overflow closes one connection, not many.
 //
 // Lock order: outbound.mu only; never held while writing.
 type outbound struct {
@@ -47,7 +50,9 @@ func (o *outbound) unregister(s *stream) {
 // hold counts n more unwritten bytes of s and sheds a connection if the
 // total is now past max.
 func (o *outbound) hold(s *stream, n int) {
-	s.pending.Add(int64(n))
+	if s.pending.Add(int64(n)) == int64(n) {
+		s.since.Store(time.Now().UnixNano()) // it starts waiting for its reader now
+	}
 	if o.total.Add(int64(n)) > o.max {
 		o.shed()
 	}
@@ -55,24 +60,31 @@ func (o *outbound) hold(s *stream, n int) {
 
 // written takes n bytes of s out of the count.
 func (o *outbound) written(s *stream, n int) {
+	if n > 0 {
+		s.since.Store(time.Now().UnixNano()) // progress
+	}
 	s.pending.Add(-int64(n))
 	o.total.Add(-int64(n))
 }
 
-// shed closes the connection holding the most unwritten bytes, if the
-// connections not already shed still hold more than max.
+// shed closes the slowest reader (see outbound), if the connections not
+// already shed still hold more than max.
 func (o *outbound) shed() {
 	o.mu.Lock()
 	var victim *stream
-	var live, most int64
+	var live, most, oldest int64
 	for s := range o.streams {
 		if s.shed.Load() {
 			continue
 		}
 		p := s.pending.Load()
 		live += p
-		if victim == nil || p > most {
-			victim, most = s, p
+		if p == 0 {
+			continue
+		}
+		since := s.since.Load()
+		if victim == nil || since < oldest || since == oldest && p > most {
+			victim, most, oldest = s, p, since
 		}
 	}
 	if victim == nil || live <= o.max {

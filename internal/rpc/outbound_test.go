@@ -74,3 +74,47 @@ func waitState(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestOutboundBudgetSparesTheReader: the budget closes the slowest reader
+// (the connection that has held unwritten bytes longest with no byte
+// written), not the one with the most unwritten bytes: a client that asks
+// for a large page and reads it is served while stalled connections with
+// smaller replies hold the rest of the budget.
+func TestOutboundBudgetSparesTheReader(t *testing.T) {
+	const budget = 4 << 20
+	fake := newFake()
+	fake.readHook = func(p api.ReadParams) api.ReadResult {
+		if p.AfterSeq == 1 {
+			return bigPage(3500 << 10) // the reader's page
+		}
+		return bigPage(1 << 20)
+	}
+	ts := startServer(t, fake, func(o *ServerOptions) {
+		o.MaxOutboundBytes = budget
+		o.WriteTimeout = time.Hour // only the budget may close them
+	})
+	for range 3 {
+		r := ts.raw(t, FramingLines)
+		r.initialize()
+		r.send(`{"jsonrpc":"2.0","id":2,"method":"agentSession.read","params":{"sessionId":"s_aaaaaaaa"}}`)
+	}
+	waitState(t, func() bool { // three stalled replies, their sockets full
+		ts.srv.out.mu.Lock()
+		defer ts.srv.out.mu.Unlock()
+		n := 0
+		for s := range ts.srv.out.streams {
+			if p := s.pending.Load(); p > 0 && time.Since(time.Unix(0, s.since.Load())) > 50*time.Millisecond {
+				n++
+			}
+		}
+		return n == 3
+	})
+	c := ts.client(t, FramingLines, nil, false)
+	var r api.ReadResult
+	if err := call(t, c, "agentSession.read", api.ReadParams{SessionID: "s_aaaaaaaa", AfterSeq: 1}, &r); err != nil {
+		t.Fatalf("the reading client was closed for the budget: %v", err)
+	}
+	if closes := ts.srv.out.closes.Load(); closes == 0 {
+		t.Fatal("no stalled connection was closed although the budget was exceeded")
+	}
+}

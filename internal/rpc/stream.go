@@ -28,9 +28,11 @@ type stream struct {
 	onBatch      func() // counts and logs a refused batch
 
 	// The server's outbound budget (nil for the client's stream), this
-	// stream's unwritten bytes in it, and whether the budget closed it.
+	// stream's unwritten bytes in it, since when (unix ns) it has held
+	// some with no byte written, and whether the budget closed it.
 	budget  *outbound
 	pending atomic.Int64
+	since   atomic.Int64
 	shed    atomic.Bool
 
 	dl *deadlineReader // the server's read deadlines (admit.go); nil for the client
