@@ -4,7 +4,11 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 )
+
+// notifyTimeout bounds one notification's send.
+const notifyTimeout = time.Second
 
 // Notifier sends sd_notify(3) states ("READY=1", "STOPPING=1") to the
 // datagram socket systemd named in NOTIFY_SOCKET. A nil or empty Notifier
@@ -40,6 +44,9 @@ func (n *Notifier) Notify(state string) error {
 		return fmt.Errorf("notify %s: %w", n.addr, err)
 	}
 	defer c.Close()
+	// A receiver whose queue is full must never block startup or
+	// shutdown: the datagram is given up after notifyTimeout.
+	c.SetWriteDeadline(time.Now().Add(notifyTimeout))
 	if _, err := c.Write([]byte(state)); err != nil {
 		return fmt.Errorf("notify %s: %w", n.addr, err)
 	}

@@ -163,10 +163,29 @@ func TestNotify(t *testing.T) {
 			}
 		})
 	}
+	// A receiver whose queue is full: the send gives up, it never blocks.
+	full := filepath.Join(shortDir(t), "full")
+	pc, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: full, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	n, err := NewNotifier(env(map[string]string{"NOTIFY_SOCKET": full}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		if err := n.Notify("STATUS=filling"); err != nil {
+			break // the queue is full and the send gave up
+		}
+		if i > 100000 {
+			t.Fatal("the receiver's queue never filled")
+		}
+	}
 	if _, err := NewNotifier(env(map[string]string{"NOTIFY_SOCKET": "relative/x"})); err == nil {
 		t.Fatal("a relative NOTIFY_SOCKET was accepted")
 	}
-	n, err := NewNotifier(env(nil))
+	n, err = NewNotifier(env(nil))
 	if err != nil || n.Enabled() || n.Notify("READY=1") != nil {
 		t.Fatalf("unset NOTIFY_SOCKET: %v enabled=%v", err, n.Enabled())
 	}
