@@ -75,7 +75,7 @@ func ctlDoctor(e *ctlEnv, args []string) int {
 	case errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED):
 		doctorOffline(e, rep)
 	default:
-		fmt.Fprintf(e.stderr, "sessiond ctl doctor: cannot reach the daemon on %s: %v\n", e.socket, err)
+		fmt.Fprintf(e.stderr, "sessiond ctl doctor: cannot reach the daemon on %s: %s\n", termSafe(e.socket), termSafe(err.Error()))
 		return exitNoDaemon
 	}
 	return doctorPrint(e, rep)

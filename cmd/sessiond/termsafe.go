@@ -13,8 +13,10 @@ import (
 // JSON encoder.
 
 // termSafe escapes every C0 control (tab and newline included: they would
-// break a table row), DEL, every C1 control and each byte of invalid
-// UTF-8, as \t \n \r, \xNN or \u00NN.
+// break a table row), DEL, every C1 control, the bidirectional-text
+// controls (U+200E/F, U+202A–E, U+2066–9: they reorder what follows them
+// on the line) and each byte of invalid UTF-8, as \t \n \r, \xNN or
+// \uNNNN.
 func termSafe(s string) string { return escapeControls(s, false) }
 
 // termText is termSafe keeping newlines and tabs, for flowing text such
@@ -42,7 +44,7 @@ func escapeControls(s string, keepLayout bool) string {
 			b.WriteString(`\r`)
 		case r < 0x20 || r == 0x7f:
 			fmt.Fprintf(&b, `\x%02x`, r)
-		case r >= 0x80 && r <= 0x9f:
+		case r >= 0x80 && r <= 0x9f, bidi(r):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteString(s[i : i+size])
@@ -70,10 +72,15 @@ func clean(s string, keepLayout bool) bool {
 func cleanUTF8(s string) bool {
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if (r == utf8.RuneError && size == 1) || r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) {
+		if (r == utf8.RuneError && size == 1) || r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || bidi(r) {
 			return false
 		}
 		i += size
 	}
 	return true
+}
+
+// bidi reports the invisible controls that reorder text on a line.
+func bidi(r rune) bool {
+	return r == 0x200e || r == 0x200f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
 }
