@@ -93,6 +93,17 @@ func TestE2EInstallService(t *testing.T) {
 	if b, _ := os.ReadFile(edited); !strings.Contains(string(b), "Type=notify") {
 		t.Fatal("--force did not write the unit")
 	}
+	// A dangling symlink in the unit's place is someone's entry too.
+	os.Remove(edited)
+	if err := os.Symlink("/nonexistent/sessiond.service", edited); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut = runInstall(t, cfg); code != exitError || !strings.Contains(errOut, "--force") {
+		t.Fatalf("dangling symlink unit: exit %d, stderr:\n%s", code, errOut)
+	}
+	if fi, err := os.Lstat(edited); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the symlink was replaced without --force: %v", err)
+	}
 }
 
 func TestExecQuote(t *testing.T) {
@@ -100,15 +111,16 @@ func TestExecQuote(t *testing.T) {
 		{"/usr/bin/sessiond", "/usr/bin/sessiond"},
 		{"/home/a b/bin/sessiond", `"/home/a b/bin/sessiond"`},
 		{"/opt/100%/sessiond", "/opt/100%%/sessiond"},
-		{"/opt/$HOME/sessiond", "/opt/$$HOME/sessiond"},
-		{`/opt/a"b\c/sessiond`, `"/opt/a\"b\\c/sessiond"`},
+		{"/opt/$HOME/sessiond", "/opt/$HOME/sessiond"}, // the executable word is not expanded
+		{"/opt/a;b/sessiond", `"/opt/a;b/sessiond"`},
 	}
 	for _, tc := range tests {
 		if got, err := execQuote(tc.in); err != nil || got != tc.want {
 			t.Errorf("execQuote(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
 		}
 	}
-	for _, bad := range []string{"relative/sessiond", "/opt/a\nb"} {
+	// systemd refuses an executable name with a quote or a backslash.
+	for _, bad := range []string{"relative/sessiond", "/opt/a\nb", `/opt/a"b/sessiond`, `/opt/a'b/sessiond`, `/opt/a\b/sessiond`} {
 		if _, err := execQuote(bad); err == nil {
 			t.Errorf("execQuote(%q): no error", bad)
 		}

@@ -141,9 +141,12 @@ func planUnits(dir, exe string) ([]unitPlan, error) {
 		}
 		u := unitPlan{path: filepath.Join(dir, name), text: text}
 		old, err := os.ReadFile(u.path)
+		_, lerr := os.Lstat(u.path) // a dangling symlink is an entry of someone's too
 		switch {
-		case errors.Is(err, fs.ErrNotExist):
+		case errors.Is(err, fs.ErrNotExist) && errors.Is(lerr, fs.ErrNotExist):
 			u.state = unitNew
+		case errors.Is(err, fs.ErrNotExist):
+			u.state = unitChanged
 		case err != nil:
 			return nil, fmt.Errorf("unit %s: %w", u.path, err)
 		case bytes.Equal(old, []byte(text)):
@@ -172,9 +175,10 @@ func renderUnit(tmpl, exe string) (string, error) {
 	return strings.Join(lines, ""), nil
 }
 
-// execQuote writes path as one ExecStart word: % and $ doubled (systemd
-// specifiers and variables), double-quoted with C escapes when it holds a
-// space, quote or backslash. Control characters are refused.
+// execQuote writes path as one ExecStart word: % doubled (systemd
+// specifiers), quoted when it holds a blank or ';'. The executable word is
+// not expanded for $ (so $ stays as it is), and systemd refuses an
+// executable name holding \ " or ' — as this does, before writing.
 func execQuote(path string) (string, error) {
 	if !filepath.IsAbs(path) {
 		return "", fmt.Errorf("binary path %q is not absolute", prefixOf(path))
@@ -184,11 +188,14 @@ func execQuote(path string) (string, error) {
 			return "", fmt.Errorf("binary path %s holds a control character; systemd cannot run it", termSafe(prefixOf(path)))
 		}
 	}
-	s := strings.NewReplacer("%", "%%", "$", "$$").Replace(path)
-	if !strings.ContainsAny(s, " \t\"'\\;") {
+	if strings.ContainsAny(path, "\"'\\") {
+		return "", fmt.Errorf("binary path %s holds a quote or a backslash; systemd cannot run it: install sessiond under another path", termSafe(prefixOf(path)))
+	}
+	s := strings.ReplaceAll(path, "%", "%%")
+	if !strings.ContainsAny(s, " ;") {
 		return s, nil
 	}
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`, nil
+	return `"` + s + `"`, nil
 }
 
 // writeUnit writes through a temporary file and a rename, so systemd never
