@@ -208,3 +208,41 @@ func TestLineTooLong(t *testing.T) {
 	f.send(t, map[string]any{"type": "result", "subtype": "success"})
 	f.next(t, event.TurnCompleted)
 }
+
+// TestRequestIDsPrefixedAndDuplicatesRefused: the requestId clients see is
+// the host's per-child prefix + the CLI's request_id (an answer meant for
+// an earlier child's request that reused the id never reaches this one),
+// the control_response names the CLI's own id, and a second open request
+// with the same id is refused (error response, resolved deny by daemon)
+// while the first stays answerable.
+func TestRequestIDsPrefixedAndDuplicatesRefused(t *testing.T) {
+	f := newFake(t, func(o *provider.Options) { o.RequestIDPrefix = "f2-" })
+	f.started(t)
+	ask := func(cmd string) {
+		f.send(t, map[string]any{"type": "control_request", "request_id": "r1", "request": map[string]any{
+			"subtype": "can_use_tool", "tool_name": "Bash", "input": map[string]any{"command": cmd}, "tool_use_id": "toolu_" + cmd}})
+	}
+	ask("a")
+	if req := decodeData[event.ApprovalRequestedData](t, f.next(t, event.ApprovalRequested)); req.RequestID != "f2-r1" {
+		t.Fatalf("approval.requested %+v, want requestId f2-r1", req)
+	}
+	ask("b")
+	m := f.read(t)
+	if resp := m["response"].(map[string]any); resp["subtype"] != "error" || resp["request_id"] != "r1" {
+		t.Fatalf("duplicate request answered %v, want an error response", m)
+	}
+	if res := decodeData[event.ApprovalResolvedData](t, f.next(t, event.ApprovalResolved)); res.RequestID != "f2-r1" || res.By != "daemon" {
+		t.Fatalf("duplicate resolved %+v", res)
+	}
+	if err := f.a.Respond(t.Context(), "r1", provider.Answer{Decision: "approve"}); !errors.Is(err, provider.ErrRequestNotFound) {
+		t.Fatalf("answer by the CLI's bare id: %v, want request not found", err)
+	}
+	if err := f.a.Respond(t.Context(), "f2-r1", provider.Answer{Decision: "approve"}); err != nil {
+		t.Fatal(err)
+	}
+	m = f.read(t)
+	resp := m["response"].(map[string]any)
+	if resp["subtype"] != "success" || resp["request_id"] != "r1" || resp["response"].(map[string]any)["updatedInput"].(map[string]any)["command"] != "a" {
+		t.Fatalf("wrote %v, want the first request approved under the CLI's id", m)
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 // approval is a can_use_tool request waiting for Respond.
 type approval struct {
+	rawID       string // the CLI's request_id (the key is RequestIDPrefix + it)
 	turnID      string
 	kind        string
 	options     []string
@@ -57,11 +58,23 @@ func (a *Adapter) onControlRequest(m *inbound) {
 	}
 	_ = json.Unmarshal(m.Request, &req)
 	t := a.turnID()
-	if req.Subtype != "can_use_tool" {
+	// The id clients see is unique per child: a restarted CLI may reuse a
+	// request_id, and an answer meant for the earlier (cancelled) request
+	// must never reach the new one.
+	key := a.o.RequestIDPrefix + m.RequestID
+	a.mu.Lock()
+	_, dup := a.approvals[key]
+	a.mu.Unlock()
+	if dup || req.Subtype != "can_use_tool" {
 		reason := "sessiond does not serve control request " + capText(req.Subtype, 60)
-		a.anomaly("unserved_control_request", "subtype", capText(req.Subtype, 60))
+		if dup { // the open one stays answerable; this one is refused
+			reason = "a request with this request_id is already open"
+			a.anomaly("duplicate_request_id")
+		} else {
+			a.anomaly("unserved_control_request", "subtype", capText(req.Subtype, 60))
+		}
 		a.emit(event.New(event.ApprovalResolved, t, event.ApprovalResolvedData{
-			RequestID: m.RequestID, Decision: provider.DecisionDeny, By: "daemon", Reason: reason}))
+			RequestID: key, Decision: provider.DecisionDeny, By: "daemon", Reason: reason}))
 		if err := a.respondError(m.RequestID, reason); err != nil {
 			a.log.Warn("answer provider control request", "subtype", req.Subtype, "err", err)
 		}
@@ -74,22 +87,23 @@ func (a *Adapter) onControlRequest(m *inbound) {
 	}
 	a.mu.Lock()
 	a.approvalN++
-	a.approvals[m.RequestID] = &approval{turnID: t, kind: kind, options: opts, toolName: req.ToolName,
+	a.approvals[key] = &approval{rawID: m.RequestID, turnID: t, kind: kind, options: opts, toolName: req.ToolName,
 		toolUseID: req.ToolUseID, input: req.Input, suggestions: req.Suggestions, order: a.approvalN}
 	a.mu.Unlock()
 	a.emit(event.New(event.ApprovalRequested, t, event.ApprovalRequestedData{
-		RequestID: m.RequestID, Kind: kind, ItemID: req.ToolUseID, Detail: rawOf(m.Request), Options: opts}))
+		RequestID: key, Kind: kind, ItemID: req.ToolUseID, Detail: rawOf(m.Request), Options: opts}))
 }
 
 // onControlCancel: the CLI withdrew a request nobody answered.
 func (a *Adapter) onControlCancel(m *inbound) {
+	key := a.o.RequestIDPrefix + m.RequestID
 	a.mu.Lock()
-	ap, open := a.approvals[m.RequestID]
-	delete(a.approvals, m.RequestID)
+	ap, open := a.approvals[key]
+	delete(a.approvals, key)
 	a.mu.Unlock()
 	if open {
 		a.emit(event.New(event.ApprovalResolved, ap.turnID, event.ApprovalResolvedData{
-			RequestID: m.RequestID, Decision: "cancel", By: "provider", Reason: "withdrawn"}))
+			RequestID: key, Decision: "cancel", By: "provider", Reason: "withdrawn"}))
 	}
 }
 
@@ -118,7 +132,7 @@ func (a *Adapter) Respond(_ context.Context, requestID string, ans provider.Answ
 		return fmt.Errorf("request %s: %w", requestID, provider.ErrRequestNotFound)
 	}
 	a.emit(event.New(event.ApprovalResolved, ap.turnID, event.ApprovalResolvedData{RequestID: requestID, Decision: ans.Decision}))
-	if err := a.respond(requestID, permissionResult(ap, ans)); err != nil {
+	if err := a.respond(ap.rawID, permissionResult(ap, ans)); err != nil {
 		return fmt.Errorf("request %s: %w", requestID, err)
 	}
 	return nil
