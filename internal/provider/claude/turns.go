@@ -3,6 +3,7 @@ package claude
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -54,12 +55,21 @@ func (a *Adapter) Interrupt(ctx context.Context) (bool, error) {
 	}
 	t.interrupted = true
 	a.mu.Unlock()
-	if _, err := a.control(ctx, map[string]any{"subtype": "interrupt"}); err != nil {
+	// The CLI gets InterruptTimeout to acknowledge (not the whole request
+	// timeout: the caller holds the session), and one that never answers
+	// is stuck like one that answers and never ends the turn.
+	ictx, cancel := context.WithTimeout(ctx, a.o.InterruptTimeout)
+	defer cancel()
+	if _, err := a.control(ictx, map[string]any{"subtype": "interrupt"}); err != nil {
 		a.mu.Lock()
 		ended := a.turn != t
 		a.mu.Unlock()
 		if ended {
 			return false, nil
+		}
+		if ictx.Err() != nil && ctx.Err() == nil || errors.Is(err, provider.ErrTimeout) {
+			a.onStuck(t) // the turn ends interrupted; the host stops the child
+			return true, nil
 		}
 		return false, fmt.Errorf("interrupt turn %s: %w", t.ours, err)
 	}
