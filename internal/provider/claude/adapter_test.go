@@ -246,3 +246,24 @@ func TestRequestIDsPrefixedAndDuplicatesRefused(t *testing.T) {
 		t.Fatalf("wrote %v, want the first request approved under the CLI's id", m)
 	}
 }
+
+// TestBadSessionIDNeverRecorded: a session id that could not go back to
+// the CLI as `--resume ID` (too long for argv, or read as a flag) is never
+// recorded as the thread; a sane one is.
+func TestBadSessionIDNeverRecorded(t *testing.T) {
+	learned := make(chan string, 8)
+	f := newFake(t, func(o *provider.Options) { o.OnThreadID = func(id string) { learned <- id } })
+	f.started(t) // its init names sess-1
+	for _, id := range []string{strings.Repeat("a", 300), "--dangerously-skip-permissions", "sess 2", "sess-3_ok.x"} {
+		f.send(t, map[string]any{"type": "system", "subtype": "init", "session_id": id})
+	}
+	f.send(t, map[string]any{"type": "result", "subtype": "success", "session_id": "sess-3_ok.x"})
+	f.next(t, event.TurnCompleted)
+	var got []string
+	for len(learned) > 0 {
+		got = append(got, <-learned)
+	}
+	if strings.Join(got, ",") != "sess-1,sess-3_ok.x" {
+		t.Fatalf("recorded thread ids %q, want only sess-1 and sess-3_ok.x", got)
+	}
+}

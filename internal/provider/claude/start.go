@@ -92,6 +92,12 @@ func (a *Adapter) onInit(id string) {
 		a.anomaly("init_without_session_id")
 		return
 	}
+	if !validSessionID(id) {
+		// It would go back to the CLI as `--resume ID`: an id that could
+		// not (too long for argv, or read as a flag) is never recorded.
+		a.anomaly("bad_session_id", "session_id", capText(id, 60))
+		return
+	}
 	a.mu.Lock()
 	changed := a.threadID != id
 	a.threadID = id
@@ -126,6 +132,24 @@ func (a *Adapter) onStartResult(errs []string, subtype string) bool {
 	select {
 	case a.startErr <- msg:
 	default:
+	}
+	return true
+}
+
+// maxSessionIDBytes bounds a Claude session id (a UUID in practice).
+const maxSessionIDBytes = 256
+
+// validSessionID: a session id the daemon may pass back as `--resume ID`:
+// at most maxSessionIDBytes of letters, digits, '-', '_' and '.', not
+// starting with '-'.
+func validSessionID(id string) bool {
+	if len(id) > maxSessionIDBytes || id[0] == '-' {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
 	}
 	return true
 }
