@@ -3,6 +3,7 @@ package codex
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sessiond/sessiond/internal/event"
@@ -13,10 +14,30 @@ type itemState struct {
 	output map[string]int // item id -> command output bytes journaled so far
 	cut    map[string]int // item id -> output bytes not journaled (over the cap)
 	usage  event.TurnUsageData
+	open   []event.ItemData // items started and not completed, in start order
 }
 
 func newItemState() itemState {
 	return itemState{output: map[string]int{}, cut: map[string]int{}}
+}
+
+// takeOpen removes and returns the items still open, each as the
+// item.completed {interrupted} that closes it.
+func (s *itemState) takeOpen() []event.ItemData {
+	out := s.open
+	s.open = nil
+	for i := range out {
+		out[i].Status, out[i].Payload, out[i].Raw = event.ItemInterruptedStatus, map[string]any{}, nil
+	}
+	return out
+}
+
+// track notes an item started (done false) or completed.
+func (s *itemState) track(d event.ItemData, done bool) {
+	s.open = slices.DeleteFunc(s.open, func(o event.ItemData) bool { return o.ItemID == d.ItemID })
+	if !done {
+		s.open = append(s.open, d)
+	}
 }
 
 func (s *itemState) reset() { *s = newItemState() }
@@ -145,10 +166,14 @@ func (a *Adapter) onItem(method string, p json.RawMessage, done bool) {
 		cut := a.items.cut[it.ID]
 		delete(a.items.output, it.ID)
 		delete(a.items.cut, it.ID)
+		a.items.track(d, true)
 		a.mu.Unlock()
 		d.Payload = itemPayload(kind, &it, cut)
 	} else {
 		d.Payload = itemPayload(kind, &it, 0)
+		a.mu.Lock()
+		a.items.track(d, false)
+		a.mu.Unlock()
 	}
 	a.emit(event.New(typ, t.ours, d))
 }

@@ -29,6 +29,7 @@ func (a *Adapter) readLoop() {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) && !errors.Is(err, io.ErrClosedPipe) {
 				a.log.Warn("read provider stdout", "err", err)
 			}
+			a.closeOpenItems()
 			return
 		}
 		a.handleLine(line)
@@ -92,13 +93,18 @@ func (a *Adapter) completeTurn(threadID, providerTurnID, status, errText string)
 	a.turn = nil
 	a.lastEnded = t.provider
 	open := a.takeApprovalsLocked(t.ours)
+	items := a.items.takeOpen()
 	a.items.reset()
 	a.mu.Unlock()
 	// An approval the provider never saw answered is closed in the journal
-	// before the turn ends: nobody can answer it any more.
+	// before the turn ends: nobody can answer it any more. So is an item
+	// the provider started and never completed.
 	for _, k := range open {
 		a.emit(event.New(event.ApprovalResolved, t.ours, event.ApprovalResolvedData{
 			RequestID: k, Decision: "cancel", By: "daemon", Reason: "turn_ended"}))
+	}
+	for _, d := range items {
+		a.emit(event.New(event.ItemCompleted, t.ours, d))
 	}
 	d := event.TurnCompletedData{Status: status, ProviderTurnID: t.provider}
 	switch status {
@@ -133,4 +139,23 @@ func errorText(raw json.RawMessage) string {
 		return o.Message
 	}
 	return truncate(raw, 500)
+}
+
+// closeOpenItems: the provider's output ended with a turn open (it exited
+// or is being stopped; the host completes the turn): every item it started
+// and never completed is completed interrupted first.
+func (a *Adapter) closeOpenItems() {
+	a.mu.Lock()
+	var turnID string
+	if a.turn != nil {
+		turnID = a.turn.ours
+	}
+	items := a.items.takeOpen()
+	a.mu.Unlock()
+	if turnID == "" {
+		return
+	}
+	for _, d := range items {
+		a.emit(event.New(event.ItemCompleted, turnID, d))
+	}
 }
