@@ -8,7 +8,7 @@ LDFLAGS := -X main.buildVersion=$(VERSION)
 # make run ARGS="--log-level debug" passes flags to `sessiond serve`.
 ARGS    ?=
 
-.PHONY: build run test bench lint chaos test-systemd clean
+.PHONY: build run test test-ts bench lint chaos test-systemd clean npm-pack
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/sessiond
@@ -23,6 +23,14 @@ test:
 	$(GO) run ./internal/codextest/install
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
+	$(MAKE) test-ts
+
+# The TypeScript client and relay (clients/typescript): `npm ci` from the
+# committed lockfile, then node --test against a freshly built daemon.
+TS_DIR := clients/typescript
+test-ts:
+	$(GO) build -o $(TS_DIR)/.bin/sessiond ./cmd/sessiond
+	cd $(TS_DIR) && npm ci --no-audit --no-fund && SESSIOND_BIN=$(CURDIR)/$(TS_DIR)/.bin/sessiond npm test
 
 bench:
 	$(GO) run ./cmd/sessiond-bench
