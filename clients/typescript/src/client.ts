@@ -79,7 +79,7 @@ export class SessiondClient extends EventEmitter implements SubscriptionOwner {
   private connecting: Promise<Link> | undefined;
   private closedByUser = false;
   private initResult: InitializeResult | undefined;
-  private holds = new Map<string, { params: HoldParams; token: string }>();
+  private holds = new Map<string, { params: HoldParams; token: string; expires: number }>();
   private subs = new Set<Subscription>();
   private bySubId = new Map<string, Subscription>();
   private totalQueued = 0;
@@ -181,8 +181,14 @@ export class SessiondClient extends EventEmitter implements SubscriptionOwner {
   private async restore(link: Link): Promise<void> {
     const deadline = Date.now() + this.timeoutMs;
     for (const [key, h] of [...this.holds]) {
+      if (h.expires <= Date.now()) {
+        this.holds.delete(key); // its ttl ran out: the daemon dropped it
+        continue;
+      }
       try {
-        const r = await link.call<HoldResult>("agentSession.hold", h.params, deadline);
+        // A ttl hold keeps what is left of its ttl, not a fresh one.
+        const params = h.params.ttlMs ? { ...h.params, ttlMs: Math.max(1, Math.round(h.expires - Date.now())) } : h.params;
+        const r = await link.call<HoldResult>("agentSession.hold", params, deadline);
         h.token = r.holdToken;
       } catch (e) {
         if (e instanceof SessiondError) {
@@ -248,7 +254,8 @@ export class SessiondClient extends EventEmitter implements SubscriptionOwner {
   /** Holds a session; the hold is re-taken after every reconnect. */
   async hold(p: HoldParams, o?: CallOptions): Promise<HoldResult> {
     const r = await this.call("agentSession.hold", p, o);
-    this.holds.set(holdKey(p.sessionId, p.holderId), { params: { ...p }, token: r.holdToken });
+    const expires = p.ttlMs ? Date.now() + p.ttlMs : Infinity;
+    this.holds.set(holdKey(p.sessionId, p.holderId), { params: { ...p }, token: r.holdToken, expires });
     return r;
   }
 
