@@ -28,9 +28,16 @@ test:
 # The TypeScript client and relay (clients/typescript): `npm ci` from the
 # committed lockfile, then node --test against a freshly built daemon.
 TS_DIR := clients/typescript
-test-ts:
+test-ts: npm-pack
 	$(GO) build -o $(TS_DIR)/.bin/sessiond ./cmd/sessiond
-	cd $(TS_DIR) && npm ci --no-audit --no-fund && SESSIOND_BIN=$(CURDIR)/$(TS_DIR)/.bin/sessiond npm test
+	cd $(TS_DIR) && SESSIOND_BIN=$(CURDIR)/$(TS_DIR)/.bin/sessiond SESSIOND_NPM_PACK_DIR=$(CURDIR)/build/npm npm test
+
+# Packs the daemon as npm packages (one per platform, os/cpu fields, plus
+# @sessiond/daemon listing them as optional dependencies) and
+# @sessiond/client into build/npm/*.tgz; nothing is published.
+npm-pack:
+	cd $(TS_DIR) && npm ci --no-audit --no-fund
+	GO=$(GO) OUT=$(CURDIR)/build/npm $(TS_DIR)/scripts/npm-pack.sh
 
 bench:
 	$(GO) run ./cmd/sessiond-bench
@@ -54,4 +61,4 @@ test-systemd:
 	$(GO) test -race -v -count=1 -run TestSystemdUserService ./cmd/sessiond/
 
 clean:
-	rm -rf bin
+	rm -rf bin build $(TS_DIR)/dist $(TS_DIR)/.bin

@@ -110,8 +110,8 @@ export class SessiondClient extends EventEmitter implements SubscriptionOwner {
 
   private async open(): Promise<Link> {
     const link = await Link.open(this.socketPath, this.timeoutMs);
-    link.conn.onNotification("agentSession.event", (p: EventNotice) => this.onEvent(p));
-    link.conn.onNotification("agentSession.lagged", (p: LaggedNotice) => this.onLagged(link, p));
+    link.onNotification("agentSession.event", (p: EventNotice) => this.onEvent(p));
+    link.onNotification("agentSession.lagged", (p: LaggedNotice) => this.onLagged(link, p));
     const deadline = Date.now() + this.timeoutMs;
     try {
       this.initResult = await link.call<InitializeResult>("initialize", {
@@ -204,7 +204,10 @@ export class SessiondClient extends EventEmitter implements SubscriptionOwner {
 
   private async currentLink(method: string, deadline: number): Promise<Link> {
     if (this.closedByUser) throw new ClientClosedError();
-    if (this.link && !this.link.closed) return this.link;
+    const cur = this.link;
+    if (cur && !cur.closed) return cur;
+    if (cur) await new Promise((r) => cur.onClose(r)); // closing: onLinkClosed starts the reconnect
+    if (this.closedByUser) throw new ClientClosedError();
     if (!this.connecting) throw new ConnectionClosedError(method);
     const left = deadline - Date.now();
     let timer: NodeJS.Timeout | undefined;

@@ -19,16 +19,25 @@ export class Link {
   private pending = new Set<(e: Error) => void>();
   private closedErr: Error | undefined;
   private closeHandlers: Array<(err: Error) => void> = [];
+  private received = 0; // messages read off the socket
+  private handled = 0; // of those, answers and notifications dispatched
+  private closing = false;
 
   private constructor(socket: Socket) {
     this.socket = socket;
-    this.conn = createMessageConnection(new SocketMessageReader(socket), safeWriter(new SocketMessageWriter(socket), (e) => this.fail(e)));
+    const reader = new SocketMessageReader(socket);
+    const listen = reader.listen.bind(reader);
+    reader.listen = (cb) => listen((msg) => {
+      this.received++;
+      cb(msg);
+    });
+    this.conn = createMessageConnection(reader, safeWriter(new SocketMessageWriter(socket), (e) => this.fail(e)));
     // A frame the reader cannot parse (garbage) or a write that fails ends
     // the link: every pending call is rejected, nothing hangs.
     this.conn.onError(([err]) => this.fail(new Error(`protocol error: ${err?.message ?? err}`)));
-    this.conn.onClose(() => this.fail(new Error("connection closed")));
-    socket.on("close", () => this.fail(new Error("socket closed")));
-    socket.on("error", (e) => this.fail(e));
+    this.conn.onClose(() => void this.peerClosed(new Error("connection closed")));
+    socket.on("close", () => void this.peerClosed(new Error("socket closed")));
+    socket.on("error", (e) => void this.peerClosed(e));
     this.conn.listen();
   }
 
@@ -52,8 +61,28 @@ export class Link {
     });
   }
 
+  /** Registers a notification handler (counted, see peerClosed). */
+  onNotification<P>(method: string, h: (p: P) => void): void {
+    this.conn.onNotification(method, (p: P) => {
+      this.handled++;
+      h(p);
+    });
+  }
+
+  /** The peer closed: vscode-jsonrpc dispatches one read message per
+   * event-loop turn, so answers read before the close may not have been
+   * dispatched yet; let them through before failing what is left. */
+  private async peerClosed(err: Error): Promise<void> {
+    if (this.closing || this.closedErr) return;
+    this.closing = true;
+    for (let i = 0; i < 10_000 && this.handled < this.received; i++) {
+      await new Promise((r) => setImmediate(r));
+    }
+    this.fail(err);
+  }
+
   get closed(): boolean {
-    return this.closedErr !== undefined;
+    return this.closedErr !== undefined || this.closing;
   }
 
   onClose(h: (err: Error) => void): void {
@@ -105,10 +134,12 @@ export class Link {
       const p = params === undefined ? {} : params;
       this.conn.sendRequest(method, ParameterStructures.byName, p).then(
         (r) => {
+          this.handled++;
           done();
           resolve(r as R);
         },
         (e: unknown) => {
+          if (e instanceof ResponseError && e.code !== ErrorCodes.PendingResponseRejected) this.handled++;
           done();
           if (e instanceof ResponseError && e.code !== ErrorCodes.PendingResponseRejected) {
             reject(new SessiondError(method, e.code, e.message, e.data));
