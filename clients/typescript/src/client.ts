@@ -281,9 +281,12 @@ export class SessiondClient extends EventEmitter implements SubscriptionOwner {
     return this.call("agentSession.send", { ...p, clientMessageId: p.clientMessageId ?? randomUUID() }, o);
   }
 
-  /** Streams a session's events after afterSeq (default 0). */
-  async attach(sessionId: string, opts: { afterSeq?: number } & CallOptions = {}): Promise<Subscription> {
+  /** Streams a session's events after afterSeq (default 0); the journal
+   * before the attach is read in pages of pageLimit events (default 4096,
+   * the daemon's maximum; pages are also cut at 1 MiB). */
+  async attach(sessionId: string, opts: { afterSeq?: number; pageLimit?: number } & CallOptions = {}): Promise<Subscription> {
     const sub = new Subscription(this, sessionId, opts.afterSeq ?? 0);
+    sub.pageLimit = opts.pageLimit ?? 4096;
     this.subs.add(sub);
     const deadline = Date.now() + (opts.timeoutMs ?? this.timeoutMs);
     for (;;) {
@@ -304,26 +307,44 @@ export class SessiondClient extends EventEmitter implements SubscriptionOwner {
     }
   }
 
-  /** Attaches sub on link from its cursor and walks the snapshot's pages. */
+  /** Attaches sub on link from its cursor; the rest of the journal up to
+   * the attach's lastSeq is read page by page as the consumer makes room,
+   * live events waiting behind it. */
   private async attachOn(link: Link, sub: Subscription, deadline = Date.now() + this.timeoutMs, signal?: AbortSignal): Promise<void> {
+    const gen = ++sub.generation;
     sub.holdLive();
-    const r = await link.call<AttachResult>("agentSession.attach", { sessionId: sub.sessionId, afterSeq: sub.cursor }, deadline, signal);
+    const r = await link.call<AttachResult>("agentSession.attach",
+      { sessionId: sub.sessionId, afterSeq: sub.cursor, limit: sub.pageLimit }, deadline, signal);
     sub.subscriptionId = r.subscriptionId;
     this.bySubId.set(r.subscriptionId, sub);
     if (sub.isClosed) {
       this.detach(link, r.subscriptionId);
       return;
     }
-    let page: Event[] = r.events;
-    let more = r.hasMore;
+    this.queuePage(sub, r.events, r.lastSeq);
+    if (!r.hasMore || sub.cursor >= r.lastSeq || r.events.length === 0) return this.goLive(sub);
+    void this.walk(link, sub, gen, r.lastSeq).catch((e: Error) => {
+      if (!(e instanceof ConnectionClosedError) && sub.generation === gen) sub.fail(e);
+    });
+  }
+
+  private async walk(link: Link, sub: Subscription, gen: number, lastSeq: number): Promise<void> {
     for (;;) {
-      for (const e of page) if (e.seq <= r.lastSeq) this.queueEvent(sub, e);
-      if (!more || sub.cursor >= r.lastSeq || page.length === 0) break;
+      await sub.room(sub.pageLimit);
+      if (sub.isClosed || sub.generation !== gen || link.closed) return;
       const next = await link.call<{ events: Event[]; hasMore: boolean }>("agentSession.read",
-        { sessionId: sub.sessionId, afterSeq: sub.cursor }, deadline, signal);
-      page = next.events;
-      more = next.hasMore;
+        { sessionId: sub.sessionId, afterSeq: sub.cursor, limit: sub.pageLimit }, Date.now() + this.timeoutMs);
+      if (sub.generation !== gen) return;
+      this.queuePage(sub, next.events, lastSeq);
+      if (!next.hasMore || sub.cursor >= lastSeq || next.events.length === 0) return this.goLive(sub);
     }
+  }
+
+  private queuePage(sub: Subscription, events: Event[], lastSeq: number): void {
+    for (const e of events) if (e.seq <= lastSeq) this.queueEvent(sub, e);
+  }
+
+  private goLive(sub: Subscription): void {
     const before = sub.queued;
     sub.releaseLive();
     this.totalQueued += sub.queued - before;

@@ -22,9 +22,15 @@ export class Subscription implements AsyncIterable<Event> {
   cursor: number;
   /** seq of the last event handed to the consumer. */
   delivered: number;
+  /** Events per attach/read page. */
+  pageLimit = 4096;
   /** How many times the stream was re-attached (reconnect or lag). */
   reattaches = 0;
+  /** Bumped on every (re-)attach; a page walk of an older one stops. */
+  generation = 0;
   private queue: Event[] = [];
+  private head = 0; // queue[head] is the next event (shift() is O(n))
+  private roomWaiter: { n: number; wake: () => void } | undefined;
   private waiter: ((r: IteratorResult<Event>) => void) | undefined;
   private failer: ((e: Error) => void) | undefined;
   private error: Error | undefined;
@@ -41,7 +47,13 @@ export class Subscription implements AsyncIterable<Event> {
   }
 
   get queued(): number {
-    return this.queue.length;
+    return this.queue.length - this.head;
+  }
+
+  /** Resolves once fewer than n events are queued (or the stream ended). */
+  room(n: number): Promise<void> {
+    if (this.queued < n || this.done || this.error) return Promise.resolve();
+    return new Promise((wake) => (this.roomWaiter = { n, wake }));
   }
 
   get isClosed(): boolean {
@@ -85,6 +97,7 @@ export class Subscription implements AsyncIterable<Event> {
   fail(err: Error): void {
     if (this.done) return;
     this.error = err;
+    this.roomWaiter?.wake();
     if (this.failer) {
       const f = this.failer;
       this.waiter = undefined;
@@ -98,6 +111,8 @@ export class Subscription implements AsyncIterable<Event> {
     if (this.done) return;
     this.done = true;
     this.queue = [];
+    this.head = 0;
+    this.roomWaiter?.wake();
     if (this.waiter) {
       const w = this.waiter;
       this.waiter = undefined;
@@ -108,7 +123,16 @@ export class Subscription implements AsyncIterable<Event> {
   }
 
   next(): Promise<IteratorResult<Event>> {
-    const e = this.queue.shift();
+    const e = this.head < this.queue.length ? this.queue[this.head++] : undefined;
+    if (this.head > 1024 && this.head * 2 > this.queue.length) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
+    }
+    if (this.roomWaiter && this.queued < this.roomWaiter.n) {
+      const w = this.roomWaiter;
+      this.roomWaiter = undefined;
+      w.wake();
+    }
     if (e) {
       this.delivered = e.seq;
       this.owner.drained(this);
