@@ -108,6 +108,7 @@ export class Link {
     return new Promise<R>((resolve, reject) => {
       if (this.closedErr) return reject(new ConnectionClosedError(method, this.closedErr));
       if (signal?.aborted) return reject(new AbortError(method, signal.reason));
+      if (deadline <= Date.now()) return reject(new TimeoutError(method, 0));
       let timer: NodeJS.Timeout | undefined;
       const done = () => {
         this.pending.delete(onClose);

@@ -13,6 +13,11 @@ import {
   type Event, type Subscription,
 } from "../src/index.js";
 
+function frame(m: object): string {
+  const b = JSON.stringify(m);
+  return `Content-Length: ${Buffer.byteLength(b)}\r\n\r\n${b}`;
+}
+
 const pkgRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 let d: Daemon;
 /** Per-test bound: a hang is a failure, not a stuck run. */
@@ -117,6 +122,20 @@ test("AbortSignal and timeouts reject the call", T, async () => {
     await assert.rejects(p, AbortError);
     await assert.rejects(c.status({ timeoutMs: 0 }), TimeoutError);
     assert.equal((await c.status()).protocolVersion, 1);
+    // A peer that answers initialize and then nothing: the call times out.
+    const dir = mkdtempSync(join(tmpdir(), "sdq-"));
+    const path = join(dir, "q.sock");
+    const srv: Server = createServer((s) => {
+      s.once("data", () => s.write(frame({ jsonrpc: "2.0", id: 0, result: { protocolVersion: 1, server: { name: "x", version: "0" }, capabilities: [], connectionId: "c-1" } })));
+    });
+    await new Promise<void>((r) => srv.listen(path, r));
+    const q = await SessiondClient.connect({ socketPath: path, reconnect: false });
+    try {
+      await assert.rejects(q.status({ timeoutMs: 50 }), TimeoutError);
+    } finally {
+      q.close();
+      srv.close();
+    }
   } finally {
     c.close();
   }
@@ -183,9 +202,12 @@ test("a daemon that answers garbage or closes mid-call rejects pending calls wit
   const path = join(dir, "g.sock");
   let mode = "garbage";
   const srv: Server = createServer((s) => {
-    s.once("data", () => {
+    let n = 0;
+    s.on("data", () => {
+      n++;
       if (mode === "garbage") s.write("Content-Length: 5\r\n\r\nxx{{}");
-      else s.destroy();
+      else if (mode === "close" || n > 1) s.destroy();
+      else s.write(frame({ jsonrpc: "2.0", id: 0, result: { protocolVersion: 1, server: { name: "x", version: "0" }, capabilities: [], connectionId: "c-1" } }));
     });
   });
   await new Promise<void>((r) => srv.listen(path, r));
@@ -193,6 +215,10 @@ test("a daemon that answers garbage or closes mid-call rejects pending calls wit
     await assert.rejects(SessiondClient.connect({ socketPath: path, reconnect: false }), ConnectionClosedError);
     mode = "close";
     await assert.rejects(SessiondClient.connect({ socketPath: path, reconnect: false }), ConnectionClosedError);
+    mode = "close-mid-call";
+    const c = await SessiondClient.connect({ socketPath: path, reconnect: false });
+    await assert.rejects(c.status(), ConnectionClosedError);
+    c.close();
   } finally {
     srv.close();
   }
