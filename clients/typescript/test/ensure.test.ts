@@ -5,14 +5,20 @@ import { mkdtempSync, writeFileSync, readlinkSync, rmSync, existsSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sessiondBinary } from "./daemon.js";
-import { ensureDaemon, SessiondClient } from "../src/index.js";
+import { ensureDaemon, daemonAnswers, SessiondClient } from "../src/index.js";
 
 const T = { timeout: Number(process.env.SESSIOND_TEST_TIMEOUT_MS ?? 120_000) };
 
+/** Shuts the daemon on socketPath down; SIGKILLs it if that fails, so a
+ * failed test leaves nothing running. */
 async function shutdown(socketPath: string): Promise<void> {
   const c = await SessiondClient.connect({ socketPath, reconnect: false, capabilities: ["daemon.admin.v1"] });
+  const { pid } = await c.status();
   try {
     await c.shutdown();
+  } catch (e) {
+    process.kill(pid, "SIGKILL");
+    throw e;
   } finally {
     c.close();
   }
@@ -30,8 +36,8 @@ test("ensureDaemon starts one daemon for two racing callers, and none when one a
     const again = await ensureDaemon(opts);
     assert.equal(again.started, false);
     assert.ok(existsSync(join(stateDir, "sessiond.log")));
-    await shutdown(socketPath);
   } finally {
+    if (await daemonAnswers(socketPath)) await shutdown(socketPath);
     rmSync(dir, { recursive: true, force: true });
   }
 });
@@ -68,6 +74,8 @@ console.log(JSON.stringify({ ...r, binary: packagedBinary(), pid: st.pid }));
       await shutdown(out.socketPath);
     }
   } finally {
+    const sock = join(proj, "run", "s.sock");
+    if (await daemonAnswers(sock)) await shutdown(sock);
     rmSync(proj, { recursive: true, force: true });
   }
 });
