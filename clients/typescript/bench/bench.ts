@@ -8,7 +8,7 @@
 import { createConnection } from "node:net";
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { Daemon, repoRoot } from "../test/daemon.js";
 import { Phone } from "../test/phone.js";
@@ -67,7 +67,8 @@ async function clientReplay(socket: string, id: string, last: number): Promise<n
 
 async function replayFigure(): Promise<void> {
   const d = new Daemon();
-  const prefill = join(mkdtempSync(join(tmpdir(), "sdpf-")), "prefill");
+  const pfDir = mkdtempSync(join(tmpdir(), "sdpf-"));
+  const prefill = join(pfDir, "prefill");
   execFileSync("go", ["build", "-o", prefill, "./clients/typescript/bench/prefill"], { cwd: repoRoot, stdio: "inherit" });
   const id = execFileSync(prefill, ["-state-dir", d.stateDir, "-events", String(EVENTS), "-cwd", d.dir], { encoding: "utf8" }).trim();
   await d.start();
@@ -84,6 +85,7 @@ async function replayFigure(): Promise<void> {
       `client ${c.toFixed(0)} ms (${(EVENTS / c * 1000).toFixed(0)} ev/s): client/bare rate = ${(b / c).toFixed(2)}x (want >= 0.5x)`);
   } finally {
     await d.stop();
+    rmSync(pfDir, { recursive: true, force: true });
   }
 }
 

@@ -4,7 +4,7 @@ import { execFileSync } from "node:child_process";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createServer, type Server } from "node:net";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { Daemon, sessiondBinary } from "./daemon.js";
 import { untilTurnCompleted, until, deltaText, gapless } from "./helpers.js";
@@ -135,6 +135,7 @@ test("AbortSignal and timeouts reject the call", T, async () => {
     } finally {
       q.close();
       srv.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   } finally {
     c.close();
@@ -221,5 +222,6 @@ test("a daemon that answers garbage or closes mid-call rejects pending calls wit
     c.close();
   } finally {
     srv.close();
+    rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -1,6 +1,6 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { statSync, mkdtempSync } from "node:fs";
+import { statSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Daemon } from "./daemon.js";
@@ -14,11 +14,13 @@ let d: Daemon;
 let relay: Relay;
 let direct: SessiondClient;
 let tokenFile: string;
+let tokenDir: string;
 
 before(async () => {
   // A short release clock: a dropped hold shows as the session's eviction.
   d = await Daemon.start('idle_timeout = "100ms"\n');
-  tokenFile = join(mkdtempSync(join(tmpdir(), "sdrt-")), "sub", "token");
+  tokenDir = mkdtempSync(join(tmpdir(), "sdrt-"));
+  tokenFile = join(tokenDir, "sub", "token");
   relay = await startRelay({ port: 0, socketPath: d.socket, tokenFile, holdTtlMs: 60_000 });
   direct = await SessiondClient.connect({ socketPath: d.socket });
 });
@@ -26,6 +28,7 @@ after(async () => {
   direct?.close();
   await relay?.close();
   await d?.stop();
+  if (tokenDir) rmSync(tokenDir, { recursive: true, force: true });
 });
 
 async function newSession(): Promise<string> {
