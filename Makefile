@@ -8,7 +8,7 @@ LDFLAGS := -X main.buildVersion=$(VERSION)
 # make run ARGS="--log-level debug" passes flags to `sessiond serve`.
 ARGS    ?=
 
-.PHONY: build run test bench lint chaos test-systemd clean
+.PHONY: build run test test-ts bench lint chaos test-systemd clean npm-pack
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/sessiond
@@ -25,6 +25,21 @@ test:
 	$(GO) run ./internal/claudetest/install
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
+	$(MAKE) test-ts
+
+# The TypeScript client and relay (clients/typescript): `npm ci` from the
+# committed lockfile, then node --test against a freshly built daemon.
+TS_DIR := clients/typescript
+test-ts: npm-pack
+	$(GO) build -o $(TS_DIR)/.bin/sessiond ./cmd/sessiond
+	cd $(TS_DIR) && SESSIOND_BIN=$(CURDIR)/$(TS_DIR)/.bin/sessiond SESSIOND_NPM_PACK_DIR=$(CURDIR)/build/npm npm test
+
+# Packs the daemon as npm packages (one per platform, os/cpu fields, plus
+# @sessiond/daemon listing them as optional dependencies) and
+# @sessiond/client into build/npm/*.tgz; nothing is published.
+npm-pack:
+	cd $(TS_DIR) && npm ci --no-audit --no-fund
+	GO=$(GO) OUT=$(CURDIR)/build/npm $(TS_DIR)/scripts/npm-pack.sh
 
 bench:
 	$(GO) run ./cmd/sessiond-bench
@@ -48,4 +63,4 @@ test-systemd:
 	$(GO) test -race -v -count=1 -run TestSystemdUserService ./cmd/sessiond/
 
 clean:
-	rm -rf bin
+	rm -rf bin build $(TS_DIR)/dist $(TS_DIR)/.bin

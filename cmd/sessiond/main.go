@@ -6,6 +6,7 @@
 //	sessiond provider echo [flags]
 //	sessiond install-service [--dry-run] [--force]
 //	sessiond version
+//	sessiond openrpc
 //
 // Exit codes: 0 ok, 1 error (from the daemon, or the daemon failed), 2 usage,
 // 3 no daemon running (ctl).
@@ -43,6 +44,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return installService(args[1:], stdout, stderr)
 	case "provider":
 		return providerCmd(args[1:], stdin, stdout, stderr)
+	case "openrpc":
+		return openrpcCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "sessiond", version())
 		return exitOK
@@ -64,6 +67,7 @@ func usage(w io.Writer) {
   sessiond provider echo [--ignore-sigterm] [--ignore-eof] [--exit-at-start] [--slow-start MS]
   sessiond install-service [--dry-run] [--force]   (systemd user units)
   sessiond version
+  sessiond openrpc                                 (prints the rpc.discover document)
 
 exit codes: 0 ok, 1 error, 2 usage, 3 no daemon running
 `)

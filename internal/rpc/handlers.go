@@ -36,6 +36,17 @@ func hStatus(_ context.Context, c *conn, params json.RawMessage) (any, error) {
 	}, nil
 }
 
+// hDiscover answers the OpenRPC document (openrpc.go).
+func hDiscover(_ context.Context, _ *conn, _ json.RawMessage) (any, error) {
+	return json.RawMessage(openrpcDoc()), nil
+}
+
+// openrpcDoc is OpenRPC, set in init: the document is built from the
+// method table, which names hDiscover.
+var openrpcDoc func() []byte
+
+func init() { openrpcDoc = OpenRPC }
+
 func hStats(_ context.Context, c *conn, _ json.RawMessage) (any, error) {
 	out := map[string]any{}
 	for k, v := range c.srv.o.Backend.Stats() {

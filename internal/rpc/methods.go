@@ -58,6 +58,7 @@ var methodList = []method{
 	{name: "daemon.stats", capability: api.CapAdmin, handle: hStats},
 	{name: "daemon.status", handle: hStatus},
 	{name: "initialize", handle: hInitialize},
+	{name: "rpc.discover", handle: hDiscover},
 }
 
 // newTable indexes ms by name; a duplicate is a programming error.

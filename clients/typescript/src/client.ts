@@ -1,0 +1,426 @@
+import { EventEmitter } from "node:events";
+import { randomUUID } from "node:crypto";
+import { Link } from "./link.js";
+import { Subscription, type SubscriptionOwner } from "./subscription.js";
+import { resolveSocketPath } from "./socket.js";
+import { ClientClosedError, ConnectionClosedError, SessiondError } from "./errors.js";
+import {
+  PROTOCOL_VERSION,
+  type AttachResult,
+  type Event,
+  type EventNotice,
+  type HoldParams,
+  type HoldResult,
+  type InitializeResult,
+  type LaggedNotice,
+  type MethodName,
+  type Methods,
+} from "./generated/types.js";
+
+/** Capabilities a client asks for unless told otherwise (no admin). */
+export const DEFAULT_CAPABILITIES = [
+  "agent-session.attach.v1",
+  "agent-session.structured.hold.v1",
+  "agent-session.close.v1",
+  "agent-session.turns.v1",
+  "agent-session.items.v1",
+  "agent-session.approvals.v2",
+];
+
+export interface ReconnectOptions {
+  /** First retry delay (default 50 ms); doubles up to maxDelayMs. */
+  initialDelayMs?: number;
+  /** Longest delay between attempts (default 2000 ms). */
+  maxDelayMs?: number;
+  /** Give up after this many failed attempts (default: never). */
+  maxAttempts?: number;
+}
+
+export interface ClientOptions {
+  /** Socket path; default resolved as the daemon does (resolveSocketPath). */
+  socketPath?: string;
+  client?: { name: string; version: string };
+  capabilities?: string[];
+  /** Default timeout of every call (default 30 s). */
+  timeoutMs?: number;
+  /** Reconnect with backoff when the connection drops (default on). */
+  reconnect?: boolean | ReconnectOptions;
+  /** Events queued across subscriptions before the socket is paused
+   * (default 8192); the daemon then lags the subscription and the client
+   * re-attaches from its cursor when the consumer catches up. */
+  highWaterMark?: number;
+}
+
+export interface CallOptions {
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
+
+/** Methods a call may be re-sent for after a reconnect. */
+const RETRY_SAFE = new Set<string>([
+  "agentSession.get", "agentSession.list", "agentSession.read", "agentSession.hold",
+  "agentSession.release", "agentSession.send", "agentSession.cancel", "agentSession.close",
+  "daemon.status", "rpc.discover",
+]);
+
+type Params<M extends MethodName> = Methods[M]["params"];
+type Result<M extends MethodName> = Methods[M]["result"];
+
+/**
+ * A sessiond client: typed calls, event streams, and reconnection that
+ * re-initializes, re-holds every hold and re-attaches every stream from its
+ * cursor. Events: "disconnected" (Error), "reconnected" (InitializeResult),
+ * "holdLost" ({params, error}).
+ */
+export class SessiondClient extends EventEmitter implements SubscriptionOwner {
+  readonly socketPath: string;
+  private opts: ClientOptions;
+  private link: Link | undefined;
+  private connecting: Promise<Link> | undefined;
+  private closedByUser = false;
+  private initResult: InitializeResult | undefined;
+  private holds = new Map<string, { params: HoldParams; token: string; expires: number }>();
+  private subs = new Set<Subscription>();
+  private bySubId = new Map<string, Subscription>();
+  private totalQueued = 0;
+  private paused = false;
+
+  private constructor(opts: ClientOptions) {
+    super();
+    this.opts = opts;
+    this.socketPath = resolveSocketPath(opts.socketPath);
+  }
+
+  /** Connects and initializes; rejects when no daemon answers. */
+  static async connect(opts: ClientOptions = {}): Promise<SessiondClient> {
+    const c = new SessiondClient(opts);
+    c.link = await c.open();
+    return c;
+  }
+
+  /** The last initialize result (server capabilities, connectionId). */
+  get server(): InitializeResult {
+    if (!this.initResult) throw new ClientClosedError();
+    return this.initResult;
+  }
+
+  private get timeoutMs(): number {
+    return this.opts.timeoutMs ?? 30_000;
+  }
+
+  private async open(): Promise<Link> {
+    const link = await Link.open(this.socketPath, this.timeoutMs);
+    link.onNotification("agentSession.event", (p: EventNotice) => this.onEvent(p));
+    link.onNotification("agentSession.lagged", (p: LaggedNotice) => this.onLagged(link, p));
+    const deadline = Date.now() + this.timeoutMs;
+    try {
+      this.initResult = await link.call<InitializeResult>("initialize", {
+        protocolVersion: PROTOCOL_VERSION,
+        client: this.opts.client ?? { name: "@sessiond/client", version: "0.1.0" },
+        capabilities: this.opts.capabilities ?? DEFAULT_CAPABILITIES,
+      }, deadline);
+    } catch (e) {
+      link.fail(e as Error);
+      throw e;
+    }
+    link.onClose((err) => this.onLinkClosed(link, err));
+    return link;
+  }
+
+  private onLinkClosed(link: Link, err: Error): void {
+    if (this.link !== link) return;
+    this.link = undefined;
+    this.bySubId.clear();
+    for (const s of this.subs) s.subscriptionId = undefined;
+    this.paused = false;
+    if (this.closedByUser) return;
+    this.emit("disconnected", err);
+    if (this.opts.reconnect === false) {
+      for (const s of this.subs) s.fail(new ConnectionClosedError("agentSession.attach", err));
+      return;
+    }
+    this.connecting = this.reconnect();
+    this.connecting.catch(() => undefined);
+  }
+
+  private async reconnect(): Promise<Link> {
+    const r = typeof this.opts.reconnect === "object" ? this.opts.reconnect : {};
+    let delay = r.initialDelayMs ?? 50;
+    for (let attempt = 1; ; attempt++) {
+      await new Promise((res) => setTimeout(res, delay * (0.75 + Math.random() / 2)));
+      if (this.closedByUser) throw new ClientClosedError();
+      let link: Link;
+      try {
+        link = await this.open();
+      } catch (e) {
+        if (r.maxAttempts !== undefined && attempt >= r.maxAttempts) {
+          const err = new ConnectionClosedError("reconnect", e);
+          for (const s of this.subs) s.fail(err);
+          this.connecting = undefined;
+          this.emit("error", err);
+          throw err;
+        }
+        delay = Math.min(delay * 2, r.maxDelayMs ?? 2000);
+        continue;
+      }
+      try {
+        await this.restore(link);
+      } catch (e) {
+        link.fail(e as Error); // try again from scratch
+        continue;
+      }
+      this.link = link;
+      this.connecting = undefined;
+      this.emit("reconnected", this.initResult);
+      return link;
+    }
+  }
+
+  /** Re-holds every hold (a new holdToken each) and re-attaches every
+   * stream from its cursor, on a fresh link. */
+  private async restore(link: Link): Promise<void> {
+    const deadline = Date.now() + this.timeoutMs;
+    for (const [key, h] of [...this.holds]) {
+      if (h.expires <= Date.now()) {
+        this.holds.delete(key); // its ttl ran out: the daemon dropped it
+        continue;
+      }
+      try {
+        // A ttl hold keeps what is left of its ttl, not a fresh one.
+        const params = h.params.ttlMs ? { ...h.params, ttlMs: Math.max(1, Math.round(h.expires - Date.now())) } : h.params;
+        const r = await link.call<HoldResult>("agentSession.hold", params, deadline);
+        h.token = r.holdToken;
+      } catch (e) {
+        if (e instanceof SessiondError) {
+          this.holds.delete(key);
+          this.emit("holdLost", { params: h.params, error: e });
+        } else throw e;
+      }
+    }
+    for (const s of this.subs) {
+      if (!s.isClosed) await this.attachOn(link, s);
+    }
+  }
+
+  private async currentLink(method: string, deadline: number): Promise<Link> {
+    if (this.closedByUser) throw new ClientClosedError();
+    const cur = this.link;
+    if (cur && !cur.closed) return cur;
+    if (cur) await new Promise((r) => cur.onClose(r)); // closing: onLinkClosed starts the reconnect
+    if (this.closedByUser) throw new ClientClosedError();
+    if (!this.connecting) throw new ConnectionClosedError(method);
+    const left = deadline - Date.now();
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([
+        this.connecting,
+        new Promise<never>((_, rej) => {
+          timer = setTimeout(() => rej(new ConnectionClosedError(method)), Math.max(0, left));
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Any method by name, typed by the generated Methods map. */
+  async call<M extends MethodName>(method: M, params: Params<M>, opts: CallOptions = {}): Promise<Result<M>> {
+    const deadline = Date.now() + (opts.timeoutMs ?? this.timeoutMs);
+    for (;;) {
+      const link = await this.currentLink(method, deadline);
+      try {
+        return await link.call<Result<M>>(method, params, deadline, opts.signal);
+      } catch (e) {
+        if (e instanceof ConnectionClosedError && RETRY_SAFE.has(method) && this.opts.reconnect !== false && !this.closedByUser) {
+          continue;
+        }
+        throw e;
+      }
+    }
+  }
+
+  // --- typed methods ---------------------------------------------------
+
+  create(p: Params<"agentSession.create">, o?: CallOptions) { return this.call("agentSession.create", p, o); }
+  list(o?: CallOptions) { return this.call("agentSession.list", {}, o); }
+  get(sessionId: string, o?: CallOptions) { return this.call("agentSession.get", { sessionId }, o); }
+  delete(sessionId: string, o?: CallOptions) { return this.call("agentSession.delete", { sessionId }, o); }
+  closeSession(sessionId: string, o?: CallOptions) { return this.call("agentSession.close", { sessionId }, o); }
+  read(p: Params<"agentSession.read">, o?: CallOptions) { return this.call("agentSession.read", p, o); }
+  cancel(sessionId: string, o?: CallOptions) { return this.call("agentSession.cancel", { sessionId }, o); }
+  respond(p: Params<"agentSession.respond">, o?: CallOptions) { return this.call("agentSession.respond", p, o); }
+  status(o?: CallOptions) { return this.call("daemon.status", {}, o); }
+  stats(o?: CallOptions) { return this.call("daemon.stats", {}, o); }
+  shutdown(o?: CallOptions) { return this.call("daemon.shutdown", {}, o); }
+  discover(o?: CallOptions) { return this.call("rpc.discover", {}, o); }
+
+  /** Holds a session; the hold is re-taken after every reconnect. */
+  async hold(p: HoldParams, o?: CallOptions): Promise<HoldResult> {
+    const r = await this.call("agentSession.hold", p, o);
+    const expires = p.ttlMs ? Date.now() + p.ttlMs : Infinity;
+    this.holds.set(holdKey(p.sessionId, p.holderId), { params: { ...p }, token: r.holdToken, expires });
+    return r;
+  }
+
+  /** Releases a hold with its current holdToken (unless one is given). */
+  async release(p: Params<"agentSession.release">, o?: CallOptions) {
+    const key = holdKey(p.sessionId, p.holderId);
+    const h = this.holds.get(key);
+    this.holds.delete(key);
+    return this.call("agentSession.release", { ...p, holdToken: p.holdToken ?? h?.token }, o);
+  }
+
+  /** The current holdToken of a hold this client took. */
+  holdToken(sessionId: string, holderId: string): string | undefined {
+    return this.holds.get(holdKey(sessionId, holderId))?.token;
+  }
+
+  /** Sends a message with a clientMessageId (generated when absent), so
+   * the retry after a reconnect is never a second turn. */
+  send(p: Params<"agentSession.send">, o?: CallOptions) {
+    return this.call("agentSession.send", { ...p, clientMessageId: p.clientMessageId ?? randomUUID() }, o);
+  }
+
+  /** Streams a session's events after afterSeq (default 0); the journal
+   * before the attach is read in pages of pageLimit events (default 4096,
+   * the daemon's maximum; pages are also cut at 1 MiB). */
+  async attach(sessionId: string, opts: { afterSeq?: number; pageLimit?: number } & CallOptions = {}): Promise<Subscription> {
+    const sub = new Subscription(this, sessionId, opts.afterSeq ?? 0);
+    sub.pageLimit = opts.pageLimit ?? 4096;
+    this.subs.add(sub);
+    const deadline = Date.now() + (opts.timeoutMs ?? this.timeoutMs);
+    for (;;) {
+      const link = await this.currentLink("agentSession.attach", deadline);
+      try {
+        await this.attachOn(link, sub, deadline, opts.signal);
+        return sub;
+      } catch (e) {
+        if (e instanceof ConnectionClosedError && this.opts.reconnect !== false) {
+          if (sub.subscriptionId === undefined && !this.subs.has(sub)) throw e;
+          // restore() re-attaches it on the next link.
+          await this.currentLink("agentSession.attach", deadline);
+          return sub;
+        }
+        this.subs.delete(sub);
+        throw e;
+      }
+    }
+  }
+
+  /** Attaches sub on link from its cursor; the rest of the journal up to
+   * the attach's lastSeq is read page by page as the consumer makes room,
+   * live events waiting behind it. */
+  private async attachOn(link: Link, sub: Subscription, deadline = Date.now() + this.timeoutMs, signal?: AbortSignal): Promise<void> {
+    const gen = ++sub.generation;
+    sub.holdLive();
+    const r = await link.call<AttachResult>("agentSession.attach",
+      { sessionId: sub.sessionId, afterSeq: sub.cursor, limit: sub.pageLimit }, deadline, signal);
+    sub.subscriptionId = r.subscriptionId;
+    this.bySubId.set(r.subscriptionId, sub);
+    if (sub.isClosed) {
+      this.detach(link, r.subscriptionId);
+      return;
+    }
+    this.queuePage(sub, r.events, r.lastSeq);
+    if (!r.hasMore || sub.cursor >= r.lastSeq || r.events.length === 0) return this.goLive(sub);
+    void this.walk(link, sub, gen, r.lastSeq).catch((e: Error) => {
+      if (!(e instanceof ConnectionClosedError) && sub.generation === gen) sub.fail(e);
+    });
+  }
+
+  private async walk(link: Link, sub: Subscription, gen: number, lastSeq: number): Promise<void> {
+    for (;;) {
+      await sub.room(sub.pageLimit);
+      if (sub.isClosed || sub.generation !== gen || link.closed) return;
+      const next = await link.call<{ events: Event[]; hasMore: boolean }>("agentSession.read",
+        { sessionId: sub.sessionId, afterSeq: sub.cursor, limit: sub.pageLimit }, Date.now() + this.timeoutMs);
+      if (sub.generation !== gen) return;
+      this.queuePage(sub, next.events, lastSeq);
+      if (!next.hasMore || sub.cursor >= lastSeq || next.events.length === 0) return this.goLive(sub);
+    }
+  }
+
+  private queuePage(sub: Subscription, events: Event[], lastSeq: number): void {
+    for (const e of events) if (e.seq <= lastSeq) this.queueEvent(sub, e);
+  }
+
+  private goLive(sub: Subscription): void {
+    const before = sub.queued;
+    sub.releaseLive();
+    this.totalQueued += sub.queued - before;
+    this.checkPressure();
+  }
+
+  private queueEvent(sub: Subscription, e: Event): void {
+    const before = sub.queued;
+    sub.push(e);
+    this.totalQueued += sub.queued - before;
+  }
+
+  private onEvent(p: EventNotice): void {
+    const sub = this.bySubId.get(p.subscriptionId);
+    if (!sub) return;
+    const before = sub.queued;
+    sub.live(p.event);
+    this.totalQueued += sub.queued - before;
+    this.checkPressure();
+  }
+
+  /** The daemon dropped a slow subscription: re-attach from our cursor. */
+  private onLagged(link: Link, p: LaggedNotice): void {
+    const sub = this.bySubId.get(p.subscriptionId);
+    if (!sub) return;
+    this.bySubId.delete(p.subscriptionId);
+    sub.subscriptionId = undefined;
+    sub.reattaches++;
+    this.attachOn(link, sub).catch((e: Error) => {
+      if (!(e instanceof ConnectionClosedError)) sub.fail(e);
+    });
+  }
+
+  private checkPressure(): void {
+    const hwm = this.opts.highWaterMark ?? 8192;
+    if (!this.paused && this.totalQueued > hwm && this.link) {
+      this.paused = true;
+      this.link.socket.pause();
+    } else if (this.paused && this.totalQueued <= hwm / 2) {
+      this.paused = false;
+      this.link?.socket.resume();
+    }
+  }
+
+  /** SubscriptionOwner: the consumer took an event. */
+  drained(_sub: Subscription): void {
+    this.totalQueued = Math.max(0, this.totalQueued - 1);
+    if (this.paused) this.checkPressure();
+  }
+
+  /** SubscriptionOwner: the consumer closed a stream. */
+  closed(sub: Subscription): void {
+    this.subs.delete(sub);
+    if (sub.subscriptionId) {
+      this.bySubId.delete(sub.subscriptionId);
+      if (this.link) this.detach(this.link, sub.subscriptionId);
+    }
+    this.totalQueued = [...this.subs].reduce((n, s) => n + s.queued, 0);
+    this.checkPressure();
+  }
+
+  private detach(link: Link, subscriptionId: string): void {
+    link.call("agentSession.detach", { subscriptionId }, Date.now() + this.timeoutMs).catch(() => undefined);
+  }
+
+  /** Closes the connection; holds then end through the daemon's backstop. */
+  close(): void {
+    this.closedByUser = true;
+    const link = this.link;
+    this.link = undefined; // no detach calls: the connection's end detaches all
+    for (const s of [...this.subs]) s.close();
+    link?.fail(new ClientClosedError());
+    this.link = undefined;
+  }
+}
+
+function holdKey(sessionId: string, holderId: string): string {
+  return `${sessionId}\u0000${holderId}`;
+}

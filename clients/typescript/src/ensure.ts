@@ -1,0 +1,106 @@
+import { spawn } from "node:child_process";
+import { mkdirSync, openSync, closeSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { createRequire } from "node:module";
+import { createConnection } from "node:net";
+import { resolveSocketPath, resolveStateDir } from "./socket.js";
+
+export interface EnsureDaemonOptions {
+  /** The sessiond binary; default the one @sessiond/daemon ships for this
+   * platform, else `sessiond` on PATH. */
+  binary?: string;
+  socketPath?: string;
+  stateDir?: string;
+  /** How long to wait for the daemon to accept (default 15 s). */
+  timeoutMs?: number;
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface EnsureDaemonResult {
+  socketPath: string;
+  /** True when this call started the daemon that now answers. */
+  started: boolean;
+  /** The started daemon's log (stdout and stderr), under the state dir. */
+  logFile?: string;
+}
+
+/** Whether something accepts connections on path. */
+export function daemonAnswers(path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createConnection(path);
+    s.once("connect", () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once("error", () => resolve(false));
+  });
+}
+
+/** The binary @sessiond/daemon ships for this platform, if installed. */
+export function packagedBinary(): string | undefined {
+  try {
+    const req = createRequire(import.meta.url);
+    const mod = req("@sessiond/daemon") as { binaryPath(): string };
+    return mod.binaryPath();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Makes sure a daemon answers on the socket: when none does, starts
+ * `sessiond serve` detached (its own session, output to
+ * <state-dir>/sessiond.log) and waits until it accepts. Two callers racing
+ * never start two daemons: the daemon's flock decides, and the loser's exit
+ * is expected, not an error, as long as the winner answers.
+ */
+export async function ensureDaemon(opts: EnsureDaemonOptions = {}): Promise<EnsureDaemonResult> {
+  const env = opts.env ?? process.env;
+  const socketPath = resolveSocketPath(opts.socketPath, env);
+  if (await daemonAnswers(socketPath)) return { socketPath, started: false };
+  const stateDir = resolveStateDir(opts.stateDir, env);
+  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  const logFile = join(stateDir, "sessiond.log");
+  const fd = openSync(logFile, "a", 0o600);
+  const binary = opts.binary ?? packagedBinary() ?? "sessiond";
+  const args = ["serve", "--socket", socketPath, "--state-dir", stateDir];
+  let exit: { code: number | null; err?: Error } | undefined;
+  const child = spawn(binary, args, { detached: true, stdio: ["ignore", fd, fd], env });
+  closeSync(fd);
+  child.once("exit", (code) => (exit = { code }));
+  child.once("error", (err) => (exit = { code: null, err }));
+  child.unref();
+  const deadline = Date.now() + (opts.timeoutMs ?? 15_000);
+  for (let delay = 20; ; delay = Math.min(delay * 2, 250)) {
+    if (await daemonAnswers(socketPath)) {
+      // Whoever answers won the store's flock; a child of ours that lost
+      // exits on its own (non-zero, naming the other), which is no error.
+      return { socketPath, started: (await answeringPid(socketPath)) === child.pid, logFile };
+    }
+    if (exit?.err) throw new Error(`ensureDaemon: cannot start ${binary}: ${exit.err.message}`);
+    if (Date.now() > deadline) {
+      const tail = readTail(logFile);
+      throw new Error(`ensureDaemon: no daemon answers on ${socketPath} after ${opts.timeoutMs ?? 15_000} ms` +
+        (exit ? ` (sessiond exited ${exit.code})` : "") + `; log ${logFile}:\n${tail}`);
+    }
+    await new Promise((r) => setTimeout(r, delay));
+  }
+}
+
+async function answeringPid(socketPath: string): Promise<number | undefined> {
+  const { SessiondClient } = await import("./client.js");
+  const c = await SessiondClient.connect({ socketPath, reconnect: false, capabilities: [] });
+  try {
+    return (await c.status()).pid;
+  } finally {
+    c.close();
+  }
+}
+
+function readTail(path: string): string {
+  try {
+    return readFileSync(path, "utf8").slice(-2000);
+  } catch {
+    return "";
+  }
+}

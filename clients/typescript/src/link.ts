@@ -1,0 +1,167 @@
+import { createConnection, type Socket } from "node:net";
+import {
+  createMessageConnection,
+  ErrorCodes,
+  ParameterStructures,
+  ResponseError,
+  SocketMessageReader,
+  SocketMessageWriter,
+  type Message,
+  type MessageConnection,
+  type MessageWriter,
+} from "vscode-jsonrpc/node.js";
+import { AbortError, ConnectionClosedError, SessiondError, TimeoutError } from "./errors.js";
+
+/** One connection to the daemon: a socket and its JSON-RPC framing. */
+export class Link {
+  readonly socket: Socket;
+  readonly conn: MessageConnection;
+  private pending = new Set<(e: Error) => void>();
+  private closedErr: Error | undefined;
+  private closeHandlers: Array<(err: Error) => void> = [];
+  private received = 0; // messages read off the socket
+  private handled = 0; // of those, answers and notifications dispatched
+  private closing = false;
+
+  private constructor(socket: Socket) {
+    this.socket = socket;
+    const reader = new SocketMessageReader(socket);
+    const listen = reader.listen.bind(reader);
+    reader.listen = (cb) => listen((msg) => {
+      this.received++;
+      cb(msg);
+    });
+    this.conn = createMessageConnection(reader, safeWriter(new SocketMessageWriter(socket), (e) => this.fail(e)));
+    // A frame the reader cannot parse (garbage) or a write that fails ends
+    // the link: every pending call is rejected, nothing hangs.
+    this.conn.onError(([err]) => this.fail(new Error(`protocol error: ${err?.message ?? err}`)));
+    this.conn.onClose(() => void this.peerClosed(new Error("connection closed")));
+    socket.on("close", () => void this.peerClosed(new Error("socket closed")));
+    socket.on("error", (e) => void this.peerClosed(e));
+    this.conn.listen();
+  }
+
+  /** Connects to path; rejects when nobody accepts there. */
+  static open(path: string, timeoutMs: number): Promise<Link> {
+    return new Promise((resolve, reject) => {
+      const s = createConnection(path);
+      const t = setTimeout(() => {
+        s.destroy();
+        reject(new TimeoutError("connect", timeoutMs));
+      }, timeoutMs);
+      s.once("error", (e) => {
+        clearTimeout(t);
+        reject(e);
+      });
+      s.once("connect", () => {
+        clearTimeout(t);
+        s.removeAllListeners("error");
+        resolve(new Link(s));
+      });
+    });
+  }
+
+  /** Registers a notification handler (counted, see peerClosed). */
+  onNotification<P>(method: string, h: (p: P) => void): void {
+    this.conn.onNotification(method, (p: P) => {
+      this.handled++;
+      h(p);
+    });
+  }
+
+  /** The peer closed: vscode-jsonrpc dispatches one read message per
+   * event-loop turn, so answers read before the close may not have been
+   * dispatched yet; let them through before failing what is left. */
+  private async peerClosed(err: Error): Promise<void> {
+    if (this.closing || this.closedErr) return;
+    this.closing = true;
+    for (let i = 0; i < 10_000 && this.handled < this.received; i++) {
+      await new Promise((r) => setImmediate(r));
+    }
+    this.fail(err);
+  }
+
+  get closed(): boolean {
+    return this.closedErr !== undefined || this.closing;
+  }
+
+  onClose(h: (err: Error) => void): void {
+    if (this.closedErr) h(this.closedErr);
+    else this.closeHandlers.push(h);
+  }
+
+  /** Ends the link (idempotent); pending calls get ConnectionClosedError. */
+  fail(err: Error): void {
+    if (this.closedErr) return;
+    this.closedErr = err;
+    for (const rej of this.pending) rej(err);
+    this.pending.clear();
+    this.socket.destroy();
+    this.conn.dispose();
+    for (const h of this.closeHandlers) h(err);
+    this.closeHandlers = [];
+  }
+
+  /** One request; rejects with SessiondError, ConnectionClosedError,
+   * TimeoutError or AbortError, never hangs past the deadline. */
+  call<R>(method: string, params: unknown, deadline: number, signal?: AbortSignal): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      if (this.closedErr) return reject(new ConnectionClosedError(method, this.closedErr));
+      if (signal?.aborted) return reject(new AbortError(method, signal.reason));
+      if (deadline <= Date.now()) return reject(new TimeoutError(method, 0));
+      let timer: NodeJS.Timeout | undefined;
+      const done = () => {
+        this.pending.delete(onClose);
+        if (timer) clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+      };
+      const onClose = (e: Error) => {
+        done();
+        reject(new ConnectionClosedError(method, e));
+      };
+      const onAbort = () => {
+        done();
+        reject(new AbortError(method, signal?.reason));
+      };
+      this.pending.add(onClose);
+      signal?.addEventListener("abort", onAbort, { once: true });
+      const left = deadline - Date.now();
+      if (Number.isFinite(left)) {
+        timer = setTimeout(() => {
+          done();
+          reject(new TimeoutError(method, Math.max(0, Math.round(left))));
+        }, Math.max(0, left));
+      }
+      const p = params === undefined ? {} : params;
+      this.conn.sendRequest(method, ParameterStructures.byName, p).then(
+        (r) => {
+          this.handled++;
+          done();
+          resolve(r as R);
+        },
+        (e: unknown) => {
+          if (e instanceof ResponseError && e.code !== ErrorCodes.PendingResponseRejected) this.handled++;
+          done();
+          if (e instanceof ResponseError && e.code !== ErrorCodes.PendingResponseRejected) {
+            reject(new SessiondError(method, e.code, e.message, e.data));
+          } else {
+            reject(new ConnectionClosedError(method, e));
+          }
+        },
+      );
+    });
+  }
+}
+
+/** A writer whose write never rejects: vscode-jsonrpc rethrows a failed
+ * request write from inside a promise executor (an unhandled rejection);
+ * here a failed write ends the link instead, which rejects the call. */
+function safeWriter(w: MessageWriter, onFail: (e: Error) => void): MessageWriter {
+  return {
+    onError: w.onError,
+    onClose: w.onClose,
+    end: () => w.end(),
+    dispose: () => w.dispose(),
+    write: (msg: Message) => w.write(msg).catch((e: unknown) => onFail(e instanceof Error ? e : new Error(String(e)))),
+  };
+}

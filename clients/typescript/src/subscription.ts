@@ -1,0 +1,158 @@
+import type { Event } from "./generated/types.js";
+
+/** What a Subscription needs from its client. */
+export interface SubscriptionOwner {
+  /** Called when events were taken out of the queue (backpressure). */
+  drained(sub: Subscription): void;
+  /** Called once when the subscription is closed by its consumer. */
+  closed(sub: Subscription): void;
+}
+
+/**
+ * One session's event stream: an async iterable of journal events in seq
+ * order, with no gap and no duplicate, across reconnections and lag.
+ * Breaking out of a `for await` closes it (the daemon subscription is
+ * detached).
+ */
+export class Subscription implements AsyncIterable<Event> {
+  readonly sessionId: string;
+  /** The daemon's subscription id while attached. */
+  subscriptionId: string | undefined;
+  /** seq of the last event received (queued or delivered): the resume cursor. */
+  cursor: number;
+  /** seq of the last event handed to the consumer. */
+  delivered: number;
+  /** Events per attach/read page. */
+  pageLimit = 4096;
+  /** How many times the stream was re-attached (reconnect or lag). */
+  reattaches = 0;
+  /** Bumped on every (re-)attach; a page walk of an older one stops. */
+  generation = 0;
+  private queue: Event[] = [];
+  private head = 0; // queue[head] is the next event (shift() is O(n))
+  private roomWaiter: { n: number; wake: () => void } | undefined;
+  private waiter: ((r: IteratorResult<Event>) => void) | undefined;
+  private failer: ((e: Error) => void) | undefined;
+  private error: Error | undefined;
+  private done = false;
+  private owner: SubscriptionOwner;
+  /** While a page walk runs, live events wait here. */
+  private held: Event[] | undefined;
+
+  constructor(owner: SubscriptionOwner, sessionId: string, afterSeq: number) {
+    this.owner = owner;
+    this.sessionId = sessionId;
+    this.cursor = afterSeq;
+    this.delivered = afterSeq;
+  }
+
+  get queued(): number {
+    return this.queue.length - this.head;
+  }
+
+  /** Resolves once fewer than n events are queued (or the stream ended). */
+  room(n: number): Promise<void> {
+    if (this.queued < n || this.done || this.error) return Promise.resolve();
+    return new Promise((wake) => (this.roomWaiter = { n, wake }));
+  }
+
+  get isClosed(): boolean {
+    return this.done;
+  }
+
+  /** Starts holding live events back while pages are read. */
+  holdLive(): void {
+    this.held = this.held ?? [];
+  }
+
+  /** Releases the held live events (after the page walk). */
+  releaseLive(): void {
+    const h = this.held ?? [];
+    this.held = undefined;
+    for (const e of h) this.push(e);
+  }
+
+  /** A live notification. */
+  live(e: Event): void {
+    if (this.held) this.held.push(e);
+    else this.push(e);
+  }
+
+  /** Queues e unless it was already received (seq <= cursor). */
+  push(e: Event): void {
+    if (this.done || e.seq <= this.cursor) return;
+    this.cursor = e.seq;
+    if (this.waiter) {
+      const w = this.waiter;
+      this.waiter = undefined;
+      this.failer = undefined;
+      this.delivered = e.seq;
+      w({ value: e, done: false });
+      return;
+    }
+    this.queue.push(e);
+  }
+
+  /** Ends the stream with err (the consumer's next() rejects). */
+  fail(err: Error): void {
+    if (this.done) return;
+    this.error = err;
+    this.roomWaiter?.wake();
+    if (this.failer) {
+      const f = this.failer;
+      this.waiter = undefined;
+      this.failer = undefined;
+      f(err);
+    }
+  }
+
+  /** Closes the stream; pending next() resolves done. */
+  close(): void {
+    if (this.done) return;
+    this.done = true;
+    this.queue = [];
+    this.head = 0;
+    this.roomWaiter?.wake();
+    if (this.waiter) {
+      const w = this.waiter;
+      this.waiter = undefined;
+      this.failer = undefined;
+      w({ value: undefined, done: true });
+    }
+    this.owner.closed(this);
+  }
+
+  next(): Promise<IteratorResult<Event>> {
+    const e = this.head < this.queue.length ? this.queue[this.head++] : undefined;
+    if (this.head > 1024 && this.head * 2 > this.queue.length) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
+    }
+    if (this.roomWaiter && this.queued < this.roomWaiter.n) {
+      const w = this.roomWaiter;
+      this.roomWaiter = undefined;
+      w.wake();
+    }
+    if (e) {
+      this.delivered = e.seq;
+      this.owner.drained(this);
+      return Promise.resolve({ value: e, done: false });
+    }
+    if (this.done) return Promise.resolve({ value: undefined, done: true });
+    if (this.error) return Promise.reject(this.error);
+    return new Promise((resolve, reject) => {
+      this.waiter = resolve;
+      this.failer = reject;
+    });
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<Event> {
+    return {
+      next: () => this.next(),
+      return: () => {
+        this.close();
+        return Promise.resolve({ value: undefined, done: true });
+      },
+    };
+  }
+}

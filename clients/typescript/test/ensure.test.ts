@@ -1,0 +1,81 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, writeFileSync, readlinkSync, rmSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { sessiondBinary } from "./daemon.js";
+import { ensureDaemon, daemonAnswers, SessiondClient } from "../src/index.js";
+
+const T = { timeout: Number(process.env.SESSIOND_TEST_TIMEOUT_MS ?? 120_000) };
+
+/** Shuts the daemon on socketPath down; SIGKILLs it if that fails, so a
+ * failed test leaves nothing running. */
+async function shutdown(socketPath: string): Promise<void> {
+  const c = await SessiondClient.connect({ socketPath, reconnect: false, capabilities: ["daemon.admin.v1"] });
+  const { pid } = await c.status();
+  try {
+    await c.shutdown();
+  } catch (e) {
+    process.kill(pid, "SIGKILL");
+    throw e;
+  } finally {
+    c.close();
+  }
+}
+
+test("ensureDaemon starts one daemon for two racing callers, and none when one answers", T, async () => {
+  const dir = mkdtempSync(join(tmpdir(), "sden-"));
+  const socketPath = join(dir, "run", "s.sock");
+  const stateDir = join(dir, "state");
+  const opts = { binary: sessiondBinary(), socketPath, stateDir, env: { ...process.env, SESSIOND_CONFIG: join(dir, "none.toml") } };
+  writeFileSync(join(dir, "none.toml"), "");
+  try {
+    const [a, b] = await Promise.all([ensureDaemon(opts), ensureDaemon(opts)]);
+    assert.equal([a, b].filter((r) => r.started).length, 1, "exactly one caller started the daemon");
+    const again = await ensureDaemon(opts);
+    assert.equal(again.started, false);
+    assert.ok(existsSync(join(stateDir, "sessiond.log")));
+  } finally {
+    if (await daemonAnswers(socketPath)) await shutdown(socketPath);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+// make npm-pack's tarballs, installed into a fresh project: ensureDaemon()
+// there starts the binary of the platform package npm installed.
+const packDir = process.env.SESSIOND_NPM_PACK_DIR;
+test("the packed tarballs install, and ensureDaemon() starts the installed binary", { ...T, skip: !packDir && "SESSIOND_NPM_PACK_DIR not set (make npm-pack)" }, async () => {
+  const proj = mkdtempSync(join(tmpdir(), "sdin-"));
+  try {
+    writeFileSync(join(proj, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }));
+    const cpu = process.arch === "arm64" ? "arm64" : "x64";
+    const tgz = [`sessiond-daemon-linux-${cpu}-0.1.0.tgz`, "sessiond-daemon-0.1.0.tgz", "sessiond-client-0.1.0.tgz"]
+      .map((f) => join(packDir!, f));
+    execFileSync("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", ...tgz], { cwd: proj, stdio: "inherit" });
+    writeFileSync(join(proj, "app.mjs"), `
+import { ensureDaemon, packagedBinary, SessiondClient } from "@sessiond/client";
+const r = await ensureDaemon();
+const c = await SessiondClient.connect({ reconnect: false });
+const st = await c.status();
+c.close();
+console.log(JSON.stringify({ ...r, binary: packagedBinary(), pid: st.pid }));
+`);
+    const env = { ...process.env, SESSIOND_SOCKET: join(proj, "run", "s.sock"), SESSIOND_STATE_DIR: join(proj, "state"),
+      SESSIOND_CONFIG: join(proj, "none.toml") };
+    writeFileSync(join(proj, "none.toml"), "");
+    const out = JSON.parse(execFileSync(process.execPath, ["app.mjs"], { cwd: proj, env, encoding: "utf8" })) as
+      { started: boolean; binary: string; pid: number; socketPath: string };
+    try {
+      assert.equal(out.started, true);
+      assert.equal(out.binary, join(proj, "node_modules", "@sessiond", `daemon-linux-${cpu}`, "bin", "sessiond"));
+      assert.equal(readlinkSync(`/proc/${out.pid}/exe`), out.binary, "the running daemon is the installed binary");
+    } finally {
+      await shutdown(out.socketPath);
+    }
+  } finally {
+    const sock = join(proj, "run", "s.sock");
+    if (await daemonAnswers(sock)) await shutdown(sock);
+    rmSync(proj, { recursive: true, force: true });
+  }
+});

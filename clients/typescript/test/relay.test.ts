@@ -1,0 +1,127 @@
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { statSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Daemon } from "./daemon.js";
+import { Phone, RpcError } from "./phone.js";
+import { deltaText, gapless } from "./helpers.js";
+import { SessiondClient, type Event } from "../src/index.js";
+import { startRelay, type Relay } from "../relay/relay.js";
+
+const T = { timeout: Number(process.env.SESSIOND_TEST_TIMEOUT_MS ?? 60_000) };
+let d: Daemon;
+let relay: Relay;
+let direct: SessiondClient;
+let tokenFile: string;
+let tokenDir: string;
+
+before(async () => {
+  // A short release clock: a dropped hold shows as the session's eviction.
+  d = await Daemon.start('idle_timeout = "100ms"\n');
+  tokenDir = mkdtempSync(join(tmpdir(), "sdrt-"));
+  tokenFile = join(tokenDir, "sub", "token");
+  relay = await startRelay({ port: 0, socketPath: d.socket, tokenFile, holdTtlMs: 60_000 });
+  direct = await SessiondClient.connect({ socketPath: d.socket });
+});
+after(async () => {
+  direct?.close();
+  await relay?.close();
+  await d?.stop();
+  if (tokenDir) rmSync(tokenDir, { recursive: true, force: true });
+});
+
+async function newSession(): Promise<string> {
+  return (await direct.create({ provider: "echo", cwd: d.dir })).sessionId;
+}
+
+test("the token store is created 0600 on first start and reused", T, async () => {
+  assert.equal(relay.tokenCreated, true);
+  assert.equal(statSync(tokenFile).mode & 0o777, 0o600);
+  const again = await startRelay({ port: 0, socketPath: d.socket, tokenFile });
+  try {
+    assert.equal(again.tokenCreated, false);
+    assert.equal(again.token, relay.token);
+    assert.match(again.url, /^ws:\/\/127\.0\.0\.1:/);
+  } finally {
+    await again.close();
+  }
+});
+
+test("a wrong or missing token is refused", T, async () => {
+  await assert.rejects(Phone.connect(relay.url, relay.token + "x"), /HTTP 401/);
+  await assert.rejects(Phone.connect(relay.url, undefined), /HTTP 401/);
+  const ok = await Phone.connect(relay.url, relay.token);
+  await ok.drop();
+});
+
+test("admin methods, unknown methods and bad frames get errors; the phone stays connected", T, async () => {
+  const p = await Phone.connect(relay.url, relay.token);
+  try {
+    for (const m of ["daemon.shutdown", "daemon.stats", "daemon.status", "initialize"]) {
+      await assert.rejects(p.call(m), (e: unknown) => e instanceof RpcError && e.code === -32601 &&
+        e.data.reason === "method_not_relayed", `${m} is refused by the relay itself`);
+    }
+    await assert.rejects(p.call("no.such"), (e: unknown) => e instanceof RpcError && e.data.reason === "method_not_found");
+    await assert.rejects(p.raw("not json"), (e: unknown) => e instanceof RpcError && e.data.reason === "parse_error");
+    await assert.rejects(p.raw('{"hello":1}'), (e: unknown) => e instanceof RpcError && e.data.reason === "invalid_request");
+    await assert.rejects(p.raw("x".repeat((1 << 20) + 1)), (e: unknown) => e instanceof RpcError && e.data.reason === "message_too_large");
+    const l = await p.call<{ sessions: unknown[] }>("agentSession.list");
+    assert.ok(Array.isArray(l.sessions));
+    assert.equal((await direct.status()).protocolVersion, 1, "the daemon is still up");
+  } finally {
+    await p.drop();
+  }
+});
+
+test("a phone that drops mid-turn resumes from its cursor; its hold outlives it; a retried send is not duplicated", T, async () => {
+  const id = await newSession();
+  const p1 = await Phone.connect(relay.url, relay.token);
+  const h = await p1.call<{ holdToken: string }>("agentSession.hold", { sessionId: id, holderId: "phone:1" });
+  assert.ok(h.holdToken);
+  await p1.call("agentSession.attach", { sessionId: id });
+  const s1 = await p1.call<{ turnId: string; duplicate: boolean }>("agentSession.send",
+    { sessionId: id, text: "/sleep 300 first", clientMessageId: "m-1" });
+  assert.equal(s1.duplicate, false);
+  const got = await p1.until((e) => e.type === "turn.started");
+  const cursor = got.at(-1)!.seq;
+  await p1.drop();
+
+  const info = await direct.get(id);
+  assert.deepEqual(info.holders, ["phone:1"], "the hold outlives the phone's connection");
+
+  const p2 = await Phone.connect(relay.url, relay.token);
+  try {
+    await p2.call("agentSession.hold", { sessionId: id, holderId: "phone:1" });
+    await p2.call("agentSession.attach", { sessionId: id, afterSeq: cursor });
+    const retry = await p2.call<{ turnId: string; duplicate: boolean }>("agentSession.send",
+      { sessionId: id, text: "/sleep 300 first", clientMessageId: "m-1" });
+    assert.deepEqual(retry, { turnId: s1.turnId, duplicate: true });
+    const rest = await p2.until((e) => e.type === "turn.completed" && e.turnId === s1.turnId);
+    const all: Event[] = [...got.filter((e) => e.seq <= cursor), ...rest];
+    assert.equal(gapless(all), undefined);
+    assert.equal(all[0]!.seq, 1);
+    assert.equal(rest[0]!.seq, cursor + 1, "resumed right after the cursor");
+    assert.equal(deltaText(all, s1.turnId), "echo: /sleep 300 first");
+    assert.equal(all.filter((e) => e.type === "turn.started").length, 1, "one turn");
+  } finally {
+    await p2.drop();
+  }
+});
+
+test("a phone's hold is dropped once its ttl runs out", T, async () => {
+  const id = await newSession();
+  const p = await Phone.connect(relay.url, relay.token);
+  await p.call("agentSession.hold", { sessionId: id, holderId: "phone:ttl", ttlMs: 1500 });
+  const sub = await direct.attach(id);
+  await p.drop();
+  assert.deepEqual((await direct.get(id)).holders, ["phone:ttl"], "kept within the ttl");
+  // The ttl ends the hold; the release clock then evicts the session.
+  for await (const e of sub) {
+    if (e.type === "session.ended") {
+      assert.equal((e.data as { reason: string }).reason, "evicted");
+      break;
+    }
+  }
+  assert.deepEqual((await direct.get(id)).holders, []);
+});

@@ -1,0 +1,21 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/sessiond/sessiond/internal/rpc"
+)
+
+// openrpcCmd prints the document rpc.discover answers.
+func openrpcCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 0 {
+		fmt.Fprintln(stderr, "usage: sessiond openrpc")
+		return exitUsage
+	}
+	if _, err := stdout.Write(rpc.OpenRPC()); err != nil {
+		fmt.Fprintln(stderr, "sessiond openrpc:", err)
+		return exitError
+	}
+	return exitOK
+}

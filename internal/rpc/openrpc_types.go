@@ -1,0 +1,82 @@
+package rpc
+
+import (
+	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/event"
+)
+
+// wireTypes names the Go types a method decodes its params into and
+// encodes its result from; rpc.discover's schemas are generated from them.
+// A test keeps its keys equal to the method table's names.
+type wireTypes struct {
+	params any // nil: no params
+	result any // nil: any JSON value
+}
+
+// empty is the result {} (and the params of methods that take none).
+type empty = struct{}
+
+var methodTypes = map[string]wireTypes{
+	"agentSession.attach":  {api.AttachParams{}, api.AttachResult{}},
+	"agentSession.cancel":  {api.SessionParams{}, api.CancelResult{}},
+	"agentSession.close":   {api.SessionParams{}, api.CloseResult{}},
+	"agentSession.create":  {api.CreateParams{}, api.SessionInfo{}},
+	"agentSession.delete":  {api.SessionParams{}, empty{}},
+	"agentSession.detach":  {api.DetachParams{}, empty{}},
+	"agentSession.get":     {api.SessionParams{}, api.SessionInfo{}},
+	"agentSession.hold":    {api.HoldParams{}, api.HoldResult{}},
+	"agentSession.list":    {nil, api.ListResult{}},
+	"agentSession.read":    {api.ReadParams{}, api.ReadResult{}},
+	"agentSession.release": {api.ReleaseParams{}, api.ReleaseResult{}},
+	"agentSession.respond": {api.RespondParams{}, empty{}},
+	"agentSession.send":    {api.SendParams{}, api.SendResult{}},
+	"daemon.shutdown":      {nil, empty{}},
+	"daemon.stats":         {nil, map[string]any{}},
+	"daemon.status":        {nil, Status{}},
+	"initialize":           {InitializeParams{}, InitializeResult{}},
+	"rpc.discover":         {nil, map[string]any{}},
+}
+
+// notifyTypes are the params of the notifications the server sends.
+var notifyTypes = map[string]any{
+	NotifyEvent:  api.EventNotice{},
+	NotifyLagged: api.LaggedNotice{},
+}
+
+// eventData maps every journal event type to the Go type of its data
+// (nil: a free-form object the host builds as a map). A test keeps its keys
+// equal to internal/event's event type constants.
+var eventData = map[string]any{
+	event.SessionCreated:        nil,
+	event.LeaseAcquired:         nil,
+	event.ProviderStarted:       nil,
+	event.ProviderThreadReplace: event.ThreadReplacedData{},
+	event.TurnStarted:           event.TurnStartedData{},
+	event.MessageDelta:          event.DeltaData{},
+	event.MessageCompleted:      event.DeltaData{},
+	event.ApprovalRequested:     event.ApprovalRequestedData{},
+	event.ApprovalResolved:      event.ApprovalResolvedData{},
+	event.TurnCompleted:         event.TurnCompletedData{},
+	event.ProviderExited:        event.ProviderExitedData{},
+	event.SessionEnded:          event.SessionEndedData{},
+	event.LeaseReleased:         nil,
+	event.JournalLoss:           event.JournalLossData{},
+	event.ItemStarted:           event.ItemData{},
+	event.ItemDelta:             event.ItemDeltaData{},
+	event.ItemCompleted:         event.ItemData{},
+	event.TurnPlan:              event.TurnPlanData{},
+	event.TurnDiff:              event.TurnDiffData{},
+	event.TurnUsage:             event.TurnUsageData{},
+	event.ProviderNotice:        event.NoticeData{},
+}
+
+// protoErrors are the protocol-level errors (not an api.Kind), by
+// data.reason. A test keeps it in step with the protoError constructors
+// and the batch answer.
+var protoErrors = map[string]int64{
+	"method_not_found":          CodeMethodNotFound,
+	"capability_not_negotiated": CodeMethodNotFound,
+	"invalid_request":           CodeInvalidRequest,
+	"already_initialized":       CodeInvalidRequest,
+	"batch_not_supported":       CodeInvalidRequest,
+}
