@@ -13,7 +13,7 @@ import (
 // logged at most once per refuseLogEvery (the line carries how many were
 // refused since the last one). A connection that has not had initialize
 // answered within InitializeTimeout of being accepted is closed
-// ("reason":"initialize_timeout"). With the cap, what partly read frames
+// (logged with reason initialize_timeout). With the cap, what partly read frames
 // hold is at most MaxConnections × (max_message_bytes + 64 KiB): a frame's
 // body is kept as it arrives, never allocated ahead from its header.
 
@@ -40,7 +40,7 @@ func (s *Server) admitLocked() bool {
 // connection's initialize deadline (initBy); once a frame has begun
 // (inFrame), each read must bring a byte within stall (write_timeout), so
 // a peer that stops in the middle of a message is closed
-// ("reason":"frame_stalled"); between messages, none (an idle client is
+// (logged with reason frame_stalled); between messages, none (an idle client is
 // fine). Used only by the connection's reading goroutine (initialize is
 // answered on it).
 type deadlineReader struct {

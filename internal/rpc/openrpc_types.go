@@ -61,6 +61,7 @@ var eventData = map[string]any{
 	event.SessionEnded:          event.SessionEndedData{},
 	event.LeaseReleased:         nil,
 	event.JournalLoss:           event.JournalLossData{},
+	event.JournalCorrupt:        event.JournalCorruptData{},
 	event.ItemStarted:           event.ItemData{},
 	event.ItemDelta:             event.ItemDeltaData{},
 	event.ItemCompleted:         event.ItemData{},

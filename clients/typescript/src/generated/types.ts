@@ -20,6 +20,7 @@ export interface SessiondWireTypes {
   InitializeResult?: InitializeResult;
   ItemData?: ItemData;
   ItemDeltaData?: ItemDeltaData;
+  JournalCorruptData?: JournalCorruptData;
   JournalLossData?: JournalLossData;
   LaggedNotice?: LaggedNotice;
   ListResult?: ListResult;
@@ -264,6 +265,13 @@ export interface ItemDeltaData {
   providerTurnId?: string;
   stream: string;
   text: string;
+}
+/**
+ * This interface was referenced by `SessiondWireTypes`'s JSON-Schema
+ * via the `definition` "JournalCorruptData".
+ */
+export interface JournalCorruptData {
+  cause: string;
 }
 /**
  * This interface was referenced by `SessiondWireTypes`'s JSON-Schema
@@ -530,6 +538,7 @@ export interface EventDataMap {
   "item.completed": ItemData;
   "item.delta": ItemDeltaData;
   "item.started": ItemData;
+  "journal.corrupt": JournalCorruptData;
   "journal.loss": JournalLossData;
   "lease.acquired": Record<string, unknown>;
   "lease.released": Record<string, unknown>;
