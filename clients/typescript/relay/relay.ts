@@ -61,6 +61,9 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   const http: Server = createServer((_, res) => res.writeHead(426).end("websocket only\n"));
   const wss = new WebSocketServer({ noServer: true, maxPayload: 16 * limit });
   http.on("upgrade", (req: IncomingMessage, sock: Duplex, head: Buffer) => {
+    // Node drops its own error listener before "upgrade": a peer that
+    // resets the connection would otherwise crash the relay.
+    sock.on("error", () => sock.destroy());
     if (!tokenMatches(bearer(req.headers.authorization), token)) {
       sock.end("HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
       return;

@@ -2,6 +2,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { statSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { connect } from "node:net";
 import { join } from "node:path";
 import { Daemon } from "./daemon.js";
 import { Phone, RpcError } from "./phone.js";
@@ -51,6 +52,22 @@ test("the token store is created 0600 on first start and reused", T, async () =>
 test("a wrong or missing token is refused", T, async () => {
   await assert.rejects(Phone.connect(relay.url, relay.token + "x"), /HTTP 401/);
   await assert.rejects(Phone.connect(relay.url, undefined), /HTTP 401/);
+  const ok = await Phone.connect(relay.url, relay.token);
+  await ok.drop();
+});
+
+test("a peer that resets the connection after a refused upgrade does not crash the relay", T, async () => {
+  for (let i = 0; i < 20; i++) {
+    await new Promise<void>((res) => {
+      const s = connect(relay.port, "127.0.0.1", () => {
+        s.write("GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+          "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nAuthorization: Bearer wrong\r\n\r\n");
+        s.resetAndDestroy();
+        res();
+      });
+      s.on("error", () => res());
+    });
+  }
   const ok = await Phone.connect(relay.url, relay.token);
   await ok.drop();
 });
