@@ -110,7 +110,15 @@ class Phone {
   }
 
   private own(): Promise<SessiondClient> {
-    this.client ??= SessiondClient.connect(this.clientOpts);
+    if (!this.client) {
+      const c = SessiondClient.connect(this.clientOpts);
+      this.client = c;
+      // A connect that failed (the daemon was down) is not kept: the
+      // phone's next call tries again.
+      c.catch(() => {
+        if (this.client === c) this.client = undefined;
+      });
+    }
     return this.client;
   }
 

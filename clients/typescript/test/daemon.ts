@@ -52,12 +52,13 @@ export class Daemon {
       "--config", this.config, "--log-format", "json", "--log-level", "debug"], { stdio: ["ignore", "ignore", "pipe"] });
     this.proc = p;
     this.exited = new Promise((res) => p.on("exit", (code) => res(code)));
+    const from = this.log.length; // a restart waits for its own "listening"
     return new Promise((resolve, reject) => {
       let ready = false;
       p.stderr!.setEncoding("utf8");
       p.stderr!.on("data", (s: string) => {
         this.log += s;
-        if (!ready && this.log.includes('"msg":"listening"')) {
+        if (!ready && this.log.slice(from).includes('"msg":"listening"')) {
           ready = true;
           resolve();
         }

@@ -142,3 +142,16 @@ test("a phone's hold is dropped once its ttl runs out", T, async () => {
   }
   assert.deepEqual((await direct.get(id)).holders, []);
 });
+
+test("a phone whose first call found the daemon down is served once the daemon is back", T, async () => {
+  const p = await Phone.connect(relay.url, relay.token);
+  try {
+    await d.kill("SIGTERM");
+    await assert.rejects(p.call("agentSession.list"));
+    await d.start();
+    const l = await p.call<{ sessions: unknown[] }>("agentSession.list");
+    assert.ok(Array.isArray(l.sessions), "the same phone is served after the restart");
+  } finally {
+    await p.drop();
+  }
+});
