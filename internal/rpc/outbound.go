@@ -12,16 +12,21 @@ import (
 // waiting for (or in) their connection's write. Every frame is counted
 // from the moment it is encoded until its last byte is written (bytes
 // leave the count as they are written). When a frame takes the total
-// past max, the slowest reader is closed, logged once: the connection that
-// has held unwritten bytes for longest with no byte written (a reply just
-// encoded for a reader that keeps up is the newest, never the slowest),
-// the most unwritten bytes breaking a tie. Its writers fail at once and
-// their frames leave the count. A connection already closed this way is
-// not counted again, so one overflow closes one connection, not many.
+// past max, the slowest reader is closed, logged once: among the
+// connections stalled (holding unwritten bytes with no byte written for
+// stallAfter), the one stalled longest, the most unwritten bytes breaking
+// a tie; when none is stalled, the one holding the most unwritten bytes.
+// A reader that keeps up is never stalled, and a reply just encoded for
+// it is not older than the frame that passed the budget, so it is not
+// chosen for being a few nanoseconds older than a large frame for a
+// connection that never reads. Its writers fail at once and their frames
+// leave the count. A connection already closed this way is not counted
+// again, so one overflow closes one connection, not many.
 //
 // Lock order: outbound.mu only; never held while writing.
 type outbound struct {
 	max    int64
+	stall  time.Duration // no byte written for this long: stalled
 	log    *slog.Logger
 	total  atomic.Int64  // unwritten bytes of every connection
 	closes atomic.Uint64 // connections closed for the budget
@@ -30,8 +35,13 @@ type outbound struct {
 	streams map[*stream]string // every served connection's stream → its id
 }
 
+// stallAfter is how long a connection holding unwritten bytes may go
+// without writing one before it counts as stalled. A client that reads
+// is written to within microseconds; a second covers a busy machine.
+const stallAfter = time.Second
+
 func newOutbound(max int64, log *slog.Logger) *outbound {
-	return &outbound{max: max, log: log, streams: map[*stream]string{}}
+	return &outbound{max: max, stall: stallAfter, log: log, streams: map[*stream]string{}}
 }
 
 func (o *outbound) register(s *stream, connID string) {
@@ -71,6 +81,7 @@ func (o *outbound) written(s *stream, n int) {
 // already shed still hold more than max.
 func (o *outbound) shed() {
 	o.mu.Lock()
+	stalledBefore := time.Now().Add(-o.stall).UnixNano()
 	var victim *stream
 	var live, most, oldest int64
 	for s := range o.streams {
@@ -82,8 +93,7 @@ func (o *outbound) shed() {
 		if p == 0 {
 			continue
 		}
-		since := s.since.Load()
-		if victim == nil || since < oldest || since == oldest && p > most {
+		if since := s.since.Load(); victim == nil || slower(since, p, oldest, most, stalledBefore) {
 			victim, most, oldest = s, p, since
 		}
 	}
@@ -98,4 +108,23 @@ func (o *outbound) shed() {
 	o.log.Warn("closing connection: over the outbound byte budget", "conn_id", id, "reason", "outbound_budget",
 		"unwritten_bytes", most, "total_unwritten_bytes", live, "max_outbound_bytes", o.max)
 	victim.Close()
+}
+
+// slower reports whether a connection holding p unwritten bytes since
+// since is a better victim than the one holding most since oldest:
+// stalled (since before stalledBefore) beats not stalled; between two
+// stalled, the longer stalled, then the more bytes; between two not
+// stalled, the more bytes, then the longer held.
+func slower(since, p, oldest, most, stalledBefore int64) bool {
+	stalled, victimStalled := since < stalledBefore, oldest < stalledBefore
+	switch {
+	case stalled != victimStalled:
+		return stalled
+	case stalled && since != oldest:
+		return since < oldest
+	case p != most:
+		return p > most
+	default:
+		return since < oldest
+	}
 }

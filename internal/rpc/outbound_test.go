@@ -1,6 +1,8 @@
 package rpc
 
 import (
+	"log/slog"
+	"net"
 	"testing"
 	"time"
 
@@ -103,7 +105,7 @@ func TestOutboundBudgetSparesTheReader(t *testing.T) {
 		defer ts.srv.out.mu.Unlock()
 		n := 0
 		for s := range ts.srv.out.streams {
-			if p := s.pending.Load(); p > 0 && time.Since(time.Unix(0, s.since.Load())) > 50*time.Millisecond {
+			if p := s.pending.Load(); p > 0 && time.Since(time.Unix(0, s.since.Load())) > stallAfter {
 				n++
 			}
 		}
@@ -116,5 +118,60 @@ func TestOutboundBudgetSparesTheReader(t *testing.T) {
 	}
 	if closes := ts.srv.out.closes.Load(); closes == 0 {
 		t.Fatal("no stalled connection was closed although the budget was exceeded")
+	}
+}
+
+// TestOutboundVictim: which connection the budget closes, from the
+// state of each (unwritten bytes, since when, nanosecond clock). A reply
+// of 621 bytes being written to a reader that keeps up is not closed for
+// being a moment older than a 2.2 MB frame for a connection that has
+// not read yet; a stalled connection is closed before any that is not.
+func TestOutboundVictim(t *testing.T) {
+	now := time.Now()
+	type st struct {
+		name    string
+		pending int64
+		age     time.Duration
+	}
+	cases := []struct {
+		name string
+		max  int64
+		conn []st
+		want string
+	}{
+		{"fresh large frame, small reply in flight", 1 << 20,
+			[]st{{"reader", 621, time.Millisecond}, {"big", 2215947, 0}}, "big"},
+		{"stalled before fresh", 1 << 20,
+			[]st{{"stalled1", 64 << 10, 5 * time.Second}, {"stalled2", 64 << 10, 3 * time.Second}, {"reader", 1 << 20, 0}}, "stalled1"},
+		{"stalled: longest first, not most bytes", 1 << 20,
+			[]st{{"old", 10 << 10, 9 * time.Second}, {"large", 1 << 20, 2 * time.Second}}, "old"},
+		{"none stalled: most bytes", 1 << 20,
+			[]st{{"a", 600 << 10, 300 * time.Millisecond}, {"b", 700 << 10, time.Millisecond}}, "b"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := newOutbound(tc.max, slog.New(slog.DiscardHandler))
+			names := map[*stream]string{}
+			for _, c := range tc.conn {
+				a, b := net.Pipe()
+				defer b.Close()
+				s := newStream(a, nil, FramingLines, 0, 0)
+				o.register(s, c.name)
+				s.pending.Store(c.pending)
+				s.since.Store(now.Add(-c.age).UnixNano())
+				o.total.Add(c.pending)
+				names[s] = c.name
+			}
+			o.shed()
+			var shed []string
+			for s, n := range names {
+				if s.shed.Load() {
+					shed = append(shed, n)
+				}
+			}
+			if len(shed) != 1 || shed[0] != tc.want {
+				t.Fatalf("closed %v, want [%s]", shed, tc.want)
+			}
+		})
 	}
 }
