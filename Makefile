@@ -8,7 +8,7 @@ LDFLAGS := -X main.buildVersion=$(VERSION)
 # make run ARGS="--log-level debug" passes flags to `sessiond serve`.
 ARGS    ?=
 
-.PHONY: build run test test-ts bench lint chaos test-systemd clean npm-pack
+.PHONY: build run test test-ts bench lint lint-darwin chaos test-systemd clean npm-pack
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/sessiond
@@ -48,11 +48,20 @@ bench:
 # nothing needs installing first.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-lint:
+lint: lint-darwin
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) mod tidy -diff
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+
+# macOS: every command builds and everything (tests included) vets for
+# darwin/arm64 and darwin/amd64 without cgo; nothing runs there in CI
+# (docs/operations.md "macOS").
+lint-darwin:
+	for arch in arm64 amd64; do \
+		CGO_ENABLED=0 GOOS=darwin GOARCH=$$arch $(GO) build -o /dev/null ./cmd/... && \
+		CGO_ENABLED=0 GOOS=darwin GOARCH=$$arch $(GO) vet ./... || exit 1; \
+	done
 
 chaos:
 	$(GO) test -race -v -run Chaos -count=1 -timeout 60m ./internal/chaos/ -args -rounds=200

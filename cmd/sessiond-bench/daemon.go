@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/rpc"
+	"github.com/sessiond/sessiond/internal/sysx"
 )
 
 // bench holds what every figure shares: the daemon binary, a private temp
@@ -117,7 +118,7 @@ func (b *bench) startDaemon(stateDir, config string) (*daemon, error) {
 		"--log-format", "json", "--log-level", "info")
 	d.cmd.Env = cleanEnv()
 	d.cmd.Stderr = logf
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	sysx.Tie(d.cmd, syscall.SIGKILL)
 	d.started = time.Now()
 	if err := d.cmd.Start(); err != nil {
 		logf.Close()

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/sessiond/sessiond/internal/sysx"
 )
 
 // echoServerFlag re-executes this binary as the baseline: a bare
@@ -56,7 +58,7 @@ func (b *bench) startEcho() (*echoServer, error) {
 	e := &echoServer{socket: filepath.Join(b.dir("e"), "echo.sock")}
 	e.cmd = exec.Command(exe, echoServerFlag, e.socket)
 	e.cmd.Stderr = os.Stderr
-	e.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	sysx.Tie(e.cmd, syscall.SIGKILL)
 	if err := e.cmd.Start(); err != nil {
 		return nil, err
 	}

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -121,36 +119,16 @@ func pct(ds []time.Duration, p float64) time.Duration {
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// machine describes this machine for docs/performance.md.
+// machine describes this machine for docs/performance.md (the CPU model,
+// memory and load come from machine_linux.go / machine_darwin.go).
 func machine() string {
-	model := "unknown CPU"
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-				model = strings.TrimSpace(v)
-				break
-			}
-		}
-		f.Close()
-	}
-	var si unix.Sysinfo_t
-	mem := "?"
-	if unix.Sysinfo(&si) == nil {
-		mem = fmt.Sprintf("%.1f GiB", float64(si.Totalram)*float64(si.Unit)/(1<<30))
-	}
 	var un unix.Utsname
 	kernel := "?"
 	if unix.Uname(&un) == nil {
 		kernel = unix.ByteSliceToString(un.Release[:])
 	}
-	load := "?"
-	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
-		if f := strings.Fields(string(b)); len(f) >= 3 {
-			load = strings.Join(f[:3], ",")
-		}
-	}
-	return fmt.Sprintf("machine: nproc=%d cpu=%q mem=%s kernel=%s go=%s loadavg=%s", runtime.NumCPU(), model, mem, kernel, runtime.Version(), load)
+	return fmt.Sprintf("machine: nproc=%d cpu=%q mem=%s kernel=%s go=%s loadavg=%s",
+		runtime.NumCPU(), cpuModel(), totalMemory(), kernel, runtime.Version(), loadAvg())
 }
 
 // ratioAtMost: value/baseline must stay at or below r.

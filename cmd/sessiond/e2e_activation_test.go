@@ -15,6 +15,7 @@ import (
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/daemontest"
 	"github.com/sessiond/sessiond/internal/rpc"
+	"github.com/sessiond/sessiond/internal/sysx"
 )
 
 // systemdSocket binds a listening socket the way a socket unit does
@@ -145,7 +146,7 @@ func TestE2EActivationRefused(t *testing.T) {
 				"--state-dir", t.TempDir(), "--socket", l.Addr().String(), "--log-format", "json")
 			cmd.ExtraFiles = []*os.File{fd3}
 			cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
-			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+			sysx.Tie(cmd, syscall.SIGKILL)
 			out, err := cmd.CombinedOutput()
 			ee, ok := err.(*exec.ExitError)
 			if !ok || ee.ExitCode() != exitError {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/daemontest"
+	"github.com/sessiond/sessiond/internal/sysx"
 )
 
 // TestE2ECtlRendersItems: `ctl send` of an echo /work turn prints the
@@ -28,7 +29,7 @@ func TestE2ECtlRendersItems(t *testing.T) {
 	}
 	cmd := exec.Command(daemontest.Binary(t), "ctl", "--socket", d.Socket, "send", s.SessionID, "/work")
 	cmd.Env = append(cmd.Environ(), "GORACE=atexit_sleep_ms=0")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	sysx.Tie(cmd, syscall.SIGKILL)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

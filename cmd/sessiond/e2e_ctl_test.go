@@ -14,6 +14,7 @@ import (
 
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/daemontest"
+	"github.com/sessiond/sessiond/internal/sysx"
 )
 
 // runCtl runs `sessiond ctl --socket S ARGS` in dir.
@@ -24,7 +25,7 @@ func runCtl(t *testing.T, socket, dir string, args ...string) (code int, stdout,
 	cmd := exec.CommandContext(ctx, daemontest.Binary(t), append([]string{"ctl", "--socket", socket}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(cmd.Environ(), "GORACE=atexit_sleep_ms=0")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	sysx.Tie(cmd, syscall.SIGKILL)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()

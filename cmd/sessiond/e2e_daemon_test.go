@@ -14,6 +14,7 @@ import (
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/daemontest"
 	"github.com/sessiond/sessiond/internal/rpc"
+	"github.com/sessiond/sessiond/internal/sysx"
 )
 
 // runDaemonExpectExit runs `sessiond serve ARGS` expecting it to exit by
@@ -25,7 +26,7 @@ func runDaemonExpectExit(t *testing.T, args ...string) (int, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, daemontest.Binary(t), append([]string{"serve", "--config", cfg, "--log-format", "json"}, args...)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	sysx.Tie(cmd, syscall.SIGKILL)
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
 		t.Fatalf("daemon did not exit: %s", out)
@@ -84,7 +85,8 @@ func TestE2EPeerUIDRefused(t *testing.T) {
 	copyFile(t, exe, helper)
 	cmd := exec.Command(helper)
 	cmd.Env = []string{"SESSIOND_E2E_HELPER=peer", "SESSIOND_E2E_SOCKET=" + d.Socket, "GORACE=atexit_sleep_ms=0"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	sysx.Tie(cmd, syscall.SIGKILL)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("helper as uid 65534: %v (want exit 0: closed without answer): %s", err, out)

@@ -14,6 +14,7 @@ import (
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/journal"
 	"github.com/sessiond/sessiond/internal/store"
+	"github.com/sessiond/sessiond/internal/sysx"
 )
 
 // stubbornConfig: a provider that survives SIGTERM and stdin EOF, so a
@@ -50,7 +51,7 @@ func startTagged(t *testing.T, stateID string) *exec.Cmd {
 	cmd := exec.Command(daemontest.Binary(t), "provider", "echo")
 	cmd.Env = append(cmd.Environ(), "GORACE=atexit_sleep_ms=0", "SESSIOND_STATE_ID="+stateID,
 		"SESSIOND_SESSION_ID=s_doctortest_orphan", "SESSIOND_FENCE=9")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	sysx.Tie(cmd, syscall.SIGKILL)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

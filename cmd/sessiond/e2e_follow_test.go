@@ -11,6 +11,7 @@ import (
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/daemontest"
 	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/sysx"
 )
 
 // TestE2ECtlFollowAndHold: `ctl attach --follow --json` streams events as
@@ -25,7 +26,7 @@ func TestE2ECtlFollowAndHold(t *testing.T) {
 	}
 	cmd := exec.Command(daemontest.Binary(t), "ctl", "--socket", d.Socket, "--json", "attach", s.SessionID, "--follow")
 	cmd.Env = append(cmd.Environ(), "GORACE=atexit_sleep_ms=0")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	sysx.Tie(cmd, syscall.SIGKILL)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

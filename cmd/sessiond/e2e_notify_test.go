@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/daemontest"
+	"github.com/sessiond/sessiond/internal/sysx"
 )
 
 // notifySocket is the test's own NOTIFY_SOCKET: a datagram socket systemd
@@ -68,7 +69,7 @@ func serveRaw(t *testing.T, socket string, env ...string) (*exec.Cmd, *daemontes
 	out := &daemontest.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Env = append(append(os.Environ(), "GORACE=atexit_sleep_ms=0"), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	sysx.Tie(cmd, syscall.SIGKILL)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

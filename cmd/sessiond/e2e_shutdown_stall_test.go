@@ -16,6 +16,7 @@ import (
 	"github.com/sessiond/sessiond/internal/daemontest"
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/rpc"
+	"github.com/sessiond/sessiond/internal/sysx"
 )
 
 // TestE2EShutdownDoesNotWaitBehindBlockedSend: a send blocked writing to
@@ -78,10 +79,9 @@ func waitStdinFull(t *testing.T, pid int) {
 	fd := int(f.Fd())
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		queued, qerr := unix.IoctlGetInt(fd, unix.TIOCINQ) // FIONREAD
-		size, serr := unix.FcntlInt(f.Fd(), unix.F_GETPIPE_SZ, 0)
-		if qerr != nil || serr != nil {
-			t.Fatalf("inspect the provider's stdin: %v %v", qerr, serr)
+		queued, size, qerr := sysx.PipeFill(fd)
+		if qerr != nil {
+			t.Fatalf("inspect the provider's stdin: %v", qerr)
 		}
 		if queued >= size {
 			return

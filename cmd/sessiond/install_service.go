@@ -9,16 +9,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
-
-	systemdunits "github.com/sessiond/sessiond/contrib/systemd"
 )
 
-// installService writes the systemd user units (contrib/systemd, embedded)
-// under $XDG_CONFIG_HOME/systemd/user with ExecStart naming this binary,
-// and prints the systemctl lines to run. A unit that exists with other
-// content is never replaced without --force; identical content is left
-// alone. Nothing is written when any unit would be refused.
+// installService writes the platform's service files (nativeService: the
+// systemd user units on Linux, the launchd agent on macOS) naming this
+// binary, and prints the commands to run next. A file that exists with
+// other content is never replaced without --force; identical content is
+// left alone. Nothing is written when any file would be refused.
 func installService(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("install-service", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -31,7 +28,8 @@ func installService(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sessiond install-service: unexpected argument %q\n", termSafe(prefixOf(fs.Arg(0))))
 		return exitUsage
 	}
-	dir, err := unitDir(os.Getenv)
+	svc := nativeService
+	dir, err := svc.dir(os.Getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, "sessiond install-service:", err)
 		return exitError
@@ -44,7 +42,7 @@ func installService(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sessiond install-service: cannot find this binary's path:", err)
 		return exitError
 	}
-	plan, err := planUnits(dir, exe)
+	plan, err := svc.plan(dir, exe)
 	if err != nil {
 		fmt.Fprintln(stderr, "sessiond install-service:", err)
 		return exitError
@@ -74,26 +72,18 @@ func installService(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "%s %s\n", u.state.verb(false, *force), termSafe(u.path))
 		}
 	}
-	fmt.Fprint(stdout, "then run:\n  systemctl --user daemon-reload\n  systemctl --user enable --now sessiond.socket\n")
+	fmt.Fprint(stdout, "then run:\n"+svc.next(dir))
 	if refused {
 		return exitError
 	}
 	return exitOK
 }
 
-// unitDir is $XDG_CONFIG_HOME/systemd/user, else ~/.config/systemd/user.
-func unitDir(getenv func(string) string) (string, error) {
-	if v := getenv("XDG_CONFIG_HOME"); v != "" {
-		if !filepath.IsAbs(v) {
-			return "", fmt.Errorf("XDG_CONFIG_HOME=%q is not an absolute path", prefixOf(v))
-		}
-		return filepath.Join(v, "systemd", "user"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("no XDG_CONFIG_HOME and no home directory: %w", err)
-	}
-	return filepath.Join(home, ".config", "systemd", "user"), nil
+// serviceKind is how a platform runs sessiond as a per-user service.
+type serviceKind struct {
+	dir  func(getenv func(string) string) (string, error) // where the files go
+	plan func(dir, exe string) ([]unitPlan, error)        // what would be written
+	next func(dir string) string                          // the commands to run then
 }
 
 type unitState int
@@ -127,75 +117,24 @@ type unitPlan struct {
 	state      unitState
 }
 
-// planUnits renders every unit for exe and compares it with what is on disk.
-func planUnits(dir, exe string) ([]unitPlan, error) {
-	var plan []unitPlan
-	for _, name := range systemdunits.Names {
-		tmpl, err := systemdunits.Files.ReadFile(name)
-		if err != nil {
-			return nil, fmt.Errorf("unit %s: %w", name, err)
-		}
-		text, err := renderUnit(string(tmpl), exe)
-		if err != nil {
-			return nil, err
-		}
-		u := unitPlan{path: filepath.Join(dir, name), text: text}
-		old, err := os.ReadFile(u.path)
-		_, lerr := os.Lstat(u.path) // a dangling symlink is an entry of someone's too
-		switch {
-		case errors.Is(err, fs.ErrNotExist) && errors.Is(lerr, fs.ErrNotExist):
-			u.state = unitNew
-		case errors.Is(err, fs.ErrNotExist):
-			u.state = unitChanged
-		case err != nil:
-			return nil, fmt.Errorf("unit %s: %w", u.path, err)
-		case bytes.Equal(old, []byte(text)):
-			u.state = unitSame
-		default:
-			u.state = unitChanged
-		}
-		plan = append(plan, u)
+// planFile compares the text to write at path with what is on disk.
+func planFile(path, text string) (unitPlan, error) {
+	u := unitPlan{path: path, text: text}
+	old, err := os.ReadFile(u.path)
+	_, lerr := os.Lstat(u.path) // a dangling symlink is an entry of someone's too
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && errors.Is(lerr, fs.ErrNotExist):
+		u.state = unitNew
+	case errors.Is(err, fs.ErrNotExist):
+		u.state = unitChanged
+	case err != nil:
+		return u, fmt.Errorf("%s: %w", u.path, err)
+	case bytes.Equal(old, []byte(text)):
+		u.state = unitSame
+	default:
+		u.state = unitChanged
 	}
-	return plan, nil
-}
-
-// renderUnit replaces the template binary on ExecStart lines by exe,
-// quoted for systemd.
-func renderUnit(tmpl, exe string) (string, error) {
-	q, err := execQuote(exe)
-	if err != nil {
-		return "", err
-	}
-	lines := strings.SplitAfter(tmpl, "\n")
-	for i, l := range lines {
-		if rest, ok := strings.CutPrefix(l, "ExecStart="+systemdunits.TemplateBinary+" "); ok {
-			lines[i] = "ExecStart=" + q + " " + rest
-		}
-	}
-	return strings.Join(lines, ""), nil
-}
-
-// execQuote writes path as one ExecStart word: % doubled (systemd
-// specifiers), quoted when it holds a blank or ';'. The executable word is
-// not expanded for $ (so $ stays as it is), and systemd refuses an
-// executable name holding \ " or ' — as this does, before writing.
-func execQuote(path string) (string, error) {
-	if !filepath.IsAbs(path) {
-		return "", fmt.Errorf("binary path %q is not absolute", prefixOf(path))
-	}
-	for _, r := range path {
-		if r < 0x20 || r == 0x7f {
-			return "", fmt.Errorf("binary path %s holds a control character; systemd cannot run it", termSafe(prefixOf(path)))
-		}
-	}
-	if strings.ContainsAny(path, "\"'\\") {
-		return "", fmt.Errorf("binary path %s holds a quote or a backslash; systemd cannot run it: install sessiond under another path", termSafe(prefixOf(path)))
-	}
-	s := strings.ReplaceAll(path, "%", "%%")
-	if !strings.ContainsAny(s, " ;") {
-		return s, nil
-	}
-	return `"` + s + `"`, nil
+	return u, nil
 }
 
 // writeUnit writes through a temporary file and a rename, so systemd never

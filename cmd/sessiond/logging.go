@@ -47,14 +47,14 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lvl})), nil
 }
 
-// isTerminal asks the kernel (a TCGETS ioctl); a character device such as
+// isTerminal asks the kernel (getTermios); a character device such as
 // /dev/null is not a terminal.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
 	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	_, err := unix.IoctlGetTermios(int(f.Fd()), getTermios)
 	return err == nil
 }
 
@@ -74,7 +74,7 @@ func underJournal(w io.Writer, stream string) bool {
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return false
 	}
-	return dev == strconv.FormatUint(st.Dev, 10) && ino == strconv.FormatUint(st.Ino, 10)
+	return dev == strconv.FormatUint(uint64(st.Dev), 10) && ino == strconv.FormatUint(st.Ino, 10)
 }
 
 // dropTime removes the record's time (the journal has its own).

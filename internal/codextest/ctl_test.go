@@ -10,6 +10,7 @@ import (
 
 	"github.com/sessiond/sessiond/internal/codextest"
 	"github.com/sessiond/sessiond/internal/daemontest"
+	"github.com/sessiond/sessiond/internal/sysx"
 )
 
 // `ctl send` against the real codex: the command shows with its approval
@@ -28,7 +29,7 @@ func TestCodexCtlSend(t *testing.T) {
 	ctl := func(args ...string) *exec.Cmd {
 		cmd := exec.Command(daemontest.Binary(t), append([]string{"ctl", "--socket", d.Socket}, args...)...)
 		cmd.Env = append(cmd.Environ(), "GORACE=atexit_sleep_ms=0")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		sysx.Tie(cmd, syscall.SIGKILL)
 		return cmd
 	}
 	send := ctl("send", info.SessionID, "run it")

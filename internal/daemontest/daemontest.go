@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/rpc"
+	"github.com/sessiond/sessiond/internal/sysx"
 )
 
 // Options configure Start.
@@ -105,7 +106,7 @@ func Start(t testing.TB, o Options) *Daemon {
 	// A race-built binary sleeps 1 s at exit by default; the echo
 	// children (this binary too) inherit the setting.
 	d.Cmd.Env = append(append(cleanEnv(), "GORACE=atexit_sleep_ms=0"), o.Env...)
-	d.Cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	sysx.Tie(d.Cmd, syscall.SIGKILL)
 	stderr, err := d.Cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/sessiond/sessiond/internal/sysx"
 )
 
 // TestMain doubles as a helper: DAEMONTEST_HELPER=stdin lives until its
@@ -27,7 +29,7 @@ func TestTaggedProcesses(t *testing.T) {
 	id := fmt.Sprintf("dt%d", time.Now().UnixNano())
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "DAEMONTEST_HELPER=stdin", "SESSIOND_STATE_ID="+id, "GORACE=atexit_sleep_ms=0")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	sysx.Tie(cmd, syscall.SIGKILL)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

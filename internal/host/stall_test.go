@@ -9,11 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/proc"
+	"github.com/sessiond/sessiond/internal/sysx"
 )
 
 // stallGuard only turns a hang into a failure; the request timeout (an
@@ -34,12 +33,11 @@ func waitPipeFull(t *testing.T, c *proc.Child) {
 	}
 	for deadline := time.Now().Add(stallGuard); ; {
 		var queued, size int
-		var qerr, serr error
+		var qerr error
 		if err := rc.Control(func(fd uintptr) {
-			queued, qerr = unix.IoctlGetInt(int(fd), unix.TIOCINQ) // FIONREAD
-			size, serr = unix.FcntlInt(fd, unix.F_GETPIPE_SZ, 0)
-		}); err != nil || qerr != nil || serr != nil {
-			t.Fatalf("inspect stdin pipe: %v %v %v", err, qerr, serr)
+			queued, size, qerr = sysx.PipeFill(int(fd))
+		}); err != nil || qerr != nil {
+			t.Fatalf("inspect stdin pipe: %v %v", err, qerr)
 		}
 		if queued >= size {
 			return

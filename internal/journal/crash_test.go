@@ -19,6 +19,7 @@ import (
 
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/store"
+	"github.com/sessiond/sessiond/internal/sysx"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -143,7 +144,7 @@ func runAndKill(t *testing.T, dir, tag string, after int) []string {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"="+dir, tagEnv+"="+tag)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	sysx.Tie(cmd, syscall.SIGKILL)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -8,9 +8,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/sessiond/sessiond/internal/config"
 )
 
 // ErrSocketInUse: a live daemon accepts on the socket; it is never replaced.
@@ -23,19 +24,10 @@ var ErrNotSocket = errors.New("socket path is taken by a non-socket file")
 // ErrUnsafeDir: the socket's directory is not owned by us or is open to others.
 var ErrUnsafeDir = errors.New("socket directory is not private")
 
-// SocketPath resolves the socket: --socket, $SESSIOND_SOCKET,
-// $XDG_RUNTIME_DIR/sessiond/sessiond.sock, /tmp/sessiond-$UID/sessiond.sock.
+// SocketPath resolves the socket: --socket, $SESSIOND_SOCKET, then the
+// platform's default (config.Layout.SocketPath).
 func SocketPath(flag string, getenv func(string) string) string {
-	if flag != "" {
-		return flag
-	}
-	if v := getenv("SESSIOND_SOCKET"); v != "" {
-		return v
-	}
-	if v := getenv("XDG_RUNTIME_DIR"); v != "" {
-		return filepath.Join(v, "sessiond", "sessiond.sock")
-	}
-	return filepath.Join("/tmp", "sessiond-"+strconv.Itoa(os.Getuid()), "sessiond.sock")
+	return config.SocketPath(flag, getenv)
 }
 
 // Listen binds the daemon's socket: its directory is created 0700 (an

@@ -3,26 +3,29 @@ package rpc
 import (
 	"fmt"
 	"net"
-
-	"golang.org/x/sys/unix"
 )
 
-// peerCred reads the peer's credentials (SO_PEERCRED).
-func peerCred(nc net.Conn) (*unix.Ucred, error) {
+// peerInfo is who is on the other end of an accepted connection.
+type peerInfo struct {
+	Uid uint32
+	Pid int // 0 when the platform cannot say
+}
+
+// peerCred reads the peer's credentials through the platform's socket
+// option (peer_linux.go, peer_darwin.go).
+func peerCred(nc net.Conn) (peerInfo, error) {
 	uc, ok := nc.(*net.UnixConn)
 	if !ok {
-		return nil, fmt.Errorf("not a unix socket: %T", nc)
+		return peerInfo{}, fmt.Errorf("not a unix socket: %T", nc)
 	}
 	raw, err := uc.SyscallConn()
 	if err != nil {
-		return nil, err
+		return peerInfo{}, err
 	}
-	var cred *unix.Ucred
+	var p peerInfo
 	var serr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, serr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return nil, err
+	if err := raw.Control(func(fd uintptr) { p, serr = readPeer(int(fd)) }); err != nil {
+		return peerInfo{}, err
 	}
-	return cred, serr
+	return p, serr
 }

@@ -88,8 +88,13 @@ func checkListening(fd int) (string, error) {
 	if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
 		return "", fmt.Errorf("not a socket (file mode %#o)", st.Mode&unix.S_IFMT)
 	}
-	if dom, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN); err != nil || dom != unix.AF_UNIX {
-		return "", fmt.Errorf("not an AF_UNIX socket (domain %d)", dom)
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		return "", fmt.Errorf("getsockname: %w", err)
+	}
+	su, ok := sa.(*unix.SockaddrUnix)
+	if !ok {
+		return "", fmt.Errorf("not an AF_UNIX socket (%s)", family(sa))
 	}
 	if typ, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE); err != nil || typ != unix.SOCK_STREAM {
 		return "", fmt.Errorf("not a stream socket (type %d; want ListenStream=)", typ)
@@ -97,18 +102,25 @@ func checkListening(fd int) (string, error) {
 	if acc, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ACCEPTCONN); err != nil || acc != 1 {
 		return "", errors.New("not listening (Accept=no and a ListenStream= socket are required)")
 	}
-	sa, err := unix.Getsockname(fd)
-	if err != nil {
-		return "", fmt.Errorf("getsockname: %w", err)
-	}
-	su, ok := sa.(*unix.SockaddrUnix)
-	if !ok || su.Name == "" {
+	if su.Name == "" {
 		return "", errors.New("not bound to a path")
 	}
 	if su.Name[0] == '@' || su.Name[0] == 0 {
 		return "", fmt.Errorf("bound to the abstract name %q: want a path in a private directory", prefix(su.Name))
 	}
 	return su.Name, nil
+}
+
+// family names a socket address's family for an error message.
+func family(sa unix.Sockaddr) string {
+	switch sa.(type) {
+	case *unix.SockaddrInet4:
+		return "AF_INET"
+	case *unix.SockaddrInet6:
+		return "AF_INET6"
+	default:
+		return fmt.Sprintf("%T", sa)
+	}
 }
 
 // prefix is at most 32 bytes of a bad value, for an error message.

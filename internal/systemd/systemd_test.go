@@ -30,10 +30,11 @@ func shortDir(t *testing.T) string {
 // (unless empty) and listening when listen is set; closed at cleanup.
 func rawSocket(t *testing.T, typ int, path string, listen bool) int {
 	t.Helper()
-	fd, err := unix.Socket(unix.AF_UNIX, typ|unix.SOCK_CLOEXEC, 0)
+	fd, err := unix.Socket(unix.AF_UNIX, typ, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	unix.CloseOnExec(fd)
 	t.Cleanup(func() { unix.Close(fd) })
 	if path != "" {
 		if err := unix.Bind(fd, &unix.SockaddrUnix{Name: path}); err != nil {

@@ -4,14 +4,14 @@
 # @sessiond/daemon package listing them as optional dependencies and
 # exporting the binary's path, and @sessiond/client. Output: OUT (default
 # build/npm) with the .tgz files; nothing is published.
-# The daemon is Linux-only for now (SO_PEERCRED, pidfd, subreaper, systemd
-# activation): PLATFORMS lists linux/amd64 and linux/arm64.
+# PLATFORMS: linux and darwin, each amd64 and arm64 (the darwin binaries
+# are built and vetted here, not run: docs/operations.md "macOS").
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../../.." && pwd)"
 ts="$repo/clients/typescript"
 out="${OUT:-$repo/build/npm}"
 version="$(node -p "require('$ts/package.json').version")"
-platforms="${PLATFORMS:-linux/amd64 linux/arm64}"
+platforms="${PLATFORMS:-linux/amd64 linux/arm64 darwin/amd64 darwin/arm64}"
 GO="${GO:-go}"
 rm -rf "$out"
 mkdir -p "$out/stage"

@@ -23,6 +23,7 @@ import (
 
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/provider/echo"
+	"github.com/sessiond/sessiond/internal/sysx"
 )
 
 const echoEnv = "ECHO_PROVIDER_MAIN"
@@ -76,7 +77,7 @@ func startEcho(t testing.TB, home string, args ...string) *echoProc {
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), echoEnv+"=1", echo.HomeEnv+"="+home, "SESSIOND_SESSION_ID="+tag,
 		"GORACE=atexit_sleep_ms=0") // the race runtime otherwise sleeps 1 s at exit
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	sysx.Tie(cmd, syscall.SIGKILL)
 	p := &echoProc{cmd: cmd, stderr: &syncBuffer{}, tag: tag, exited: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	var err error

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/daemontest"
+	"github.com/sessiond/sessiond/internal/sysx"
 )
 
 // userManager is a real `systemd --user` for one test. This machine's PID 1
@@ -66,7 +67,7 @@ func startUserManager(t *testing.T) *userManager {
 	m.cmd.Env = append(m.env, "NOTIFY_SOCKET="+notify.LocalAddr().String())
 	out := &daemontest.SyncBuffer{}
 	m.cmd.Stdout, m.cmd.Stderr = out, out
-	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	sysx.Tie(m.cmd, syscall.SIGTERM)
 	if err := m.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,4 @@
+package main
+
+// nativeService: a launchd user agent.
+var nativeService = launchdService

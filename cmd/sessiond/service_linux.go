@@ -1,0 +1,4 @@
+package main
+
+// nativeService: systemd user units.
+var nativeService = systemdService

@@ -1,0 +1,4 @@
+package config
+
+// Native is this platform's layout.
+var Native = MacOS

@@ -1,0 +1,6 @@
+//go:build !darwin
+
+package config
+
+// Native is this platform's layout.
+var Native = XDG
