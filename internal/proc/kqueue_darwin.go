@@ -51,14 +51,7 @@ func openVerified(r *statReader, id Identity) (handle, State) {
 // signal: kill(2) after the identity is checked again (macOS cannot
 // signal through a handle).
 func (h handle) signal(r *statReader, sig syscall.Signal) error {
-	if probeOne(r, h.id) != Alive {
-		return errNoProc
-	}
-	err := unix.Kill(h.id.PID, sig)
-	if errors.Is(err, unix.ESRCH) {
-		return errNoProc
-	}
-	return err
+	return killVerified(r, h.id, sig)
 }
 
 func (h handle) close() {

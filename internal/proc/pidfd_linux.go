@@ -80,14 +80,7 @@ func (h handle) signal(r *statReader, sig syscall.Signal) error {
 		}
 		return err
 	}
-	if probeOne(r, h.id) != Alive {
-		return errNoProc
-	}
-	err := unix.Kill(h.id.PID, sig)
-	if errors.Is(err, unix.ESRCH) {
-		return errNoProc
-	}
-	return err
+	return killVerified(r, h.id, sig)
 }
 
 func (h handle) close() {
