@@ -233,3 +233,52 @@ func TestE2EApprovalCancelledAtRestart(t *testing.T) {
 		t.Fatalf("approval.resolved %+v", got)
 	}
 }
+
+// TestE2EItemsInterruptedAtRestart: the daemon dies (SIGKILL) in a /work
+// turn whose command item is open (waiting for its approval); the next
+// start journals item.completed {interrupted} for that item (and only
+// it: the reasoning item had completed) after the approval's cancel and
+// before the turn's daemon_restart turn.completed.
+func TestE2EItemsInterruptedAtRestart(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Options{})
+	c, rec := dialCaps(t, d, rpc.Capabilities)
+	var s api.SessionInfo
+	if err := c.Call(ctx10(t), "agentSession.create", api.CreateParams{Provider: "echo", Cwd: t.TempDir()}, &s); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Call(ctx10(t), "agentSession.attach", api.AttachParams{SessionID: s.SessionID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Call(ctx10(t), "agentSession.hold", api.HoldParams{SessionID: s.SessionID, HolderID: "h"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Call(ctx10(t), "agentSession.send", api.SendParams{SessionID: s.SessionID, Text: "/work"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	req := decodeData[event.ApprovalRequestedData](t, waitEvent(t, rec.ch, event.ApprovalRequested))
+	d.Kill()
+	<-d.Exited()
+	d2 := daemontest.Start(t, daemontest.Options{StateDir: d.StateDir})
+	c2, _ := dialCaps(t, d2, rpc.Capabilities)
+	var rd api.ReadResult
+	if err := c2.Call(ctx10(t), "agentSession.read", api.ReadParams{SessionID: s.SessionID, Limit: 4096}, &rd); err != nil {
+		t.Fatal(err)
+	}
+	var tail []string
+	var interrupted []event.ItemData
+	for _, ev := range rd.Events {
+		if ev.Type == event.ItemCompleted {
+			if d := decodeData[event.ItemData](t, ev); d.Status == event.ItemInterruptedStatus {
+				interrupted = append(interrupted, d)
+			}
+		}
+		tail = append(tail, ev.Type)
+	}
+	i := slices.Index(tail, event.ApprovalResolved)
+	if i < 0 || i+2 >= len(tail) || tail[i+1] != event.ItemCompleted || tail[i+2] != event.TurnCompleted {
+		t.Fatalf("journal %v: want approval.resolved, item.completed, turn.completed", tail)
+	}
+	if len(interrupted) != 1 || interrupted[0].ItemID != req.ItemID || interrupted[0].Kind != event.KindCommandExecution {
+		t.Fatalf("interrupted items %+v, want only the command %s", interrupted, req.ItemID)
+	}
+}

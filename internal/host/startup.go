@@ -129,12 +129,12 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 	return "reaped", reaped, nil
 }
 
-// restartTail journals the end of a session the daemon lost: the open turn
-// interrupted, provider.exited (unless withExit is false) and session.ended,
+// restartTail journals the end of a session the daemon lost: its open
+// approvals cancelled, its open items and the open turn interrupted, provider.exited (unless withExit is false) and session.ended,
 // all with reason daemon_restart.
 func (h *Host) restartTail(ctx context.Context, id string, v proc.Verdict, withExit bool) error {
 	st := h.j.State(id)
-	tail := cancelApprovals(st, event.ReasonDaemonRestart)
+	tail := append(cancelApprovals(st, event.ReasonDaemonRestart), h.interruptItems(id, st)...)
 	if st.OpenTurn != "" {
 		tail = append(tail, event.New(event.TurnCompleted, st.OpenTurn, event.TurnCompletedData{
 			Status: event.StatusInterrupted, Reason: event.ReasonDaemonRestart}))
