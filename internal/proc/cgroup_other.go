@@ -27,22 +27,24 @@ func OpenCgroups(o CgroupOptions, _ *slog.Logger) (*Cgroups, CgroupStatus) {
 	return nil, st
 }
 
-func (g *Cgroups) Status() CgroupStatus                                 { return CgroupStatus{Mode: ModeFallback} }
-func (g *Cgroups) Close()                                               {}
-func (g *Cgroups) Dir() string                                          { return "" }
+func (g *Cgroups) Status() CgroupStatus                                  { return CgroupStatus{Mode: ModeFallback} }
+func (g *Cgroups) Close()                                                {}
+func (g *Cgroups) Dir() string                                           { return "" }
 func (g *Cgroups) ReapStale(context.Context, time.Duration) (int, error) { return 0, nil }
 
 func (spec Spec) intoCgroup(*syscall.SysProcAttr) (*sessionCgroup, *os.File, error) {
 	return nil, nil, nil
 }
 
-func (s *sessionCgroup) arm()         {}
+func (s *sessionCgroup) arm()          {}
 func (s *sessionCgroup) remove() error { return nil }
 func (s *sessionCgroup) reladder(context.Context, Ladder) Verdict {
 	return Verdict{Root: Exited, Tree: Unverifiable}
 }
 
-func (c *Child) stopCgroup(context.Context, Ladder) Verdict { return Verdict{Root: Unverifiable, Tree: Unverifiable} }
+func (c *Child) stopCgroup(context.Context, Ladder) Verdict {
+	return Verdict{Root: Unverifiable, Tree: Unverifiable}
+}
 
 // Usage is unavailable outside Linux.
 func (c *Child) Usage() (Usage, bool) { return Usage{}, false }
