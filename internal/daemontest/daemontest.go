@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -48,6 +49,7 @@ type Daemon struct {
 	t        testing.TB
 	exited   chan struct{}
 	exitCode int
+	cgroup   atomic.Pointer[string] // sessiond-<stateId> in cgroup mode (from its log line)
 }
 
 // SyncBuffer is a bytes.Buffer safe for a writer goroutine and readers.
@@ -147,6 +149,7 @@ func (d *Daemon) scanLog(r io.Reader, ready chan<- string) {
 	for sc.Scan() {
 		line := sc.Bytes()
 		d.Log.Write(append(append([]byte{}, line...), '\n'))
+		d.noteCgroup(line)
 		if sent || !bytes.Contains(line, []byte(`"listening"`)) {
 			continue
 		}
@@ -189,6 +192,7 @@ func (d *Daemon) cleanup() {
 	default:
 		d.Kill()
 	}
+	d.removeCgroups()
 	if d.StateID == "" {
 		return
 	}
