@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -194,5 +195,32 @@ func TestE2ECgroupRestartReapsStale(t *testing.T) {
 	last := r.Events[len(r.Events)-3]
 	if last.Type != event.ProviderExited || !strings.Contains(string(last.Data), `"tree":"exited"`) {
 		t.Fatalf("tail after restart: %s %s", last.Type, last.Data)
+	}
+}
+
+// TestE2ECgroupCtlUsage: ctl show and ctl top count a session's processes
+// and memory from its cgroup, the escaped descendant included.
+func TestE2ECgroupCtlUsage(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Options{})
+	requireCgroupMode(t, d)
+	s := openCgSession(t, d, "echo")
+	pidAfter(t, s.turn(t, "/escape"), "escaped=")
+	dir := t.TempDir()
+	code, out, errOut := runCtl(t, d.Socket, dir, "show", s.id)
+	if code != 0 || !regexp.MustCompile(`(?m)^processes\s+2 \(from cgroup\)$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^memory\s+\d+(\.\d)?[KMG] \(from cgroup\)$`).MatchString(out) {
+		t.Fatalf("show: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCtl(t, d.Socket, dir, "--json", "top", "--once", "--interval", "20ms")
+	var rows []struct {
+		Procs  int    `json:"processes"`
+		Memory uint64 `json:"memoryBytes"`
+		From   string `json:"usageFrom"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 1 {
+		t.Fatalf("top: exit %d %q %s", code, out, errOut)
+	}
+	if r := rows[0]; r.Procs != 2 || r.Memory == 0 || r.From != "cgroup" {
+		t.Fatalf("top row %+v: want 2 processes and memory from the cgroup", r)
 	}
 }
