@@ -3,6 +3,7 @@ package daemontest
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -70,3 +71,32 @@ func populated(dir string) bool {
 	b, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
 	return err == nil && strings.Contains(string(b), "populated 1")
 }
+
+// CgroupMembers lists the pids in every session cgroup under a daemon's
+// cgroup directory, and the session cgroups themselves.
+func CgroupMembers(dir string) (pids []int, cgroups []string) {
+	if dir == "" {
+		return nil, nil
+	}
+	filepath.WalkDir(dir, func(p string, de os.DirEntry, err error) error {
+		if err != nil || !de.IsDir() || p == dir {
+			return nil
+		}
+		cgroups = append(cgroups, p)
+		b, err := os.ReadFile(filepath.Join(p, "cgroup.procs"))
+		if err != nil {
+			return nil
+		}
+		for _, f := range strings.Fields(string(b)) {
+			var pid int
+			if _, err := fmt.Sscan(f, &pid); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+		return nil
+	})
+	return pids, cgroups
+}
+
+// Running reports whether pid exists and is not a zombie.
+func Running(pid int) bool { return !isZombie(pid) }
