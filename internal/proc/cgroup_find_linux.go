@@ -152,11 +152,16 @@ func locateConfigured(configured string, mounts []cgMount) (dir, rel string, own
 // cutCgroupPrefix is p below prefix (path-wise), as a relative path.
 func cutCgroupPrefix(p, prefix string) (string, bool) {
 	if prefix == "/" {
-		return strings.TrimPrefix(p, "/"), strings.HasPrefix(p, "/")
+		if rest, ok := strings.CutPrefix(p, "/"); ok {
+			return rest, true
+		}
+		return "", false
 	}
 	if p == prefix {
 		return "", true
 	}
-	rest, ok := strings.CutPrefix(p, prefix+"/")
-	return rest, ok
+	if rest, ok := strings.CutPrefix(p, prefix+"/"); ok {
+		return rest, true
+	}
+	return "", false
 }

@@ -121,8 +121,13 @@ func (g *Cgroups) enableControllers(base string, own bool, l Limits) ([]string, 
 	return enabled, notes
 }
 
-// moveSelf moves the daemon into base/daemon (delegation's usual layout).
+// moveSelf moves the daemon into base/daemon (delegation's usual layout),
+// when it is the only process in base (a service's cgroup); other
+// processes there are not ours to move.
 func (g *Cgroups) moveSelf(base string) error {
+	if pids, err := members(base); err != nil || len(pids) != 1 || pids[0] != os.Getpid() {
+		return fmt.Errorf("%s holds processes other than the daemon (%d): no controller can be handed down", base, len(pids))
+	}
 	leaf := filepath.Join(base, "daemon")
 	if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return err
