@@ -69,13 +69,9 @@ func benchCgroup(ctx context.Context, b *bench) ([]figure, error) {
 		info("cgroup.close_tree_exited_orphan_p50", ms(pct(cg.orph, 50)), "ms"),
 		info("fallback.close_tree_exited_orphan_p50", ms(pct(fb.orph, 50)), "ms"),
 	}
-	var wake [2]float64
-	for i, s := range sides {
-		w, err := heldWakeups(ctx, s.c, s.d, b)
-		if err != nil {
-			return figs, err
-		}
-		wake[i] = w
+	wake, err := heldWakeups(ctx, b, sides[0].c, sides[0].d, sides[1].c, sides[1].d)
+	if err != nil {
+		return figs, err
 	}
 	n := b.sz.idleSessions
 	figs = append(figs, atMost(fmt.Sprintf("cgroup.wakeups_%dheld", n), wake[0], "/s", wake[1]+1),
@@ -122,37 +118,54 @@ func holdClose(ctx context.Context, c *rpc.Client, cwd, text string) (hold, cl t
 	return hold, cl, nil
 }
 
-// heldWakeups holds idleSessions echo sessions and measures the daemon's
-// context switches per second over the idle window, then closes them.
-func heldWakeups(ctx context.Context, c *rpc.Client, d *daemon, b *bench) (float64, error) {
-	ids := make([]string, b.sz.idleSessions)
-	for i := range ids {
-		var si api.SessionInfo
-		if err := c.Call(ctx, "agentSession.create", api.CreateParams{Provider: "echo", Cwd: b.root}, &si); err != nil {
-			return 0, err
+// heldWakeups holds idleSessions echo sessions in each daemon, then reads
+// both daemons' context switches per second over the same idle window (so
+// neither is measured in the other's after-start noise), then closes them.
+func heldWakeups(ctx context.Context, b *bench, c0 *rpc.Client, d0 *daemon, c1 *rpc.Client, d1 *daemon) ([2]float64, error) {
+	var out [2]float64
+	cs, ds := []*rpc.Client{c0, c1}, []*daemon{d0, d1}
+	ids := [2][]string{}
+	for i, c := range cs {
+		for range b.sz.idleSessions {
+			var si api.SessionInfo
+			if err := c.Call(ctx, "agentSession.create", api.CreateParams{Provider: "echo", Cwd: b.root}, &si); err != nil {
+				return out, err
+			}
+			ids[i] = append(ids[i], si.SessionID)
 		}
-		ids[i] = si.SessionID
-	}
-	if err := each(ids, func(id string) error {
-		return c.Call(ctx, "agentSession.hold", api.HoldParams{SessionID: id, HolderID: "w"}, nil)
-	}); err != nil {
-		return 0, err
+		if err := each(ids[i], func(id string) error {
+			return c.Call(ctx, "agentSession.hold", api.HoldParams{SessionID: id, HolderID: "w"}, nil)
+		}); err != nil {
+			return out, err
+		}
 	}
 	time.Sleep(time.Second) // let the starts settle before the window
-	a, err := readUsage(d.pid())
-	if err != nil {
-		return 0, err
+	var a [2]usage
+	for i, d := range ds {
+		u, err := readUsage(d.pid())
+		if err != nil {
+			return out, err
+		}
+		a[i] = u
 	}
 	t0 := time.Now()
 	time.Sleep(b.sz.idleFor) // the idle window itself
-	z, err := readUsage(d.pid())
-	if err != nil {
-		return 0, err
+	el := time.Since(t0).Seconds()
+	for i, d := range ds {
+		z, err := readUsage(d.pid())
+		if err != nil {
+			return out, err
+		}
+		out[i] = float64(z.switches-a[i].switches) / el
 	}
-	w := float64(z.switches-a.switches) / time.Since(t0).Seconds()
-	return w, each(ids, func(id string) error {
-		return c.Call(ctx, "agentSession.close", api.SessionParams{SessionID: id}, &api.CloseResult{})
-	})
+	for i, c := range cs {
+		if err := each(ids[i], func(id string) error {
+			return c.Call(ctx, "agentSession.close", api.SessionParams{SessionID: id}, &api.CloseResult{})
+		}); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
 }
 
 // each runs f over ids from 8 goroutines; the first error wins.
