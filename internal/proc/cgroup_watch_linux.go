@@ -3,7 +3,6 @@
 package proc
 
 import (
-	"errors"
 	"os"
 	"sync"
 	"unsafe"
@@ -61,10 +60,8 @@ func (w *watcher) loop() {
 	for {
 		n, err := w.f.Read(buf)
 		if err != nil {
-			if !errors.Is(err, os.ErrClosed) {
-				// nothing more can be learned: waits fall back to their timeouts
-				return
-			}
+			// closed (Close), or nothing more can be learned: every wait on
+			// this watcher falls back to its own timeout
 			return
 		}
 		for off := 0; off+unix.SizeofInotifyEvent <= n; {
