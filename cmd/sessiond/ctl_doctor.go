@@ -96,6 +96,7 @@ func doctorOnline(e *ctlEnv, c *rpc.Client, rep *doctorReport) int {
 	rep.add(doctorCheck{Name: "daemon", Detail: fmt.Sprintf("pid %d, version %s, %d sessions (%d live)",
 		st.PID, st.Version, st.Sessions.Stored, st.Sessions.Live)})
 	rep.add(doctorCheck{Name: "schema", Detail: "checked by the running daemon (it refuses a newer schema)"})
+	rep.add(doctorSupervision(st.Supervision))
 
 	leases := doctorCheck{Name: "leases"}
 	turns := doctorCheck{Name: "open-turns"}

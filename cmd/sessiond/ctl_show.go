@@ -34,6 +34,13 @@ func printSession(tw *tabwriter.Writer, s api.SessionInfo) {
 	fmt.Fprintf(tw, "holders\t%s\n", dash(holderList(s.Holders, ", ")))
 	fmt.Fprintf(tw, "subscribers\t%d\n", s.Subscribers)
 	fmt.Fprintf(tw, "pid\t%s\n", pidText(s.PID))
+	if u, ok := sessionUsage(s); ok {
+		fmt.Fprintf(tw, "processes\t%d (from %s)\n", u.Procs, u.Source)
+		fmt.Fprintf(tw, "memory\t%s (from %s)\n", bytesText(u.Memory), u.Source)
+	}
+	if s.Cgroup != "" {
+		fmt.Fprintf(tw, "cgroup\t%s\n", termSafe(s.Cgroup))
+	}
 	fmt.Fprintf(tw, "thread\t%s\n", dash(termSafe(s.ThreadID)))
 	fmt.Fprintf(tw, "turn running\t%v\n", s.TurnRunning)
 	if s.ReleaseAt != nil {

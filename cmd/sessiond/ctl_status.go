@@ -28,5 +28,6 @@ func ctlStatus(e *ctlEnv, args []string) int {
 		fmt.Fprintf(tw, "sessions\t%d stored, %d live\n", st.Sessions.Stored, st.Sessions.Live)
 		fmt.Fprintf(tw, "connections\t%d\n", st.Connections)
 		fmt.Fprintf(tw, "providers\t%s\n", holderList(st.Providers, ", "))
+		fmt.Fprintf(tw, "supervision\t%s\n", termSafe(doctorSupervision(st.Supervision).Detail))
 	})
 }

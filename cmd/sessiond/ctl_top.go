@@ -39,8 +39,11 @@ type topRow struct {
 	Title        string  `json:"title"`
 	PID          int     `json:"pid"`
 	RSS          uint64  `json:"rssBytes"`
-	CPU          float64 `json:"cpuPercent"` // of one CPU, over the interval
-	Turns        int     `json:"turns"`      // turn.started events in the journal
+	Memory       uint64  `json:"memoryBytes"` // the whole tree: the cgroup's memory.current, else RSS summed
+	Procs        int     `json:"processes"`   // the whole tree: the cgroup's members, else root + descendants
+	UsageFrom    string  `json:"usageFrom"`   // cgroup | proc
+	CPU          float64 `json:"cpuPercent"`  // of one CPU, over the interval
+	Turns        int     `json:"turns"`       // turn.started events in the journal
 	TurnRunning  bool    `json:"turnRunning"`
 	EventsPerSec float64 `json:"eventsPerSec"`
 	Gone         bool    `json:"gone,omitempty"` // the process could not be read
@@ -112,6 +115,9 @@ func (st *topState) sample(e *ctlEnv, c *rpc.Client) (topState, error) {
 		r := topRow{SessionID: s.SessionID, Provider: s.Provider, Title: s.Title, PID: s.PID, TurnRunning: s.TurnRunning,
 			lastSeq: s.LastSeq, Turns: st.turns[s.SessionID]}
 		r.RSS, r.cpuTime, r.Gone = procFigures(s.PID)
+		if u, ok := sessionUsage(s); ok {
+			r.Memory, r.Procs, r.UsageFrom = u.Memory, u.Procs, u.Source
+		}
 		out.rows[s.SessionID] = r
 	}
 	return out, nil
@@ -194,7 +200,7 @@ func printTop(e *ctlEnv, rows []topRow, clear bool) int {
 
 func writeTopTable(w io.Writer, rows []topRow) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tPROVIDER\tPID\tRSS\tCPU%\tTURNS\tTURN\tEVENTS/S\tTITLE")
+	fmt.Fprintln(tw, "ID\tPROVIDER\tPID\tRSS\tMEM\tPROCS\tCPU%\tTURNS\tTURN\tEVENTS/S\tTITLE")
 	for _, r := range rows {
 		rss, cpu := "-", "-"
 		if !r.Gone {
@@ -204,7 +210,8 @@ func writeTopTable(w io.Writer, rows []topRow) {
 		if r.TurnRunning {
 			turn = "running"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\t%.1f\t%s\n", termSafe(r.SessionID), termSafe(r.Provider), r.PID, rss, cpu,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\t%d\t%s\t%.1f\t%s\n", termSafe(r.SessionID), termSafe(r.Provider), r.PID, rss,
+			bytesText(r.Memory), r.Procs, cpu,
 			r.Turns, turn, r.EventsPerSec, dash(termSafe(r.Title)))
 	}
 	tw.Flush()

@@ -52,11 +52,11 @@ func TestE2ECtlTop(t *testing.T) {
 		t.Fatalf("top --once: exit %d %s", code, errOut)
 	}
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	if len(lines) != 2 || !regexp.MustCompile(`^ID\s+PROVIDER\s+PID\s+RSS\s+CPU%\s+TURNS\s+TURN\s+EVENTS/S\s+TITLE$`).MatchString(lines[0]) {
+	if len(lines) != 2 || !regexp.MustCompile(`^ID\s+PROVIDER\s+PID\s+RSS\s+MEM\s+PROCS\s+CPU%\s+TURNS\s+TURN\s+EVENTS/S\s+TITLE$`).MatchString(lines[0]) {
 		t.Fatalf("top --once: want a header and one live session:\n%s", out)
 	}
 	row := regexp.MustCompile(`^` + regexp.QuoteMeta(live.SessionID) + `\s+echo\s+` + strconv.Itoa(h.PID) +
-		`\s+\d+(\.\d)?[KMG]\s+\d+\.\d\s+2\s+-\s+\d+\.\d\s+-$`)
+		`\s+\d+(\.\d)?[KMG]\s+\d+(\.\d)?[KMG]\s+1\s+\d+\.\d\s+2\s+-\s+\d+\.\d\s+-$`)
 	if !row.MatchString(lines[1]) {
 		t.Fatalf("row %q: want id, echo, pid %d, RSS, CPU, 2 turns, no turn running, events/s", lines[1], h.PID)
 	}

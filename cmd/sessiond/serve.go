@@ -122,11 +122,13 @@ func (d *daemon) run() error {
 		log.Error("bad provider configuration", "err", err.Error())
 		return err
 	}
+	cgroups, supervision := d.openCgroups(st.StateID)
+	defer cgroups.Close() // after the host's shutdown: every session cgroup is gone by then
 	h, err := host.New(host.Options{
 		Store: st, Journal: j, Providers: providers,
 		IdleTimeout: d.cfg.IdleTimeout, StartTimeout: d.cfg.StartTimeout, StepTimeout: d.cfg.StepTimeout,
 		Ladder: proc.Ladder{Grace: d.cfg.Ladder.Grace, TermTimeout: d.cfg.Ladder.TermTimeout, KillTimeout: d.cfg.Ladder.KillTimeout},
-		Logger: log,
+		Logger: log, Cgroups: cgroups,
 	})
 	if err != nil {
 		log.Error("cannot start the host", "err", err.Error())
@@ -155,7 +157,8 @@ func (d *daemon) run() error {
 		MaxOutboundBytes: d.cfg.MaxOutboundBytes, MaxConnections: maxConns,
 		InitializeTimeout: d.cfg.InitializeTimeout,
 		Version:           version(), Socket: d.socket, StateDir: d.stateDir, StateID: st.StateID, StartedAt: time.Now(),
-		OnShutdown: func() { once.Do(func() { close(shutdown) }) }, Logger: log,
+		Supervision: supervision,
+		OnShutdown:  func() { once.Do(func() { close(shutdown) }) }, Logger: log,
 	})
 	served := make(chan error, 1)
 	listen := func(context.Context) error {

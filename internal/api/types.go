@@ -52,6 +52,9 @@ type SessionInfo struct {
 	// LastActivityAt is the time of the journal's last event (absent for
 	// an empty journal).
 	LastActivityAt *time.Time `json:"lastActivityAt,omitempty"`
+	// Cgroup is the live child's cgroup v2 directory (cgroup mode only):
+	// ctl show/top read its memory and process count there.
+	Cgroup string `json:"cgroup,omitempty"`
 }
 
 // CreateParams is agentSession.create's params.

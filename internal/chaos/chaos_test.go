@@ -23,6 +23,7 @@ var (
 	rounds = flag.Int("rounds", 10, "kill/restart rounds")
 	seed   = flag.Int64("seed", 0, "random seed (0: from the clock); printed to replay a run")
 	attack = flag.Bool("hostile", true, "run a hostile client beside the workers")
+	mode   = flag.String("mode", "cgroup", "supervision mode the daemon must run in: cgroup (the workload adds /escape) or fallback")
 )
 
 func TestMain(m *testing.M) {
@@ -67,7 +68,9 @@ func TestChaos(t *testing.T) {
 		tot.violations += len(vs)
 	}
 
-	d := daemontest.Start(t, daemontest.Options{Config: chaosConfig})
+	cfg := chaosSetup(t)
+	d := daemontest.Start(t, daemontest.Options{Config: cfg})
+	requireMode(t, d)
 	stateDir := d.StateDir
 	for round := 1; round <= *rounds; round++ {
 		// Workload, then SIGKILL at a random moment of it.
@@ -89,11 +92,14 @@ func TestChaos(t *testing.T) {
 		close(stop)
 		wg.Wait()
 		// Processes the dead daemon left: the restart must reap them.
-		tot.orphans += len(daemontest.TaggedProcesses(d.StateID))
+		left := leftBehind(d)
+		tot.orphans += len(left)
 
-		d = daemontest.Start(t, daemontest.Options{Config: chaosConfig, StateDir: stateDir})
+		d = daemontest.Start(t, daemontest.Options{Config: cfg, StateDir: stateDir})
+		requireMode(t, d)
 		c := d.Client(t)
 		vs := rec.takeViolations()
+		vs = append(vs, checkReaped(d, left)...)
 		if pids := daemontest.TaggedProcesses(d.StateID); len(pids) != 0 {
 			vs = append(vs, fmt.Sprintf("tagged processes alive right after restart, before any hold: %v\n%s", pids, d.Log.String()))
 		}
@@ -102,6 +108,7 @@ func TestChaos(t *testing.T) {
 		tot.turnsChecked += turns
 		vs = append(vs, more...)
 		vs = append(vs, holdEach(t, c, d.StateID, p.all())...)
+		vs = append(vs, checkNoCgroups(d)...)
 		report(round, vs)
 		tot.rounds = round
 		if t.Failed() && testing.Short() {

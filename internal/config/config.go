@@ -92,6 +92,11 @@ type Config struct {
 
 	MaxOutboundBytes int64 // max_outbound_bytes
 	MaxConnections   int   // max_connections
+
+	// CgroupRoot is a cgroup v2 directory the daemon may create its
+	// sessions' cgroups in (cgroup_root); "" uses the daemon's own cgroup.
+	CgroupRoot string
+	Limits     Limits // [limits]: per-session caps; none by default
 }
 
 // lookPath finds codex and claude; a variable so tests can pretend it is (not) installed.
@@ -156,6 +161,8 @@ type file struct {
 	MaxConnections  *int64                  `toml:"max_connections"`
 	Ladder          fileLadder              `toml:"ladder"`
 	Providers       map[string]fileProvider `toml:"providers"`
+	CgroupRoot      *string                 `toml:"cgroup_root"`
+	Limits          fileLimits              `toml:"limits"`
 }
 
 // Load reads path over the defaults. explicit says the path was named
@@ -264,5 +271,5 @@ func Parse(text string, c *Config) error {
 		}
 		c.Providers[name] = p
 	}
-	return nil
+	return applyCgroup(f, c)
 }

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -49,6 +50,7 @@ type Daemon struct {
 	t        testing.TB
 	exited   chan struct{}
 	exitCode int
+	cgroup   atomic.Pointer[string] // sessiond-<stateId> in cgroup mode (from its log line)
 }
 
 // SyncBuffer is a bytes.Buffer safe for a writer goroutine and readers.
@@ -148,6 +150,7 @@ func (d *Daemon) scanLog(r io.Reader, ready chan<- string) {
 	for sc.Scan() {
 		line := sc.Bytes()
 		d.Log.Write(append(append([]byte{}, line...), '\n'))
+		d.noteCgroup(line)
 		if sent || !bytes.Contains(line, []byte(`"listening"`)) {
 			continue
 		}
@@ -190,6 +193,7 @@ func (d *Daemon) cleanup() {
 	default:
 		d.Kill()
 	}
+	d.removeCgroups()
 	if d.StateID == "" {
 		return
 	}

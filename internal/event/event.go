@@ -138,6 +138,9 @@ type ProviderExitedData struct {
 	Code     *int    `json:"code"`
 	Signal   *string `json:"signal"`
 	Expected bool    `json:"expected"`
+	// Limit names the cgroup limit the child hit before it exited on its
+	// own (memory_limit | pids_limit), when it did.
+	Limit string `json:"limit,omitempty"`
 }
 
 // SessionEndedData is the data of session.ended.

@@ -42,6 +42,8 @@ type entry struct {
 	retry     int        // failed evictions in a row
 	retryWhy  evictCause // the cause a retry evicts with
 	pid       int
+	cgroup    string // the live child's cgroup (cgroup mode)
+	limitHit  string // the last limit code the live child's cgroup reported
 	fence     uint64
 	threadID  string
 	// stopper is the live child's adapter, reachable without the session

@@ -181,7 +181,7 @@ func (h *Host) stepStop(ctx context.Context, e *entry) error {
 	if v.Tree != proc.Exited {
 		h.log.Warn("provider tree not proven gone; bounded cleanup takes it", "session_id", e.id,
 			"survivors", len(v.Survivors))
-		h.cleanup.Add(proc.Tags{SessionID: e.id, Fence: e.fence, StateID: h.st.StateID}, v.Survivors)
+		h.cleanup.AddVerdict(proc.Tags{SessionID: e.id, Fence: e.fence, StateID: h.st.StateID}, v)
 	}
 	return nil
 }
@@ -235,6 +235,11 @@ func (h *Host) stepDrain(ctx context.Context, e *entry, cause evictCause) error 
 // exitData is provider.exited's payload, also kept as the record's lastExit.
 func (h *Host) exitData(e *entry, cause evictCause) event.ProviderExitedData {
 	d := event.ProviderExitedData{Root: "exited", Tree: "exited", Expected: cause.expected()}
+	if !d.Expected {
+		h.mu.Lock()
+		d.Limit = e.limitHit // it died having hit its cgroup's limit
+		h.mu.Unlock()
+	}
 	if v := e.verdict; v != nil {
 		d.Root, d.Tree, d.Code = v.Root.String(), v.Tree.String(), v.Code
 		if v.Signal != "" {

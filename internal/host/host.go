@@ -63,6 +63,9 @@ type Options struct {
 	// RequestTimeout bounds each request to a provider (0: the provider
 	// package's default).
 	RequestTimeout time.Duration
+	// Cgroups, when set, is cgroup mode: each child is spawned into a
+	// cgroup of its own, and the startup reap empties a crashed run's.
+	Cgroups *proc.Cgroups
 }
 
 // Host is the session map. It implements api.Backend.

@@ -158,6 +158,7 @@ func (h *Host) info(r store.Record) api.SessionInfo {
 			si.State = StateEvicting.String()
 		}
 		si.PID = e.pid
+		si.Cgroup = e.cgroup
 		if e.threadID != "" {
 			si.ThreadID = e.threadID
 		}

@@ -125,6 +125,7 @@ func (h *Host) startLocked(ctx context.Context, e *entry) (err error) {
 func (h *Host) launchLocked(ctx context.Context, e *entry, prov Provider, fence uint64, threadID string,
 	replaces *event.ThreadReplacedData) (provider.StartResult, error) {
 	spec := h.spec(e.rec, prov, fence)
+	spec.OnLimit = h.onLimit(e, e.sink)
 	if threadID != "" && prov.ResumeArgs != nil {
 		spec.Args = append(spec.Args, prov.ResumeArgs(threadID)...)
 	}
@@ -142,6 +143,7 @@ func (h *Host) launchLocked(ctx context.Context, e *entry, prov Provider, fence 
 	})
 	h.mu.Lock()
 	e.pid = child.Identity().PID
+	e.cgroup, e.limitHit = child.Cgroup(), ""
 	e.stopper = e.adapter
 	h.mu.Unlock()
 	h.wg.Add(1)
@@ -217,6 +219,7 @@ func (h *Host) spec(rec store.Record, prov Provider, fence uint64) proc.Spec {
 		Tags:        proc.Tags{SessionID: rec.ID, Fence: fence, StateID: h.st.StateID},
 		StderrBytes: 16 << 10,
 		Logger:      h.log, // the ladder logs every signal it sends
+		Cgroups:     h.o.Cgroups,
 	}
 }
 

@@ -49,6 +49,17 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 	if err != nil {
 		return "reaped", 0, fmt.Errorf("list leases: %w", err)
 	}
+	reaped := 0
+	if h.o.Cgroups != nil {
+		// Membership survives the daemon's death: emptying the crashed
+		// run's session cgroups stops every process it left, detached or
+		// not; the lease loop below then finds the owners gone.
+		n, err := h.o.Cgroups.ReapStale(ctx, h.stopTimeout())
+		if err != nil {
+			h.log.Error("stale session cgroups not all emptied", "err", err)
+		}
+		reaped += n
+	}
 	tagged, scanErr := proc.ScanTagged(h.st.StateID)
 	if scanErr != nil {
 		h.log.Warn("cannot enumerate processes: tagged orphans are not checked", "err", scanErr)
@@ -57,7 +68,6 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 	for _, t := range tagged {
 		bySession[t.SessionID] = append(bySession[t.SessionID], t)
 	}
-	reaped := 0
 	for id, rec := range leases {
 		if rec.Status == lease.Released {
 			continue

@@ -55,6 +55,7 @@ type Cleanup struct {
 
 type cleanupEntry struct {
 	tags      Tags
+	cg        *sessionCgroup // cgroup mode: the cgroup still populated
 	survivors []Identity
 	added     time.Time
 	attempt   int // index into CleanupSchedule of the next attempt
@@ -71,7 +72,13 @@ func NewCleanup(l Ladder, clock Clock, log *slog.Logger) *Cleanup {
 }
 
 // Add takes a tree not proven gone: its survivors and the session's tags.
-func (c *Cleanup) Add(tags Tags, survivors []Identity) {
+func (c *Cleanup) Add(tags Tags, survivors []Identity) { c.add(tags, survivors, nil) }
+
+// AddVerdict takes the tree of a verdict whose Tree is not Exited: in
+// cgroup mode its cgroup (re-laddered by cgroup.kill), else its survivors.
+func (c *Cleanup) AddVerdict(tags Tags, v Verdict) { c.add(tags, v.Survivors, v.cgroup) }
+
+func (c *Cleanup) add(tags Tags, survivors []Identity, cg *sessionCgroup) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -80,7 +87,7 @@ func (c *Cleanup) Add(tags Tags, survivors []Identity) {
 		return
 	}
 	c.next++
-	e := &cleanupEntry{tags: tags, survivors: append([]Identity(nil), survivors...), added: c.clock.Now()}
+	e := &cleanupEntry{tags: tags, cg: cg, survivors: append([]Identity(nil), survivors...), added: c.clock.Now()}
 	c.entries[c.next] = e
 	c.scheduleLocked(c.next, e)
 	c.log.Info("cleanup scheduled", "session_id", tags.SessionID, "fence", tags.Fence,
@@ -131,6 +138,9 @@ func (c *Cleanup) attempt(ctx context.Context, e *cleanupEntry) Verdict {
 	budget := c.l.TermTimeout + c.l.KillTimeout + time.Second
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
+	if e.cg != nil {
+		return e.cg.reladder(ctx, c.l)
+	}
 	return c.reap(ctx, c.log, e.survivors, e.tags, c.l)
 }
 

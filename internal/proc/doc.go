@@ -144,6 +144,8 @@ type Verdict struct {
 	Signal     string // signal that ended the root ("SIGKILL"), when known
 	Signalled  bool   // whether any signal was sent to anyone
 	Survivors  []Identity
+
+	cgroup *sessionCgroup // cgroup mode: the cgroup still populated (Tree not Exited)
 }
 
 // Exit is how a waited-on child ended.

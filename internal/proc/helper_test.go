@@ -106,6 +106,22 @@ func helperMain(mode string) int {
 		fmt.Printf("ready %d\n", pid)
 		io.Copy(io.Discard, os.Stdin)
 		return 0
+	case "escape":
+		// a descendant that escapes the inferred tree: started by an
+		// intermediate that exits (so it is no descendant of ours), in a
+		// new session, env tags scrubbed, stdio on /dev/null, SIGTERM ignored
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), "PROC_HELPER=escape-mid")
+		out, err := cmd.Output()
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("ready %s\n", strings.TrimSpace(string(out)))
+		io.Copy(io.Discard, os.Stdin)
+		return 0
+	case "escape-mid":
+		fmt.Println(startGrandchild("orphan-scrubbed"))
+		return 0
 	}
 	fmt.Fprintln(os.Stderr, "unknown helper", mode)
 	return 2
@@ -178,12 +194,18 @@ func testTags(t *testing.T) Tags {
 // carrying its session tag may remain.
 func spawnHelper(t *testing.T, mode string) *helper {
 	t.Helper()
+	return spawnHelperIn(t, mode, nil)
+}
+
+// spawnHelperIn is spawnHelper in cgroup mode when g is not nil.
+func spawnHelperIn(t *testing.T, mode string, g *Cgroups) *helper {
+	t.Helper()
 	tags := testTags(t)
 	c, err := Spawn(Spec{
 		Path: os.Args[0], Args: []string{"-test.run=^$"},
 		Env: append(os.Environ(), "PROC_HELPER="+mode, "PROC_TEST_PID="+strconv.Itoa(os.Getpid()),
 			"GORACE=atexit_sleep_ms=0"), // a race-built helper would linger 1 s at exit
-		Tags: tags, Dir: t.TempDir(),
+		Tags: tags, Dir: t.TempDir(), Cgroups: g,
 	})
 	if err != nil {
 		t.Fatalf("Spawn %s: %v", mode, err)

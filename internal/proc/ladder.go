@@ -251,6 +251,12 @@ func (x *run) verdict() Verdict {
 // with nothing left behind gets no signal. When ctx ends, Stop sends no
 // further signal and returns what is proven so far.
 func (c *Child) Stop(ctx context.Context, l Ladder) Verdict {
+	if c.cg != nil {
+		if err := c.stdin.Close(); err != nil && !isClosed(err) {
+			c.log.Debug("close stdin", "pid", c.id.PID, "err", err)
+		}
+		return c.stopCgroup(ctx, l)
+	}
 	x := newRun(c.log, c, Identity{}, c.tags)
 	defer x.close()
 	x.q.group, x.q.sid = c.id.PID, c.sid

@@ -29,6 +29,13 @@ type Spec struct {
 	Tags        Tags
 	StderrBytes int          // size of the stderr tail ring; 0 means DefaultStderrBytes
 	Logger      *slog.Logger // ladder steps are logged here; nil discards
+	// Cgroups, when set (cgroup mode), spawns the child directly into a
+	// cgroup of its own under it, named from Tags' session id and fence.
+	Cgroups *Cgroups
+	// OnLimit is called (from the watcher's goroutine) with LimitMemory or
+	// LimitPids each time the cgroup's limit is hit (an OOM kill, a
+	// refused fork).
+	OnLimit func(code string)
 }
 
 // Child is a started provider process that we wait on.
@@ -41,6 +48,7 @@ type Child struct {
 	stdin  *os.File
 	stdout *os.File
 	stderr *ring
+	cg     *sessionCgroup // cgroup mode: the child's cgroup
 
 	exited chan struct{}
 	exit   Exit // written before exited is closed
@@ -81,6 +89,11 @@ func Spawn(spec Spec) (*Child, error) {
 	cmd.Dir = spec.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cg, cgf, err := spec.intoCgroup(cmd.SysProcAttr)
+	if err != nil {
+		closeAll(inR, inW, outR, outW, errR, errW)
+		return nil, fmt.Errorf("%w: %s: %w", ErrSpawn, spec.Path, err)
+	}
 
 	registry.Lock()
 	err = cmd.Start()
@@ -89,11 +102,21 @@ func Spawn(spec Spec) (*Child, error) {
 	}
 	registry.Unlock()
 	closeAll(inR, outW, errW) // the child's ends
+	if cgf != nil {
+		cgf.Close()
+	}
 	if err != nil {
 		closeAll(inW, outR, errR)
+		if cg != nil {
+			cg.remove()
+		}
 		return nil, fmt.Errorf("%w: %s: %w", ErrSpawn, spec.Path, err)
 	}
+	if cg != nil {
+		cg.arm()
+	}
 	c := &Child{
+		cg:  cg,
 		cmd: cmd, tags: spec.Tags, stdin: inW, stdout: outR,
 		stderr: newRing(spec.StderrBytes), exited: make(chan struct{}),
 		log: orDiscard(spec.Logger),

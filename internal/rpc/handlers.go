@@ -32,7 +32,7 @@ func hStatus(_ context.Context, c *conn, params json.RawMessage) (any, error) {
 		Version: s.o.Version, ProtocolVersion: api.ProtocolVersion, PID: os.Getpid(),
 		StartedAt: s.o.StartedAt.UTC().Format(time.RFC3339Nano), Socket: s.o.Socket,
 		StateDir: s.o.StateDir, StateID: s.o.StateID, Sessions: s.o.Backend.Counts(),
-		Connections: s.openConns(), Providers: providers,
+		Connections: s.openConns(), Providers: providers, Supervision: supervision(s.o.Supervision),
 	}, nil
 }
 
@@ -201,4 +201,15 @@ func hRespond(ctx context.Context, c *conn, params json.RawMessage) (any, error)
 		}
 	}
 	return struct{}{}, c.srv.o.Backend.Respond(ctx, p)
+}
+
+// supervision is the status's supervision with its lists never null.
+func supervision(s api.Supervision) api.Supervision {
+	if s.Mode == "" {
+		s.Mode, s.Reason = "fallback", "not configured"
+	}
+	if s.Controllers == nil {
+		s.Controllers = []string{}
+	}
+	return s
 }

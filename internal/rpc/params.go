@@ -93,4 +93,5 @@ type Status struct {
 	Sessions        api.SessionCounts `json:"sessions"`
 	Connections     int               `json:"connections"`
 	Providers       []string          `json:"providers"`
+	Supervision     api.Supervision   `json:"supervision"`
 }

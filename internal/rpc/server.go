@@ -36,6 +36,9 @@ type ServerOptions struct {
 	StateDir          string
 	StateID           string
 	StartedAt         time.Time
+	// Supervision is daemon.status's supervision (the cgroup or fallback
+	// mode and why).
+	Supervision api.Supervision
 	// OnShutdown runs (in its own goroutine) after daemon.shutdown's reply
 	// was written.
 	OnShutdown func()

@@ -17,6 +17,16 @@
 //	                 that ignores SIGTERM and sleeps forever
 //	/forget          delete this thread's file after the turn, so the next
 //	                 thread/resume answers threadNotFound
+//	/escape          start a descendant that escapes an inferred tree: an
+//	                 intermediate in a new session (stdio on /dev/null, empty
+//	                 env) starts it and exits; it ignores SIGTERM and sleeps
+//	                 forever. The answer ends with " escaped=<pid>"
+//	/hog N           start a process that allocates and touches N MiB (≤ 4096)
+//	                 and sleeps. The answer ends with " hog=<pid>"
+//	/forkbomb N      start a shell (new session, stdio on /dev/null, env
+//	                 scrubbed) that starts N sleeping processes as fast as it
+//	                 can, going on past refused forks (N ≤ 4096). The answer
+//	                 ends with " forkbomb=<shell pid>"
 //
 // Flags: --home DIR (default $SESSIOND_ECHO_HOME, else
 // $TMPDIR/sessiond-echo-<uid>), --ignore-sigterm, --ignore-eof,
@@ -54,6 +64,8 @@ type config struct {
 	ignoreEOF     bool
 	exitAtStart   bool
 	orphanChild   bool
+	escapeStage   int
+	hogMiB        int
 	slowStart     int
 }
 
@@ -69,8 +81,16 @@ func Main(args []string, stdin io.Reader, stdout io.Writer) int {
 	fs.BoolVar(&cfg.exitAtStart, "exit-at-start", false, "exit 2 immediately")
 	fs.IntVar(&cfg.slowStart, "slow-start", 0, "sleep MS milliseconds before reading stdin")
 	fs.BoolVar(&cfg.orphanChild, orphanFlag[2:], false, "internal: be a /orphan descendant")
+	fs.IntVar(&cfg.escapeStage, escapeFlag[2:], 0, "internal: be a stage of an /escape descendant")
+	fs.IntVar(&cfg.hogMiB, hogFlag[2:], 0, "internal: be a /hog process holding this many MiB")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
+	}
+	if cfg.hogMiB > 0 {
+		return hog(min(cfg.hogMiB, maxHogMiB))
+	}
+	if cfg.escapeStage > 0 {
+		return escapeStage(cfg.escapeStage)
 	}
 	if cfg.orphanChild {
 		signal.Ignore(syscall.SIGTERM)

@@ -1,6 +1,7 @@
 package echo
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -22,6 +23,9 @@ type directives struct {
 	ask        bool
 	floodN     int
 	floodBytes int
+	escape     bool
+	forkbomb   int // processes /forkbomb starts
+	hogMiB     int // memory /hog holds
 }
 
 func parseDirectives(text string) directives {
@@ -61,6 +65,18 @@ func parseDirectives(text string) directives {
 			}
 		case "/ask":
 			d.ask = true
+		case "/escape":
+			d.escape = true
+		case "/hog":
+			if n, ok := num(i + 1); ok && n > 0 {
+				d.hogMiB = min(n, maxHogMiB)
+				i++
+			}
+		case "/forkbomb":
+			if n, ok := num(i + 1); ok && n > 0 {
+				d.forkbomb = min(n, maxForkbomb)
+				i++
+			}
 		case "/flood":
 			if n, ok := num(i + 1); ok {
 				d.floodN, d.floodBytes = n, 8
@@ -109,6 +125,15 @@ func (s *server) runTurn(th *thread, tu *activeTurn, text string) {
 		s.spawnOrphan()
 	}
 	answer := "echo: " + text
+	if d.escape {
+		answer += fmt.Sprintf(" escaped=%d", s.spawnEscape())
+	}
+	if d.hogMiB > 0 {
+		answer += fmt.Sprintf(" hog=%d", s.spawnHog(d.hogMiB))
+	}
+	if d.forkbomb > 0 {
+		answer += fmt.Sprintf(" forkbomb=%d", s.spawnForkbomb(d.forkbomb))
+	}
 	if d.approve {
 		ch := s.request("item/commandExecution/requestApproval", with("itemId", tu.id+"_cmd", "command", "echo approve",
 			"cwd", th.cwd, "reason", "the echo provider asks (/approve)", "startedAtMs", time.Now().UnixMilli()))

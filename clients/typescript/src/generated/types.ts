@@ -40,6 +40,7 @@ export interface SessiondWireTypes {
   SessionParams?: SessionParams;
   Status?: Status;
   StepResult?: StepResult;
+  Supervision?: Supervision;
   ThreadReplacedData?: ThreadReplacedData;
   TurnCompletedData?: TurnCompletedData;
   TurnDiffData?: TurnDiffData;
@@ -105,6 +106,7 @@ export interface Event {
  * via the `definition` "SessionInfo".
  */
 export interface SessionInfo {
+  cgroup?: string;
   createdAt: string;
   cwd: string;
   fence: number;
@@ -320,6 +322,7 @@ export interface PlanStep {
 export interface ProviderExitedData {
   code: number | null;
   expected: boolean;
+  limit?: string;
   root: string;
   signal: string | null;
   tree: string;
@@ -426,7 +429,22 @@ export interface Status {
   startedAt: string;
   stateDir: string;
   stateId: string;
+  supervision: Supervision;
   version: string;
+}
+/**
+ * This interface was referenced by `SessiondWireTypes`'s JSON-Schema
+ * via the `definition` "Supervision".
+ */
+export interface Supervision {
+  cgroup?: string;
+  cgroupKill: boolean;
+  controllers: string[];
+  memoryMax?: number;
+  mode: string;
+  notes?: string[];
+  pidsMax?: number;
+  reason: string;
 }
 /**
  * This interface was referenced by `SessiondWireTypes`'s JSON-Schema

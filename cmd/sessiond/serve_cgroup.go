@@ -1,0 +1,25 @@
+package main
+
+import (
+	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/proc"
+)
+
+// openCgroups picks the supervision mode (docs/operations.md "Process
+// supervision"): cgroup mode under cgroup_root or the daemon's own cgroup
+// when writable, else fallback, logged with the reason either way.
+func (d *daemon) openCgroups(stateID string) (*proc.Cgroups, api.Supervision) {
+	g, st := proc.OpenCgroups(proc.CgroupOptions{Root: d.cfg.CgroupRoot, StateID: stateID,
+		Limits: proc.Limits{Memory: d.cfg.Limits.Memory, Pids: d.cfg.Limits.Pids}}, d.log)
+	if g != nil {
+		d.log.Info("supervision: cgroup mode", "cgroup", st.Dir, "reason", st.Reason, "controllers", st.Controllers,
+			"cgroup_kill", st.Kill, "memory_max", st.Memory, "pids_max", st.Pids)
+	} else {
+		d.log.Warn("supervision: fallback mode (tags, group, recorded descendants)", "reason", st.Reason)
+	}
+	for _, n := range st.Notes {
+		d.log.Warn("limit not enforced", "note", n)
+	}
+	return g, api.Supervision{Mode: st.Mode, Reason: st.Reason, Cgroup: st.Dir, Controllers: st.Controllers,
+		CgroupKill: st.Kill, MemoryMax: st.Memory, PidsMax: st.Pids, Notes: st.Notes}
+}
