@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import { Link } from "./link.js";
 import { Subscription, type SubscriptionOwner } from "./subscription.js";
 import { resolveSocketPath } from "./socket.js";
-import { ClientClosedError, ConnectionClosedError, SessiondError } from "./errors.js";
+import { ClientClosedError, ConnectionClosedError, SessiondError, StreamLostError } from "./errors.js";
 import {
   PROTOCOL_VERSION,
   type AttachResult,
@@ -149,24 +149,24 @@ export class SessiondClient extends EventEmitter implements SubscriptionOwner {
     for (let attempt = 1; ; attempt++) {
       await new Promise((res) => setTimeout(res, delay * (0.75 + Math.random() / 2)));
       if (this.closedByUser) throw new ClientClosedError();
-      let link: Link;
+      let link: Link | undefined;
       try {
         link = await this.open();
+        // A restore that fails (not the daemon refusing one stream: the
+        // connection) is a failed attempt like a failed connect: counted
+        // against maxAttempts, and the delay keeps doubling.
+        await this.restore(link);
       } catch (e) {
+        link?.fail(e as Error);
+        if (this.closedByUser) throw new ClientClosedError();
         if (r.maxAttempts !== undefined && attempt >= r.maxAttempts) {
           const err = new ConnectionClosedError("reconnect", e);
-          for (const s of this.subs) s.fail(err);
+          for (const s of [...this.subs]) this.lose(s, err);
           this.connecting = undefined;
-          this.emit("error", err);
+          if (this.listenerCount("error") > 0) this.emit("error", err);
           throw err;
         }
         delay = Math.min(delay * 2, r.maxDelayMs ?? 2000);
-        continue;
-      }
-      try {
-        await this.restore(link);
-      } catch (e) {
-        link.fail(e as Error); // try again from scratch
         continue;
       }
       this.link = link;
@@ -174,6 +174,14 @@ export class SessiondClient extends EventEmitter implements SubscriptionOwner {
       this.emit("reconnected", this.initResult);
       return link;
     }
+  }
+
+  /** Ends sub with err and forgets it (it is not re-attached again). */
+  private lose(sub: Subscription, err: Error): void {
+    this.subs.delete(sub);
+    if (sub.subscriptionId) this.bySubId.delete(sub.subscriptionId);
+    sub.fail(err);
+    this.totalQueued = [...this.subs].reduce((n, s) => n + s.queued, 0);
   }
 
   /** Re-holds every hold (a new holdToken each) and re-attaches every
@@ -197,8 +205,16 @@ export class SessiondClient extends EventEmitter implements SubscriptionOwner {
         } else throw e;
       }
     }
-    for (const s of this.subs) {
-      if (!s.isClosed) await this.attachOn(link, s);
+    for (const s of [...this.subs]) {
+      if (s.isClosed) continue;
+      try {
+        await this.attachOn(link, s, deadline);
+      } catch (e) {
+        // The daemon refused this stream (its session was deleted while
+        // it was down, say): that stream ends, the others carry on.
+        if (e instanceof SessiondError) this.lose(s, new StreamLostError(s.sessionId, e));
+        else throw e;
+      }
     }
   }
 
@@ -208,7 +224,12 @@ export class SessiondClient extends EventEmitter implements SubscriptionOwner {
     if (cur && !cur.closed) return cur;
     if (cur) await new Promise((r) => cur.onClose(r)); // closing: onLinkClosed starts the reconnect
     if (this.closedByUser) throw new ClientClosedError();
-    if (!this.connecting) throw new ConnectionClosedError(method);
+    if (!this.connecting) {
+      // Reconnection gave up (maxAttempts): a new call tries again.
+      if (this.opts.reconnect === false) throw new ConnectionClosedError(method);
+      this.connecting = this.reconnect();
+      this.connecting.catch(() => undefined);
+    }
     const left = deadline - Date.now();
     let timer: NodeJS.Timeout | undefined;
     try {
