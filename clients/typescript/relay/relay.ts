@@ -5,9 +5,10 @@ import { WebSocketServer } from "ws";
 import { SessiondClient, type ClientOptions } from "../src/client.js";
 import { resolveStateDir } from "../src/socket.js";
 import { bearer, loadOrCreateToken, tokenMatches } from "./token.js";
-import { Phone } from "./phone.js";
+import { Phone, type PhoneShared } from "./phone.js";
+import { FRAME_MARGIN, HoldLedger, resolveLimits, type RelayLimits } from "./limits.js";
 
-export interface RelayOptions {
+export interface RelayOptions extends Partial<RelayLimits> {
   /** Listen address (default 127.0.0.1) and port (default 8787; 0 = any). */
   host?: string;
   port?: number;
@@ -15,14 +16,13 @@ export interface RelayOptions {
   tokenFile?: string;
   /** The daemon's socket (default resolved as the daemon does). */
   socketPath?: string;
-  /** Largest phone frame answered (default 1 MiB); bigger frames get an
-   * error, and frames past 16x this close the phone's connection. */
-  maxMessageBytes?: number;
-  /** ttl of a phone's hold when it names none (default 120 s). */
-  holdTtlMs?: number;
+  /** Where the relay logs (default: one JSON line on stderr). */
+  log?: (msg: string, fields: Record<string, unknown>) => void;
 }
 
 export { RELAYED_METHODS } from "./methods.js";
+export { DEFAULT_LIMITS, FRAME_MARGIN, type RelayLimits } from "./limits.js";
+export { CLOSE_NOT_READING } from "./phone.js";
 
 export interface Relay {
   readonly url: string;
@@ -44,20 +44,26 @@ export interface Relay {
 export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   const tokenFile = opts.tokenFile ?? join(resolveStateDir(), "relay", "token");
   const { token, created } = loadOrCreateToken(tokenFile);
-  const limit = opts.maxMessageBytes ?? 1 << 20;
+  const limits = resolveLimits(opts);
+  const log = opts.log ?? ((msg, fields) => console.error(JSON.stringify({ time: new Date().toISOString(), msg, ...fields })));
   const clientOpts: ClientOptions = { socketPath: opts.socketPath, client: { name: "sessiond-relay", version: "0.1.0" } };
   const holds = await SessiondClient.connect(clientOpts);
+  holds.on("reconnected", () => log("daemon connection restored", { holds: holds.heldCount }));
+  const shared: PhoneShared = { holds, ledger: new HoldLedger(limits), clientOpts, limits, log };
   const http: Server = createServer((_, res) => res.writeHead(426).end("websocket only\n"));
-  const wss = new WebSocketServer({ noServer: true, maxPayload: 16 * limit });
+  const wss = new WebSocketServer({ noServer: true, maxPayload: limits.maxMessageBytes + FRAME_MARGIN });
+  const socks = new Set<Duplex>(); // close() ends them all, mid-handshake too
   http.on("upgrade", (req: IncomingMessage, sock: Duplex, head: Buffer) => {
     // Node drops its own error listener before "upgrade": a peer that
     // resets the connection would otherwise crash the relay.
     sock.on("error", () => sock.destroy());
+    socks.add(sock);
+    sock.once("close", () => socks.delete(sock));
     if (!tokenMatches(bearer(req.headers.authorization), token)) {
       sock.end("HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
       return;
     }
-    wss.handleUpgrade(req, sock, head, (ws) => new Phone(ws, holds, clientOpts, limit, opts.holdTtlMs ?? 120_000).start());
+    wss.handleUpgrade(req, sock, head, (ws) => new Phone(ws, shared).start());
   });
   await new Promise<void>((res, rej) => {
     http.once("error", rej);
@@ -72,6 +78,8 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     tokenCreated: created,
     async close() {
       for (const ws of wss.clients) ws.terminate();
+      for (const s of socks) s.destroy();
+      http.closeAllConnections();
       await new Promise<void>((res) => http.close(() => res()));
       holds.close();
     },

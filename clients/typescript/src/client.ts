@@ -291,6 +291,14 @@ export class SessiondClient extends EventEmitter implements SubscriptionOwner {
     return this.call("agentSession.release", { ...p, holdToken: p.holdToken ?? h?.token }, o);
   }
 
+  /** How many holds this client keeps (and re-takes after a reconnect). */
+  get heldCount(): number {
+    const now = Date.now();
+    let n = 0;
+    for (const h of this.holds.values()) if (h.expires > now) n++;
+    return n;
+  }
+
   /** The current holdToken of a hold this client took. */
   holdToken(sessionId: string, holderId: string): string | undefined {
     return this.holds.get(holdKey(sessionId, holderId))?.token;

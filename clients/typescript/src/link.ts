@@ -26,6 +26,11 @@ export class Link {
   private constructor(socket: Socket) {
     this.socket = socket;
     const reader = new SocketMessageReader(socket);
+    // vscode-jsonrpc's partial-message timer re-arms itself for as long as
+    // a message stays half-read, after the link is gone too: a link closed
+    // in the middle of a large page kept the process (and the buffer)
+    // alive for ever. Nothing here listens to it.
+    reader.partialMessageTimeout = 0;
     const listen = reader.listen.bind(reader);
     reader.listen = (cb) => listen((msg) => {
       this.received++;

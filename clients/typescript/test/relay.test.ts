@@ -79,7 +79,9 @@ test("admin methods, unknown methods and bad frames get errors; the phone stays 
       await assert.rejects(p.call(m), (e: unknown) => e instanceof RpcError && e.code === -32601 &&
         e.data.reason === "method_not_relayed", `${m} is refused by the relay itself`);
     }
-    await assert.rejects(p.call("no.such"), (e: unknown) => e instanceof RpcError && e.data.reason === "method_not_found");
+    for (const m of ["no.such", "toString", "constructor", "__proto__", "hasOwnProperty"]) {
+      await assert.rejects(p.call(m), (e: unknown) => e instanceof RpcError && e.data.reason === "method_not_found", m);
+    }
     await assert.rejects(p.raw("not json"), (e: unknown) => e instanceof RpcError && e.data.reason === "parse_error");
     await assert.rejects(p.raw('{"hello":1}'), (e: unknown) => e instanceof RpcError && e.data.reason === "invalid_request");
     await assert.rejects(p.raw("x".repeat((1 << 20) + 1)), (e: unknown) => e instanceof RpcError && e.data.reason === "message_too_large");
