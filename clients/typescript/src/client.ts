@@ -79,7 +79,10 @@ export class SessiondClient extends EventEmitter implements SubscriptionOwner {
   private connecting: Promise<Link> | undefined;
   private closedByUser = false;
   private initResult: InitializeResult | undefined;
-  private holds = new Map<string, { params: HoldParams; token: string; expires: number }>();
+  /** token: the current holdToken; given: the one hold() returned (a
+   * reconnect re-holds with a new token the caller never saw). */
+  private holds = new Map<string, { params: HoldParams; token: string; given: string; expires: number }>();
+  private holdsPruned = 0; // size of the map after the last prune
   private subs = new Set<Subscription>();
   private bySubId = new Map<string, Subscription>();
   private totalQueued = 0;
@@ -277,31 +280,45 @@ export class SessiondClient extends EventEmitter implements SubscriptionOwner {
 
   /** Holds a session; the hold is re-taken after every reconnect. */
   async hold(p: HoldParams, o?: CallOptions): Promise<HoldResult> {
+    // The ttl runs from before the call: this client never counts a hold
+    // as alive after the daemon dropped it.
+    const sent = Date.now();
     const r = await this.call("agentSession.hold", p, o);
-    const expires = p.ttlMs ? Date.now() + p.ttlMs : Infinity;
-    this.holds.set(holdKey(p.sessionId, p.holderId), { params: { ...p }, token: r.holdToken, expires });
+    const expires = p.ttlMs ? sent + p.ttlMs : Infinity;
+    this.holds.set(holdKey(p.sessionId, p.holderId), { params: { ...p }, token: r.holdToken, given: r.holdToken, expires });
+    if (this.holds.size > 2 * this.holdsPruned + 64) this.pruneHolds();
     return r;
   }
 
-  /** Releases a hold with its current holdToken (unless one is given). */
+  /** Forgets holds whose ttl ran out (the daemon dropped them). */
+  private pruneHolds(): void {
+    const now = Date.now();
+    for (const [k, h] of this.holds) if (h.expires <= now) this.holds.delete(k);
+    this.holdsPruned = this.holds.size;
+  }
+
+  /** Releases a hold with its current holdToken. The token hold()
+   * returned still releases it after a reconnect re-held it under a new
+   * one; an older token changes nothing (released: false), as on the
+   * daemon. */
   async release(p: Params<"agentSession.release">, o?: CallOptions) {
     const key = holdKey(p.sessionId, p.holderId);
     const h = this.holds.get(key);
-    this.holds.delete(key);
-    return this.call("agentSession.release", { ...p, holdToken: p.holdToken ?? h?.token }, o);
+    const ours = h && (p.holdToken === undefined || p.holdToken === h.given || p.holdToken === h.token);
+    if (ours) this.holds.delete(key);
+    return this.call("agentSession.release", { ...p, holdToken: ours ? h.token : p.holdToken }, o);
   }
 
   /** How many holds this client keeps (and re-takes after a reconnect). */
   get heldCount(): number {
-    const now = Date.now();
-    let n = 0;
-    for (const h of this.holds.values()) if (h.expires > now) n++;
-    return n;
+    this.pruneHolds();
+    return this.holds.size;
   }
 
   /** The current holdToken of a hold this client took. */
   holdToken(sessionId: string, holderId: string): string | undefined {
-    return this.holds.get(holdKey(sessionId, holderId))?.token;
+    const h = this.holds.get(holdKey(sessionId, holderId));
+    return h && h.expires > Date.now() ? h.token : undefined;
   }
 
   /** Sends a message with a clientMessageId (generated when absent), so

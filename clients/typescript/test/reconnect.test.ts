@@ -147,3 +147,24 @@ test("a restore that keeps failing counts as a failed attempt: the delay doubles
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("holds whose ttl ran out leave the client; a reconnect takes only the live ones again", T, async () => {
+  const c = await SessiondClient.connect({ socketPath: d.socket, reconnect: { initialDelayMs: 20, maxDelayMs: 200 } });
+  try {
+    const id = (await c.create({ provider: "echo", cwd: d.dir })).sessionId;
+    await c.hold({ sessionId: id, holderId: "keep" });
+    for (let i = 0; i < 20; i++) await c.hold({ sessionId: id, holderId: `t:${i}`, ttlMs: 200 });
+    // Wait (on the daemon's state) until their ttl dropped them.
+    while ((await c.get(id)).holders.length > 1) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(c.heldCount, 1, "the expired holds left the client");
+    assert.equal(c.holdToken(id, "t:0"), undefined);
+    assert.ok(c.holdToken(id, "keep"));
+    const reconnected = new Promise((res) => c.once("reconnected", res));
+    await d.kill("SIGKILL");
+    await d.start();
+    await reconnected;
+    assert.deepEqual((await c.get(id)).holders, ["keep"]);
+  } finally {
+    c.close();
+  }
+});

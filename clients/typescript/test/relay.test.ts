@@ -157,3 +157,30 @@ test("a phone whose first call found the daemon down is served once the daemon i
     await p.drop();
   }
 });
+
+test("after a daemon restart a phone's release with the holdToken it got releases the re-homed hold", T, async () => {
+  const id = await newSession();
+  const p = await Phone.connect(relay.url, relay.token);
+  try {
+    const h = await p.call<{ holdToken: string }>("agentSession.hold", { sessionId: id, holderId: "phone:A" });
+    const back = new Promise((res) => direct.once("reconnected", res));
+    await d.kill("SIGKILL");
+    await d.start();
+    await back;
+    // The relay re-holds it on its own connection, under a new holdToken.
+    while (!(await direct.get(id)).holders.includes("phone:A")) await new Promise((r) => setTimeout(r, 20));
+    const r = await p.call<{ released: boolean; holders: string[] }>("agentSession.release",
+      { sessionId: id, holderId: "phone:A", holdToken: h.holdToken });
+    assert.equal(r.released, true, "the phone's token releases the re-homed hold");
+    assert.deepEqual((await direct.get(id)).holders, []);
+    // A token older than the one the phone got last changes nothing.
+    const h2 = await p.call<{ holdToken: string }>("agentSession.hold", { sessionId: id, holderId: "phone:A" });
+    await p.call("agentSession.hold", { sessionId: id, holderId: "phone:A" });
+    const stale = await p.call<{ released: boolean }>("agentSession.release", { sessionId: id, holderId: "phone:A", holdToken: h2.holdToken });
+    assert.equal(stale.released, false);
+    assert.deepEqual((await direct.get(id)).holders, ["phone:A"]);
+    await p.call("agentSession.release", { sessionId: id, holderId: "phone:A" });
+  } finally {
+    await p.drop();
+  }
+});
