@@ -3,7 +3,8 @@ import { mkdirSync, openSync, closeSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createRequire } from "node:module";
 import { createConnection } from "node:net";
-import { resolveSocketPath, resolveStateDir } from "./socket.js";
+import { resolveSocketPath, resolveStateDir, socketDirProblem } from "./socket.js";
+import { UnsafeSocketError } from "./errors.js";
 
 export interface EnsureDaemonOptions {
   /** The sessiond binary; default the one @sessiond/daemon ships for this
@@ -57,6 +58,8 @@ export function packagedBinary(): string | undefined {
 export async function ensureDaemon(opts: EnsureDaemonOptions = {}): Promise<EnsureDaemonResult> {
   const env = opts.env ?? process.env;
   const socketPath = resolveSocketPath(opts.socketPath, env);
+  const problem = socketDirProblem(socketPath);
+  if (problem) throw new UnsafeSocketError(socketPath, problem);
   if (await daemonAnswers(socketPath)) return { socketPath, started: false };
   const stateDir = resolveStateDir(opts.stateDir, env);
   mkdirSync(stateDir, { recursive: true, mode: 0o700 });

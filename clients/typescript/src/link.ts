@@ -10,7 +10,8 @@ import {
   type MessageConnection,
   type MessageWriter,
 } from "vscode-jsonrpc/node.js";
-import { AbortError, ConnectionClosedError, SessiondError, TimeoutError } from "./errors.js";
+import { AbortError, ConnectionClosedError, SessiondError, TimeoutError, UnsafeSocketError } from "./errors.js";
+import { socketDirProblem } from "./socket.js";
 
 /** One connection to the daemon: a socket and its JSON-RPC framing. */
 export class Link {
@@ -49,6 +50,8 @@ export class Link {
   /** Connects to path; rejects when nobody accepts there. */
   static open(path: string, timeoutMs: number): Promise<Link> {
     return new Promise((resolve, reject) => {
+      const problem = socketDirProblem(path);
+      if (problem) return reject(new UnsafeSocketError(path, problem));
       const s = createConnection(path);
       const t = setTimeout(() => {
         s.destroy();

@@ -1,12 +1,12 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createServer, type Server, type Socket } from "node:net";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, mkdirSync, symlinkSync, chmodSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Daemon } from "./daemon.js";
 import { deltaText, gapless, untilTurnCompleted } from "./helpers.js";
-import { SessiondClient, StreamLostError, ConnectionClosedError, type Subscription } from "../src/index.js";
+import { SessiondClient, StreamLostError, ConnectionClosedError, UnsafeSocketError, ensureDaemon, type Subscription } from "../src/index.js";
 
 const T = { timeout: Number(process.env.SESSIOND_TEST_TIMEOUT_MS ?? 60_000) };
 let d: Daemon;
@@ -166,5 +166,30 @@ test("holds whose ttl ran out leave the client; a reconnect takes only the live 
     assert.deepEqual((await c.get(id)).holders, ["keep"]);
   } finally {
     c.close();
+  }
+});
+
+test("the client refuses a socket whose directory is not private, naming the path and the problem", T, async () => {
+  const dir = mkdtempSync(join(tmpdir(), "sdus-"));
+  const run = join(dir, "run");
+  const srv = await fakePeer(join(dir, "s.sock"), (s, _conn, m) => void s.write(frame({ jsonrpc: "2.0", id: m.id, result: INIT })));
+  try {
+    mkdirSync(run, { mode: 0o700 });
+    const path = join(run, "s.sock");
+    symlinkSync(join(dir, "s.sock"), path);
+    // A private directory: the client connects (the peer answers initialize).
+    (await SessiondClient.connect({ socketPath: path, reconnect: false })).close();
+    chmodSync(run, 0o755);
+    await assert.rejects(SessiondClient.connect({ socketPath: path, reconnect: false }), (e: unknown) =>
+      e instanceof UnsafeSocketError && e.socketPath === path && /mode 0755, open to group or others/.test(e.message));
+    await assert.rejects(ensureDaemon({ socketPath: path, stateDir: join(dir, "state"), binary: "/nonexistent" }), UnsafeSocketError);
+    // A symlinked directory is no directory of ours either.
+    chmodSync(run, 0o700);
+    symlinkSync(run, join(dir, "link"));
+    await assert.rejects(SessiondClient.connect({ socketPath: join(dir, "link", "s.sock"), reconnect: false }), (e: unknown) =>
+      e instanceof UnsafeSocketError && /is not a directory/.test(e.message));
+  } finally {
+    srv.close();
+    rmSync(dir, { recursive: true, force: true });
   }
 });
