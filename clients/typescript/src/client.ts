@@ -1,7 +1,7 @@
 import { EventEmitter } from "node:events";
 import { randomUUID } from "node:crypto";
-import { Link } from "./link.js";
-import { Subscription, type SubscriptionOwner } from "./subscription.js";
+import { Link, messageBytes } from "./link.js";
+import { Subscription, eventBytes, type SubscriptionOwner } from "./subscription.js";
 import { resolveSocketPath } from "./socket.js";
 import { ClientClosedError, ConnectionClosedError, SessiondError, StreamLostError } from "./errors.js";
 import {
@@ -45,9 +45,13 @@ export interface ClientOptions {
   timeoutMs?: number;
   /** Reconnect with backoff when the connection drops (default on). */
   reconnect?: boolean | ReconnectOptions;
-  /** Events queued across subscriptions before the socket is paused
-   * (default 8192); the daemon then lags the subscription and the client
-   * re-attaches from its cursor when the consumer catches up. */
+  /** Bytes (as read off the wire) of the events queued across
+   * subscriptions before the socket is paused (default 16 MiB); the daemon
+   * then lags the subscription and the client re-attaches from its cursor
+   * when the consumer catches up. */
+  highWaterMarkBytes?: number;
+  /** The same bound counted in events (default 8192); whichever is
+   * reached first pauses. */
   highWaterMark?: number;
 }
 
@@ -86,6 +90,7 @@ export class SessiondClient extends EventEmitter implements SubscriptionOwner {
   private subs = new Set<Subscription>();
   private bySubId = new Map<string, Subscription>();
   private totalQueued = 0;
+  private totalBytes = 0;
   private paused = false;
 
   private constructor(opts: ClientOptions) {
@@ -184,7 +189,7 @@ export class SessiondClient extends EventEmitter implements SubscriptionOwner {
     this.subs.delete(sub);
     if (sub.subscriptionId) this.bySubId.delete(sub.subscriptionId);
     sub.fail(err);
-    this.totalQueued = [...this.subs].reduce((n, s) => n + s.queued, 0);
+    this.recount();
   }
 
   /** Re-holds every hold (a new holdToken each) and re-attaches every
@@ -367,7 +372,7 @@ export class SessiondClient extends EventEmitter implements SubscriptionOwner {
       this.detach(link, r.subscriptionId);
       return;
     }
-    this.queuePage(sub, r.events, r.lastSeq);
+    this.queuePage(sub, r, r.lastSeq);
     if (!r.hasMore || sub.cursor >= r.lastSeq || r.events.length === 0) return this.goLive(sub);
     void this.walk(link, sub, gen, r.lastSeq).catch((e: Error) => {
       if (!(e instanceof ConnectionClosedError) && sub.generation === gen) sub.fail(e);
@@ -381,34 +386,32 @@ export class SessiondClient extends EventEmitter implements SubscriptionOwner {
       const next = await link.call<{ events: Event[]; hasMore: boolean }>("agentSession.read",
         { sessionId: sub.sessionId, afterSeq: sub.cursor, limit: sub.pageLimit }, Date.now() + this.timeoutMs);
       if (sub.generation !== gen) return;
-      this.queuePage(sub, next.events, lastSeq);
+      this.queuePage(sub, next, lastSeq);
       if (!next.hasMore || sub.cursor >= lastSeq || next.events.length === 0) return this.goLive(sub);
     }
   }
 
-  private queuePage(sub: Subscription, events: Event[], lastSeq: number): void {
+  private queuePage(sub: Subscription, page: { events: Event[] }, lastSeq: number): void {
+    const { events } = page;
+    const each = Math.ceil((messageBytes.get(page) ?? 0) / Math.max(1, events.length));
+    for (const e of events) eventBytes.set(e, each);
     for (const e of events) if (e.seq <= lastSeq) this.queueEvent(sub, e);
   }
 
   private goLive(sub: Subscription): void {
-    const before = sub.queued;
-    sub.releaseLive();
-    this.totalQueued += sub.queued - before;
+    this.account(sub, () => sub.releaseLive());
     this.checkPressure();
   }
 
   private queueEvent(sub: Subscription, e: Event): void {
-    const before = sub.queued;
-    sub.push(e);
-    this.totalQueued += sub.queued - before;
+    this.account(sub, () => sub.push(e));
   }
 
   private onEvent(p: EventNotice): void {
     const sub = this.bySubId.get(p.subscriptionId);
     if (!sub) return;
-    const before = sub.queued;
-    sub.live(p.event);
-    this.totalQueued += sub.queued - before;
+    eventBytes.set(p.event, messageBytes.get(p) ?? 0);
+    this.account(sub, () => sub.live(p.event));
     this.checkPressure();
   }
 
@@ -424,20 +427,40 @@ export class SessiondClient extends EventEmitter implements SubscriptionOwner {
     });
   }
 
+  /** Runs f, which queues events on sub, and counts what it queued. */
+  private account(sub: Subscription, f: () => void): void {
+    const n = sub.queued;
+    const b = sub.queuedBytes;
+    f();
+    this.totalQueued += sub.queued - n;
+    this.totalBytes += sub.queuedBytes - b;
+  }
+
+  private recount(): void {
+    this.totalQueued = 0;
+    this.totalBytes = 0;
+    for (const s of this.subs) {
+      this.totalQueued += s.queued;
+      this.totalBytes += s.queuedBytes;
+    }
+  }
+
   private checkPressure(): void {
     const hwm = this.opts.highWaterMark ?? 8192;
-    if (!this.paused && this.totalQueued > hwm && this.link) {
+    const hwmBytes = this.opts.highWaterMarkBytes ?? 16 << 20;
+    if (!this.paused && (this.totalQueued > hwm || this.totalBytes > hwmBytes) && this.link) {
       this.paused = true;
       this.link.socket.pause();
-    } else if (this.paused && this.totalQueued <= hwm / 2) {
+    } else if (this.paused && this.totalQueued <= hwm / 2 && this.totalBytes <= hwmBytes / 2) {
       this.paused = false;
       this.link?.socket.resume();
     }
   }
 
   /** SubscriptionOwner: the consumer took an event. */
-  drained(_sub: Subscription): void {
+  drained(_sub: Subscription, bytes: number): void {
     this.totalQueued = Math.max(0, this.totalQueued - 1);
+    this.totalBytes = Math.max(0, this.totalBytes - bytes);
     if (this.paused) this.checkPressure();
   }
 
@@ -448,7 +471,7 @@ export class SessiondClient extends EventEmitter implements SubscriptionOwner {
       this.bySubId.delete(sub.subscriptionId);
       if (this.link) this.detach(this.link, sub.subscriptionId);
     }
-    this.totalQueued = [...this.subs].reduce((n, s) => n + s.queued, 0);
+    this.recount();
     this.checkPressure();
   }
 

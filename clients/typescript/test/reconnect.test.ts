@@ -193,3 +193,28 @@ test("the client refuses a socket whose directory is not private, naming the pat
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("the high-water mark counts bytes: a slow consumer of large events pauses the socket, lags and recovers without a gap", T, async () => {
+  // Past 256 KiB of queued events the socket pauses; the event count alone
+  // (1e9) would never pause it.
+  const c = await SessiondClient.connect({ socketPath: d.socket, highWaterMarkBytes: 256 << 10, highWaterMark: 1e9 });
+  const watcher = await SessiondClient.connect({ socketPath: d.socket });
+  try {
+    const id = (await c.create({ provider: "echo", cwd: d.dir })).sessionId;
+    await c.hold({ sessionId: id, holderId: "desk:w1" });
+    const slow = await c.attach(id);
+    const fast = await watcher.attach(id);
+    const { turnId } = await c.send({ sessionId: id, text: "/flood 3000 4000" });
+    await untilTurnCompleted(fast, turnId); // the whole turn is journaled, slow has read nothing
+    fast.close();
+    const evs = await untilTurnCompleted(slow, turnId);
+    assert.equal(gapless(evs), undefined);
+    assert.equal(evs[0]!.seq, 1);
+    assert.ok(slow.reattaches >= 1, "the daemon lagged the subscription and the client re-attached");
+    assert.equal(deltaText(evs, turnId).length, 3000 * 4000);
+    slow.close();
+  } finally {
+    c.close();
+    watcher.close();
+  }
+});
