@@ -1,6 +1,6 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { statSync, mkdtempSync, rmSync } from "node:fs";
+import { statSync, mkdtempSync, rmSync, writeFileSync, chmodSync, readFileSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { connect } from "node:net";
 import { join } from "node:path";
@@ -182,5 +182,23 @@ test("after a daemon restart a phone's release with the holdToken it got release
     await p.call("agentSession.release", { sessionId: id, holderId: "phone:A" });
   } finally {
     await p.drop();
+  }
+});
+
+test("a token file that is a symlink, open to others or too short is refused", T, async () => {
+  const dir = mkdtempSync(join(tmpdir(), "sdtk-"));
+  try {
+    const open = join(dir, "open");
+    writeFileSync(open, "x".repeat(43) + "\n", { mode: 0o644 });
+    chmodSync(open, 0o644);
+    await assert.rejects(startRelay({ port: 0, socketPath: d.socket, tokenFile: open }), /has mode 0644, open to group or others/);
+    const short = join(dir, "short");
+    writeFileSync(short, "abc\n", { mode: 0o600 });
+    await assert.rejects(startRelay({ port: 0, socketPath: d.socket, tokenFile: short }), /is 3 characters, under the minimum of 32/);
+    assert.equal(readFileSync(short, "utf8"), "abc\n", "never replaced");
+    symlinkSync(tokenFile, join(dir, "link"));
+    await assert.rejects(startRelay({ port: 0, socketPath: d.socket, tokenFile: join(dir, "link") }), /is a symlink/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });
