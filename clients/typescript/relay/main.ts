@@ -1,23 +1,40 @@
 #!/usr/bin/env node
 // sessiond-relay [--host H] [--port P] [--token-file F] [--socket S] [--hold-ttl-ms N]
+//   [--max-hold-ttl-ms N] [--max-holds-per-phone N] [--max-holds N]
+//   [--max-in-flight N] [--max-buffered-bytes N] [--max-message-bytes N]
 import { parseArgs } from "node:util";
 import { startRelay } from "./relay.js";
+import type { RelayLimits } from "./limits.js";
 
+const LIMIT_FLAGS: Record<string, keyof RelayLimits> = {
+  "hold-ttl-ms": "holdTtlMs",
+  "max-hold-ttl-ms": "maxHoldTtlMs",
+  "max-holds-per-phone": "maxHoldsPerPhone",
+  "max-holds": "maxHolds",
+  "max-in-flight": "maxInFlight",
+  "max-buffered-bytes": "maxBufferedBytes",
+  "max-message-bytes": "maxMessageBytes",
+};
 const { values } = parseArgs({
   options: {
     host: { type: "string" },
     port: { type: "string" },
     "token-file": { type: "string" },
     socket: { type: "string" },
-    "hold-ttl-ms": { type: "string" },
+    ...Object.fromEntries(Object.keys(LIMIT_FLAGS).map((f) => [f, { type: "string" as const }])),
   },
 });
+const v = values as Record<string, string | undefined>;
+const limits: Partial<RelayLimits> = {};
+for (const [flag, key] of Object.entries(LIMIT_FLAGS)) {
+  if (v[flag] !== undefined) limits[key] = Number(v[flag]);
+}
 const relay = await startRelay({
-  host: values.host,
-  port: values.port ? Number(values.port) : undefined,
-  tokenFile: values["token-file"],
-  socketPath: values.socket,
-  holdTtlMs: values["hold-ttl-ms"] ? Number(values["hold-ttl-ms"]) : undefined,
+  host: v.host,
+  port: v.port ? Number(v.port) : undefined,
+  tokenFile: v["token-file"],
+  socketPath: v.socket,
+  ...limits,
 });
 if (relay.tokenCreated) console.log(`sessiond-relay: new bearer token (saved): ${relay.token}`);
 console.log(`sessiond-relay: listening on ${relay.url}`);

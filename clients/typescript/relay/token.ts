@@ -1,21 +1,39 @@
 import { randomBytes, createHash, timingSafeEqual } from "node:crypto";
-import { mkdirSync, readFileSync, writeFileSync, chmodSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync, chmodSync, lstatSync } from "node:fs";
 import { dirname } from "node:path";
+
+/** Shortest token a token file may hold. */
+export const MIN_TOKEN_LENGTH = 32;
 
 /**
  * Reads the relay's bearer token from path, creating it (0600, in a 0700
- * directory) with 32 random bytes when absent. created says which.
+ * directory) with 32 random bytes when absent. created says which. A token
+ * file that is a symlink, readable or writable by group or others, or
+ * holds fewer than MIN_TOKEN_LENGTH characters is refused (an error naming
+ * the file and the problem), never used nor replaced.
  */
 export function loadOrCreateToken(path: string): { token: string; created: boolean } {
+  let st;
   try {
-    const t = readFileSync(path, "utf8").trim();
-    if (t.length >= 16) return { token: t, created: false };
+    st = lstatSync(path);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
   }
+  if (st) {
+    if (st.isSymbolicLink()) throw new Error(`relay token file ${path} is a symlink; refusing it`);
+    if (!st.isFile()) throw new Error(`relay token file ${path} is not a regular file`);
+    if ((st.mode & 0o077) !== 0) {
+      throw new Error(`relay token file ${path} has mode ${(st.mode & 0o777).toString(8).padStart(4, "0")}, open to group or others (chmod 600 it)`);
+    }
+    const t = readFileSync(path, "utf8").trim();
+    if (t.length < MIN_TOKEN_LENGTH) {
+      throw new Error(`relay token in ${path} is ${t.length} characters, under the minimum of ${MIN_TOKEN_LENGTH} (remove the file to have one generated)`);
+    }
+    return { token: t, created: false };
+  }
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   const token = randomBytes(32).toString("base64url");
-  writeFileSync(path, token + "\n", { mode: 0o600, flag: "w" });
+  writeFileSync(path, token + "\n", { mode: 0o600, flag: "wx" });
   chmodSync(path, 0o600);
   return { token, created: true };
 }

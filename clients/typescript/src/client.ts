@@ -1,9 +1,9 @@
 import { EventEmitter } from "node:events";
 import { randomUUID } from "node:crypto";
-import { Link } from "./link.js";
-import { Subscription, type SubscriptionOwner } from "./subscription.js";
+import { Link, messageBytes } from "./link.js";
+import { Subscription, eventBytes, type SubscriptionOwner } from "./subscription.js";
 import { resolveSocketPath } from "./socket.js";
-import { ClientClosedError, ConnectionClosedError, SessiondError } from "./errors.js";
+import { ClientClosedError, ConnectionClosedError, SessiondError, StreamLostError } from "./errors.js";
 import {
   PROTOCOL_VERSION,
   type AttachResult,
@@ -45,9 +45,13 @@ export interface ClientOptions {
   timeoutMs?: number;
   /** Reconnect with backoff when the connection drops (default on). */
   reconnect?: boolean | ReconnectOptions;
-  /** Events queued across subscriptions before the socket is paused
-   * (default 8192); the daemon then lags the subscription and the client
-   * re-attaches from its cursor when the consumer catches up. */
+  /** Bytes (as read off the wire) of the events queued across
+   * subscriptions before the socket is paused (default 16 MiB); the daemon
+   * then lags the subscription and the client re-attaches from its cursor
+   * when the consumer catches up. */
+  highWaterMarkBytes?: number;
+  /** The same bound counted in events (default 8192); whichever is
+   * reached first pauses. */
   highWaterMark?: number;
 }
 
@@ -79,10 +83,14 @@ export class SessiondClient extends EventEmitter implements SubscriptionOwner {
   private connecting: Promise<Link> | undefined;
   private closedByUser = false;
   private initResult: InitializeResult | undefined;
-  private holds = new Map<string, { params: HoldParams; token: string; expires: number }>();
+  /** token: the current holdToken; given: the one hold() returned (a
+   * reconnect re-holds with a new token the caller never saw). */
+  private holds = new Map<string, { params: HoldParams; token: string; given: string; expires: number }>();
+  private holdsPruned = 0; // size of the map after the last prune
   private subs = new Set<Subscription>();
   private bySubId = new Map<string, Subscription>();
   private totalQueued = 0;
+  private totalBytes = 0;
   private paused = false;
 
   private constructor(opts: ClientOptions) {
@@ -149,24 +157,24 @@ export class SessiondClient extends EventEmitter implements SubscriptionOwner {
     for (let attempt = 1; ; attempt++) {
       await new Promise((res) => setTimeout(res, delay * (0.75 + Math.random() / 2)));
       if (this.closedByUser) throw new ClientClosedError();
-      let link: Link;
+      let link: Link | undefined;
       try {
         link = await this.open();
+        // A restore that fails (not the daemon refusing one stream: the
+        // connection) is a failed attempt like a failed connect: counted
+        // against maxAttempts, and the delay keeps doubling.
+        await this.restore(link);
       } catch (e) {
+        link?.fail(e as Error);
+        if (this.closedByUser) throw new ClientClosedError();
         if (r.maxAttempts !== undefined && attempt >= r.maxAttempts) {
           const err = new ConnectionClosedError("reconnect", e);
-          for (const s of this.subs) s.fail(err);
+          for (const s of [...this.subs]) this.lose(s, err);
           this.connecting = undefined;
-          this.emit("error", err);
+          if (this.listenerCount("error") > 0) this.emit("error", err);
           throw err;
         }
         delay = Math.min(delay * 2, r.maxDelayMs ?? 2000);
-        continue;
-      }
-      try {
-        await this.restore(link);
-      } catch (e) {
-        link.fail(e as Error); // try again from scratch
         continue;
       }
       this.link = link;
@@ -174,6 +182,14 @@ export class SessiondClient extends EventEmitter implements SubscriptionOwner {
       this.emit("reconnected", this.initResult);
       return link;
     }
+  }
+
+  /** Ends sub with err and forgets it (it is not re-attached again). */
+  private lose(sub: Subscription, err: Error): void {
+    this.subs.delete(sub);
+    if (sub.subscriptionId) this.bySubId.delete(sub.subscriptionId);
+    sub.fail(err);
+    this.recount();
   }
 
   /** Re-holds every hold (a new holdToken each) and re-attaches every
@@ -197,8 +213,16 @@ export class SessiondClient extends EventEmitter implements SubscriptionOwner {
         } else throw e;
       }
     }
-    for (const s of this.subs) {
-      if (!s.isClosed) await this.attachOn(link, s);
+    for (const s of [...this.subs]) {
+      if (s.isClosed) continue;
+      try {
+        await this.attachOn(link, s, deadline);
+      } catch (e) {
+        // The daemon refused this stream (its session was deleted while
+        // it was down, say): that stream ends, the others carry on.
+        if (e instanceof SessiondError) this.lose(s, new StreamLostError(s.sessionId, e));
+        else throw e;
+      }
     }
   }
 
@@ -208,7 +232,12 @@ export class SessiondClient extends EventEmitter implements SubscriptionOwner {
     if (cur && !cur.closed) return cur;
     if (cur) await new Promise((r) => cur.onClose(r)); // closing: onLinkClosed starts the reconnect
     if (this.closedByUser) throw new ClientClosedError();
-    if (!this.connecting) throw new ConnectionClosedError(method);
+    if (!this.connecting) {
+      // Reconnection gave up (maxAttempts): a new call tries again.
+      if (this.opts.reconnect === false) throw new ConnectionClosedError(method);
+      this.connecting = this.reconnect();
+      this.connecting.catch(() => undefined);
+    }
     const left = deadline - Date.now();
     let timer: NodeJS.Timeout | undefined;
     try {
@@ -256,23 +285,45 @@ export class SessiondClient extends EventEmitter implements SubscriptionOwner {
 
   /** Holds a session; the hold is re-taken after every reconnect. */
   async hold(p: HoldParams, o?: CallOptions): Promise<HoldResult> {
+    // The ttl runs from before the call: this client never counts a hold
+    // as alive after the daemon dropped it.
+    const sent = Date.now();
     const r = await this.call("agentSession.hold", p, o);
-    const expires = p.ttlMs ? Date.now() + p.ttlMs : Infinity;
-    this.holds.set(holdKey(p.sessionId, p.holderId), { params: { ...p }, token: r.holdToken, expires });
+    const expires = p.ttlMs ? sent + p.ttlMs : Infinity;
+    this.holds.set(holdKey(p.sessionId, p.holderId), { params: { ...p }, token: r.holdToken, given: r.holdToken, expires });
+    if (this.holds.size > 2 * this.holdsPruned + 64) this.pruneHolds();
     return r;
   }
 
-  /** Releases a hold with its current holdToken (unless one is given). */
+  /** Forgets holds whose ttl ran out (the daemon dropped them). */
+  private pruneHolds(): void {
+    const now = Date.now();
+    for (const [k, h] of this.holds) if (h.expires <= now) this.holds.delete(k);
+    this.holdsPruned = this.holds.size;
+  }
+
+  /** Releases a hold with its current holdToken. The token hold()
+   * returned still releases it after a reconnect re-held it under a new
+   * one; an older token changes nothing (released: false), as on the
+   * daemon. */
   async release(p: Params<"agentSession.release">, o?: CallOptions) {
     const key = holdKey(p.sessionId, p.holderId);
     const h = this.holds.get(key);
-    this.holds.delete(key);
-    return this.call("agentSession.release", { ...p, holdToken: p.holdToken ?? h?.token }, o);
+    const ours = h && (p.holdToken === undefined || p.holdToken === h.given || p.holdToken === h.token);
+    if (ours) this.holds.delete(key);
+    return this.call("agentSession.release", { ...p, holdToken: ours ? h.token : p.holdToken }, o);
+  }
+
+  /** How many holds this client keeps (and re-takes after a reconnect). */
+  get heldCount(): number {
+    this.pruneHolds();
+    return this.holds.size;
   }
 
   /** The current holdToken of a hold this client took. */
   holdToken(sessionId: string, holderId: string): string | undefined {
-    return this.holds.get(holdKey(sessionId, holderId))?.token;
+    const h = this.holds.get(holdKey(sessionId, holderId));
+    return h && h.expires > Date.now() ? h.token : undefined;
   }
 
   /** Sends a message with a clientMessageId (generated when absent), so
@@ -321,7 +372,7 @@ export class SessiondClient extends EventEmitter implements SubscriptionOwner {
       this.detach(link, r.subscriptionId);
       return;
     }
-    this.queuePage(sub, r.events, r.lastSeq);
+    this.queuePage(sub, r, r.lastSeq);
     if (!r.hasMore || sub.cursor >= r.lastSeq || r.events.length === 0) return this.goLive(sub);
     void this.walk(link, sub, gen, r.lastSeq).catch((e: Error) => {
       if (!(e instanceof ConnectionClosedError) && sub.generation === gen) sub.fail(e);
@@ -335,34 +386,32 @@ export class SessiondClient extends EventEmitter implements SubscriptionOwner {
       const next = await link.call<{ events: Event[]; hasMore: boolean }>("agentSession.read",
         { sessionId: sub.sessionId, afterSeq: sub.cursor, limit: sub.pageLimit }, Date.now() + this.timeoutMs);
       if (sub.generation !== gen) return;
-      this.queuePage(sub, next.events, lastSeq);
+      this.queuePage(sub, next, lastSeq);
       if (!next.hasMore || sub.cursor >= lastSeq || next.events.length === 0) return this.goLive(sub);
     }
   }
 
-  private queuePage(sub: Subscription, events: Event[], lastSeq: number): void {
+  private queuePage(sub: Subscription, page: { events: Event[] }, lastSeq: number): void {
+    const { events } = page;
+    const each = Math.ceil((messageBytes.get(page) ?? 0) / Math.max(1, events.length));
+    for (const e of events) eventBytes.set(e, each);
     for (const e of events) if (e.seq <= lastSeq) this.queueEvent(sub, e);
   }
 
   private goLive(sub: Subscription): void {
-    const before = sub.queued;
-    sub.releaseLive();
-    this.totalQueued += sub.queued - before;
+    this.account(sub, () => sub.releaseLive());
     this.checkPressure();
   }
 
   private queueEvent(sub: Subscription, e: Event): void {
-    const before = sub.queued;
-    sub.push(e);
-    this.totalQueued += sub.queued - before;
+    this.account(sub, () => sub.push(e));
   }
 
   private onEvent(p: EventNotice): void {
     const sub = this.bySubId.get(p.subscriptionId);
     if (!sub) return;
-    const before = sub.queued;
-    sub.live(p.event);
-    this.totalQueued += sub.queued - before;
+    eventBytes.set(p.event, messageBytes.get(p) ?? 0);
+    this.account(sub, () => sub.live(p.event));
     this.checkPressure();
   }
 
@@ -378,20 +427,40 @@ export class SessiondClient extends EventEmitter implements SubscriptionOwner {
     });
   }
 
+  /** Runs f, which queues events on sub, and counts what it queued. */
+  private account(sub: Subscription, f: () => void): void {
+    const n = sub.queued;
+    const b = sub.queuedBytes;
+    f();
+    this.totalQueued += sub.queued - n;
+    this.totalBytes += sub.queuedBytes - b;
+  }
+
+  private recount(): void {
+    this.totalQueued = 0;
+    this.totalBytes = 0;
+    for (const s of this.subs) {
+      this.totalQueued += s.queued;
+      this.totalBytes += s.queuedBytes;
+    }
+  }
+
   private checkPressure(): void {
     const hwm = this.opts.highWaterMark ?? 8192;
-    if (!this.paused && this.totalQueued > hwm && this.link) {
+    const hwmBytes = this.opts.highWaterMarkBytes ?? 16 << 20;
+    if (!this.paused && (this.totalQueued > hwm || this.totalBytes > hwmBytes) && this.link) {
       this.paused = true;
       this.link.socket.pause();
-    } else if (this.paused && this.totalQueued <= hwm / 2) {
+    } else if (this.paused && this.totalQueued <= hwm / 2 && this.totalBytes <= hwmBytes / 2) {
       this.paused = false;
       this.link?.socket.resume();
     }
   }
 
   /** SubscriptionOwner: the consumer took an event. */
-  drained(_sub: Subscription): void {
+  drained(_sub: Subscription, bytes: number): void {
     this.totalQueued = Math.max(0, this.totalQueued - 1);
+    this.totalBytes = Math.max(0, this.totalBytes - bytes);
     if (this.paused) this.checkPressure();
   }
 
@@ -402,7 +471,7 @@ export class SessiondClient extends EventEmitter implements SubscriptionOwner {
       this.bySubId.delete(sub.subscriptionId);
       if (this.link) this.detach(this.link, sub.subscriptionId);
     }
-    this.totalQueued = [...this.subs].reduce((n, s) => n + s.queued, 0);
+    this.recount();
     this.checkPressure();
   }
 

@@ -1,9 +1,10 @@
 import { spawn } from "node:child_process";
-import { mkdirSync, openSync, closeSync, readFileSync } from "node:fs";
+import { mkdirSync, openSync, closeSync, readFileSync, fstatSync } from "node:fs";
 import { join } from "node:path";
 import { createRequire } from "node:module";
 import { createConnection } from "node:net";
-import { resolveSocketPath, resolveStateDir } from "./socket.js";
+import { resolveSocketPath, resolveStateDir, socketDirProblem } from "./socket.js";
+import { UnsafeSocketError } from "./errors.js";
 
 export interface EnsureDaemonOptions {
   /** The sessiond binary; default the one @sessiond/daemon ships for this
@@ -57,17 +58,20 @@ export function packagedBinary(): string | undefined {
 export async function ensureDaemon(opts: EnsureDaemonOptions = {}): Promise<EnsureDaemonResult> {
   const env = opts.env ?? process.env;
   const socketPath = resolveSocketPath(opts.socketPath, env);
+  const problem = socketDirProblem(socketPath);
+  if (problem) throw new UnsafeSocketError(socketPath, problem);
   if (await daemonAnswers(socketPath)) return { socketPath, started: false };
   const stateDir = resolveStateDir(opts.stateDir, env);
   mkdirSync(stateDir, { recursive: true, mode: 0o700 });
   const logFile = join(stateDir, "sessiond.log");
   const fd = openSync(logFile, "a", 0o600);
+  const logFrom = fstatSync(fd).size; // this start's output begins here
   const binary = opts.binary ?? packagedBinary() ?? "sessiond";
   const args = ["serve", "--socket", socketPath, "--state-dir", stateDir];
-  let exit: { code: number | null; err?: Error } | undefined;
+  let exit: { code: number | null; signal?: string | null; err?: Error } | undefined;
   const child = spawn(binary, args, { detached: true, stdio: ["ignore", fd, fd], env });
   closeSync(fd);
-  child.once("exit", (code) => (exit = { code }));
+  child.once("exit", (code, signal) => (exit = { code, signal }));
   child.once("error", (err) => (exit = { code: null, err }));
   child.unref();
   const deadline = Date.now() + (opts.timeoutMs ?? 15_000);
@@ -78,6 +82,14 @@ export async function ensureDaemon(opts: EnsureDaemonOptions = {}): Promise<Ensu
       return { socketPath, started: (await answeringPid(socketPath)) === child.pid, logFile };
     }
     if (exit?.err) throw new Error(`ensureDaemon: cannot start ${binary}: ${exit.err.message}`);
+    if (exit) {
+      // Ours exited: losing the race to another daemon is no error (that
+      // one answers shortly); anything else is, at once.
+      const out = readTail(logFile, logFrom);
+      if (!LOST_RACE.test(out)) {
+        throw new Error(`ensureDaemon: ${binary} exited ${exit.code ?? exit.signal} before accepting on ${socketPath}; log ${logFile}:\n${out.slice(-2000)}`);
+      }
+    }
     if (Date.now() > deadline) {
       const tail = readTail(logFile);
       throw new Error(`ensureDaemon: no daemon answers on ${socketPath} after ${opts.timeoutMs ?? 15_000} ms` +
@@ -97,9 +109,12 @@ async function answeringPid(socketPath: string): Promise<number | undefined> {
   }
 }
 
-function readTail(path: string): string {
+/** What a daemon that lost the start race to another one says. */
+const LOST_RACE = /store is locked by another sessiond|another sessiond is accepting on this socket/;
+
+function readTail(path: string, from = 0): string {
   try {
-    return readFileSync(path, "utf8").slice(-2000);
+    return readFileSync(path).subarray(from).toString("utf8").slice(-4000);
   } catch {
     return "";
   }

@@ -53,3 +53,33 @@ export class ClientClosedError extends Error {
     this.name = "ClientClosedError";
   }
 }
+
+/** A stream could not be resumed after a reconnect (its session was
+ * deleted while the daemon was down, say): the daemon's answer is the
+ * cause; the stream's iterator rejects with this error, the rest of the
+ * client keeps working. */
+export class StreamLostError extends Error {
+  readonly sessionId: string;
+  /** data.reason of the daemon's answer (session_not_found …). */
+  readonly reason: string;
+  constructor(sessionId: string, cause: SessiondError) {
+    super(`stream of session ${sessionId} could not be resumed after a reconnect: ${cause.message}`, { cause });
+    this.name = "StreamLostError";
+    this.sessionId = sessionId;
+    this.reason = cause.reason;
+  }
+}
+
+/** The socket's directory is not private (not a directory, owned by
+ * another user, or open to group or others): the client does not connect,
+ * as the daemon does not listen there. */
+export class UnsafeSocketError extends Error {
+  readonly socketPath: string;
+  readonly problem: string;
+  constructor(socketPath: string, problem: string) {
+    super(`socket ${socketPath}: ${problem}; refusing to connect (the daemon only listens in a private directory)`);
+    this.name = "UnsafeSocketError";
+    this.socketPath = socketPath;
+    this.problem = problem;
+  }
+}

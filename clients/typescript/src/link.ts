@@ -4,13 +4,29 @@ import {
   ErrorCodes,
   ParameterStructures,
   ResponseError,
-  SocketMessageReader,
+  StreamMessageReader,
   SocketMessageWriter,
   type Message,
   type MessageConnection,
   type MessageWriter,
 } from "vscode-jsonrpc/node.js";
-import { AbortError, ConnectionClosedError, SessiondError, TimeoutError } from "./errors.js";
+import { AbortError, ConnectionClosedError, SessiondError, TimeoutError, UnsafeSocketError } from "./errors.js";
+import { socketDirProblem } from "./socket.js";
+
+/** Bytes on the wire of a notification's params or a response's result
+ * object (for the client's high-water mark, which counts bytes). */
+export const messageBytes = new WeakMap<object, number>();
+
+/** JSON, as vscode-jsonrpc decodes it, noting each message's size. */
+const sizingDecoder = {
+  name: "application/json",
+  decode(buf: Uint8Array): Promise<Message> {
+    const m = JSON.parse(Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength).toString("utf8")) as Record<string, unknown>;
+    const body = m?.params ?? m?.result;
+    if (body && typeof body === "object") messageBytes.set(body, buf.byteLength);
+    return Promise.resolve(m as unknown as Message);
+  },
+};
 
 /** One connection to the daemon: a socket and its JSON-RPC framing. */
 export class Link {
@@ -25,7 +41,12 @@ export class Link {
 
   private constructor(socket: Socket) {
     this.socket = socket;
-    const reader = new SocketMessageReader(socket);
+    const reader = new StreamMessageReader(socket, { charset: "utf-8", contentTypeDecoder: sizingDecoder });
+    // vscode-jsonrpc's partial-message timer re-arms itself for as long as
+    // a message stays half-read, after the link is gone too: a link closed
+    // in the middle of a large page kept the process (and the buffer)
+    // alive for ever. Nothing here listens to it.
+    reader.partialMessageTimeout = 0;
     const listen = reader.listen.bind(reader);
     reader.listen = (cb) => listen((msg) => {
       this.received++;
@@ -44,6 +65,8 @@ export class Link {
   /** Connects to path; rejects when nobody accepts there. */
   static open(path: string, timeoutMs: number): Promise<Link> {
     return new Promise((resolve, reject) => {
+      const problem = socketDirProblem(path);
+      if (problem) return reject(new UnsafeSocketError(path, problem));
       const s = createConnection(path);
       const t = setTimeout(() => {
         s.destroy();

@@ -1,4 +1,5 @@
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
+import { lstatSync } from "node:fs";
 import { homedir } from "node:os";
 
 /**
@@ -24,4 +25,25 @@ export function resolveStateDir(explicit?: string, env: NodeJS.ProcessEnv = proc
   if (env.SESSIOND_STATE_DIR) return resolve(env.SESSIOND_STATE_DIR);
   if (env.XDG_STATE_HOME) return resolve(env.XDG_STATE_HOME, "sessiond");
   return join(env.HOME || homedir(), ".local", "state", "sessiond");
+}
+
+/**
+ * What makes the socket's directory unsafe to connect through, as the
+ * daemon checks it before it listens there: not a directory (a symlink
+ * included), owned by another user, or open to group or others.
+ * undefined when it is private or does not exist (nobody listens then).
+ */
+export function socketDirProblem(socketPath: string): string | undefined {
+  const dir = dirname(socketPath);
+  let st;
+  try {
+    st = lstatSync(dir);
+  } catch {
+    return undefined;
+  }
+  const euid = typeof process.geteuid === "function" ? process.geteuid() : st.uid;
+  if (!st.isDirectory()) return `directory ${dir} is not a directory`;
+  if (st.uid !== euid) return `directory ${dir} is owned by uid ${st.uid}, not ${euid}`;
+  if ((st.mode & 0o077) !== 0) return `directory ${dir} has mode ${(st.mode & 0o777).toString(8).padStart(4, "0")}, open to group or others`;
+  return undefined;
 }

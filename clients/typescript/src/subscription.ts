@@ -1,9 +1,12 @@
 import type { Event } from "./generated/types.js";
 
+/** Wire bytes of an event (its share of the page it came in). */
+export const eventBytes = new WeakMap<Event, number>();
+
 /** What a Subscription needs from its client. */
 export interface SubscriptionOwner {
-  /** Called when events were taken out of the queue (backpressure). */
-  drained(sub: Subscription): void;
+  /** Called when an event of bytes was taken out of the queue (backpressure). */
+  drained(sub: Subscription, bytes: number): void;
   /** Called once when the subscription is closed by its consumer. */
   closed(sub: Subscription): void;
 }
@@ -30,6 +33,8 @@ export class Subscription implements AsyncIterable<Event> {
   generation = 0;
   private queue: Event[] = [];
   private head = 0; // queue[head] is the next event (shift() is O(n))
+  /** Wire bytes of the queued events. */
+  queuedBytes = 0;
   private roomWaiter: { n: number; wake: () => void } | undefined;
   private waiter: ((r: IteratorResult<Event>) => void) | undefined;
   private failer: ((e: Error) => void) | undefined;
@@ -91,6 +96,7 @@ export class Subscription implements AsyncIterable<Event> {
       return;
     }
     this.queue.push(e);
+    this.queuedBytes += eventBytes.get(e) ?? 0;
   }
 
   /** Ends the stream with err (the consumer's next() rejects). */
@@ -112,6 +118,7 @@ export class Subscription implements AsyncIterable<Event> {
     this.done = true;
     this.queue = [];
     this.head = 0;
+    this.queuedBytes = 0;
     this.roomWaiter?.wake();
     if (this.waiter) {
       const w = this.waiter;
@@ -135,7 +142,9 @@ export class Subscription implements AsyncIterable<Event> {
     }
     if (e) {
       this.delivered = e.seq;
-      this.owner.drained(this);
+      const n = eventBytes.get(e) ?? 0;
+      this.queuedBytes -= n;
+      this.owner.drained(this, n);
       return Promise.resolve({ value: e, done: false });
     }
     if (this.done) return Promise.resolve({ value: undefined, done: true });

@@ -46,9 +46,10 @@ export class Daemon {
     return d;
   }
 
-  /** Starts (or restarts) the daemon on the same socket and state. */
-  start(): Promise<void> {
-    const p = spawn(sessiondBinary(), ["serve", "--socket", this.socket, "--state-dir", this.stateDir,
+  /** Starts (or restarts) the daemon on the same state, on its socket
+   * or on another one (where its clients do not find it). */
+  start(socket = this.socket): Promise<void> {
+    const p = spawn(sessiondBinary(), ["serve", "--socket", socket, "--state-dir", this.stateDir,
       "--config", this.config, "--log-format", "json", "--log-level", "debug"], { stdio: ["ignore", "ignore", "pipe"] });
     this.proc = p;
     this.exited = new Promise((res) => p.on("exit", (code) => res(code)));
@@ -74,6 +75,11 @@ export class Daemon {
     if (!this.proc || this.proc.exitCode !== null || this.proc.signalCode !== null) return;
     this.proc.kill(sig);
     await this.exited;
+  }
+
+  /** Sends sig (SIGSTOP, SIGCONT …) without waiting for anything. */
+  signal(sig: NodeJS.Signals): void {
+    this.proc?.kill(sig);
   }
 
   /** Stops the daemon (SIGTERM: every session evicted) and removes its dirs. */

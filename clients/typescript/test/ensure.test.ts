@@ -79,3 +79,16 @@ console.log(JSON.stringify({ ...r, binary: packagedBinary(), pid: st.pid }));
     rmSync(proj, { recursive: true, force: true });
   }
 });
+
+test("ensureDaemon fails at once, with the exit code and the log, when the daemon it started exits", T, async () => {
+  const dir = mkdtempSync(join(tmpdir(), "sdex-"));
+  try {
+    const script = join(dir, "sessiond");
+    writeFileSync(script, "#!/bin/sh\necho 'sessiond: cannot open the store: boom' >&2\nexit 3\n", { mode: 0o700 });
+    // A timeout the test would never outlive: the answer comes from the exit.
+    await assert.rejects(ensureDaemon({ binary: script, socketPath: join(dir, "run", "s.sock"), stateDir: join(dir, "state"), timeoutMs: 3_600_000 }),
+      (e: unknown) => e instanceof Error && /exited 3 before accepting/.test(e.message) && /cannot open the store: boom/.test(e.message));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

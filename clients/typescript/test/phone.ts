@@ -13,10 +13,11 @@ export class Phone {
   private pending = new Map<number, { res: (v: unknown) => void; rej: (e: Error) => void }>();
   private events: Event[] = [];
   private waiters: Array<() => void> = [];
-  closed: Promise<void>;
+  /** Resolves with the close code and reason once the socket closed. */
+  closed: Promise<{ code: number; reason: string }>;
 
   private constructor(readonly ws: WebSocket) {
-    this.closed = new Promise((res) => ws.on("close", () => res()));
+    this.closed = new Promise((res) => ws.on("close", (code, reason) => res({ code, reason: reason.toString() })));
     ws.on("message", (data) => {
       const m = JSON.parse(data.toString()) as { id?: number | null; result?: unknown; error?: { code: number; message: string; data: Record<string, unknown> }; method?: string; params?: { event: Event } };
       if (m.method === "agentSession.event") {
@@ -65,8 +66,15 @@ export class Phone {
     return this.events;
   }
 
-  drop(): Promise<void> {
+  async drop(): Promise<void> {
     this.ws.terminate();
-    return this.closed;
+    await this.closed;
+  }
+
+  /** Stops reading the socket (the relay's output backs up) or resumes. */
+  reading(on: boolean): void {
+    const sock = (this.ws as unknown as { _socket: { pause(): void; resume(): void } })._socket;
+    if (on) sock.resume();
+    else sock.pause();
   }
 }

@@ -1,6 +1,6 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { statSync, mkdtempSync, rmSync } from "node:fs";
+import { statSync, mkdtempSync, rmSync, writeFileSync, chmodSync, readFileSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { connect } from "node:net";
 import { join } from "node:path";
@@ -79,7 +79,9 @@ test("admin methods, unknown methods and bad frames get errors; the phone stays 
       await assert.rejects(p.call(m), (e: unknown) => e instanceof RpcError && e.code === -32601 &&
         e.data.reason === "method_not_relayed", `${m} is refused by the relay itself`);
     }
-    await assert.rejects(p.call("no.such"), (e: unknown) => e instanceof RpcError && e.data.reason === "method_not_found");
+    for (const m of ["no.such", "toString", "constructor", "__proto__", "hasOwnProperty"]) {
+      await assert.rejects(p.call(m), (e: unknown) => e instanceof RpcError && e.data.reason === "method_not_found", m);
+    }
     await assert.rejects(p.raw("not json"), (e: unknown) => e instanceof RpcError && e.data.reason === "parse_error");
     await assert.rejects(p.raw('{"hello":1}'), (e: unknown) => e instanceof RpcError && e.data.reason === "invalid_request");
     await assert.rejects(p.raw("x".repeat((1 << 20) + 1)), (e: unknown) => e instanceof RpcError && e.data.reason === "message_too_large");
@@ -153,5 +155,50 @@ test("a phone whose first call found the daemon down is served once the daemon i
     assert.ok(Array.isArray(l.sessions), "the same phone is served after the restart");
   } finally {
     await p.drop();
+  }
+});
+
+test("after a daemon restart a phone's release with the holdToken it got releases the re-homed hold", T, async () => {
+  const id = await newSession();
+  const p = await Phone.connect(relay.url, relay.token);
+  try {
+    const h = await p.call<{ holdToken: string }>("agentSession.hold", { sessionId: id, holderId: "phone:A" });
+    const back = new Promise((res) => direct.once("reconnected", res));
+    await d.kill("SIGKILL");
+    await d.start();
+    await back;
+    // The relay re-holds it on its own connection, under a new holdToken.
+    while (!(await direct.get(id)).holders.includes("phone:A")) await new Promise((r) => setTimeout(r, 20));
+    const r = await p.call<{ released: boolean; holders: string[] }>("agentSession.release",
+      { sessionId: id, holderId: "phone:A", holdToken: h.holdToken });
+    assert.equal(r.released, true, "the phone's token releases the re-homed hold");
+    assert.deepEqual((await direct.get(id)).holders, []);
+    // A token older than the one the phone got last changes nothing.
+    const h2 = await p.call<{ holdToken: string }>("agentSession.hold", { sessionId: id, holderId: "phone:A" });
+    await p.call("agentSession.hold", { sessionId: id, holderId: "phone:A" });
+    const stale = await p.call<{ released: boolean }>("agentSession.release", { sessionId: id, holderId: "phone:A", holdToken: h2.holdToken });
+    assert.equal(stale.released, false);
+    assert.deepEqual((await direct.get(id)).holders, ["phone:A"]);
+    await p.call("agentSession.release", { sessionId: id, holderId: "phone:A" });
+  } finally {
+    await p.drop();
+  }
+});
+
+test("a token file that is a symlink, open to others or too short is refused", T, async () => {
+  const dir = mkdtempSync(join(tmpdir(), "sdtk-"));
+  try {
+    const open = join(dir, "open");
+    writeFileSync(open, "x".repeat(43) + "\n", { mode: 0o644 });
+    chmodSync(open, 0o644);
+    await assert.rejects(startRelay({ port: 0, socketPath: d.socket, tokenFile: open }), /has mode 0644, open to group or others/);
+    const short = join(dir, "short");
+    writeFileSync(short, "abc\n", { mode: 0o600 });
+    await assert.rejects(startRelay({ port: 0, socketPath: d.socket, tokenFile: short }), /is 3 characters, under the minimum of 32/);
+    assert.equal(readFileSync(short, "utf8"), "abc\n", "never replaced");
+    symlinkSync(tokenFile, join(dir, "link"));
+    await assert.rejects(startRelay({ port: 0, socketPath: d.socket, tokenFile: join(dir, "link") }), /is a symlink/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -1,0 +1,212 @@
+import { randomUUID } from "node:crypto";
+import type { WebSocket, RawData } from "ws";
+import { SessiondClient, type ClientOptions } from "../src/client.js";
+import { SessiondError } from "../src/errors.js";
+import type { Subscription } from "../src/subscription.js";
+import { METHOD_CAPABILITY, type MethodName } from "../src/generated/types.js";
+import { RELAYED_METHODS } from "./methods.js";
+import { HoldLedger, RelayError, type RelayLimits } from "./limits.js";
+
+type Json = Record<string, unknown>;
+
+/** What every phone shares: the relay's hold connection and its ledger,
+ * the limits, and the relay's log. */
+export interface PhoneShared {
+  holds: SessiondClient;
+  ledger: HoldLedger;
+  clientOpts: ClientOptions;
+  limits: RelayLimits;
+  log: (msg: string, fields: Json) => void;
+}
+
+/** WebSocket close code of a phone whose unread output passed the limit. */
+export const CLOSE_NOT_READING = 1008;
+
+let phones = 0;
+
+/** One phone connection. */
+export class Phone {
+  readonly id = `p-${++phones}`;
+  private client: Promise<SessiondClient> | undefined;
+  private subs = new Map<string, Subscription>();
+  private closed = false;
+  private inFlight = 0;
+
+  constructor(private ws: WebSocket, private sh: PhoneShared) {}
+
+  start(): void {
+    this.ws.on("message", (data: RawData, isBinary: boolean) => void this.onFrame(data, isBinary));
+    this.ws.on("close", () => this.end());
+    this.ws.on("error", (e: Error) => {
+      this.sh.log("phone error", { phone: this.id, error: e.message });
+      this.end();
+    });
+  }
+
+  private own(): Promise<SessiondClient> {
+    if (!this.client) {
+      const c = SessiondClient.connect(this.sh.clientOpts);
+      this.client = c;
+      // A connect that failed (the daemon was down) is not kept: the
+      // phone's next call tries again.
+      c.catch(() => {
+        if (this.client === c) this.client = undefined;
+      });
+    }
+    return this.client;
+  }
+
+  private end(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const s of this.subs.values()) s.close();
+    this.subs.clear();
+    this.client?.then((c) => c.close(), () => undefined);
+  }
+
+  /** Sends a frame unless the phone's unread output would pass
+   * maxBufferedBytes: then the phone is closed (1008), logged once. */
+  private send(frame: string): void {
+    if (this.closed || this.ws.readyState !== this.ws.OPEN) return;
+    const max = this.sh.limits.maxBufferedBytes;
+    if (this.ws.bufferedAmount + Buffer.byteLength(frame) > max) {
+      this.sh.log("phone closed: not reading", { phone: this.id, buffered_bytes: this.ws.bufferedAmount, max_buffered_bytes: max });
+      this.end();
+      this.ws.close(CLOSE_NOT_READING, `over ${max} bytes of unread output (maxBufferedBytes)`);
+      return;
+    }
+    this.ws.send(frame);
+  }
+
+  private reply(id: unknown, body: Json): void {
+    this.send(JSON.stringify({ jsonrpc: "2.0", id, ...body }));
+  }
+
+  private error(id: unknown, code: number, message: string, data: Json): void {
+    this.reply(id ?? null, { error: { code, message, data } });
+  }
+
+  private async onFrame(data: RawData, isBinary: boolean): Promise<void> {
+    const limit = this.sh.limits.maxMessageBytes;
+    const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
+    if (buf.length > limit) {
+      return this.error(null, -32600, `message of ${buf.length} bytes is over the relay's limit of ${limit}`,
+        { reason: "message_too_large", limit });
+    }
+    let msg: Json;
+    try {
+      msg = JSON.parse(buf.toString("utf8")) as Json;
+    } catch {
+      return this.error(null, -32700, `not JSON${isBinary ? " (binary frame)" : ""}: ${JSON.stringify(buf.subarray(0, 32).toString("utf8"))}`,
+        { reason: "parse_error" });
+    }
+    const id = msg?.id;
+    if (!msg || typeof msg !== "object" || Array.isArray(msg) || msg.jsonrpc !== "2.0" || typeof msg.method !== "string") {
+      return this.error(id, -32600, "not a JSON-RPC 2.0 request", { reason: "invalid_request" });
+    }
+    const method = msg.method;
+    if (!RELAYED_METHODS.has(method)) {
+      // A daemon method the relay keeps from phones (admin, initialize …)
+      // is named as such; anything else is unknown.
+      const known = Object.hasOwn(METHOD_CAPABILITY, method);
+      return this.error(id, -32601, known ? `${method} is not relayed (session methods only)`
+        : `method not found: ${JSON.stringify(method.slice(0, 64))}`,
+        { reason: known ? "method_not_relayed" : "method_not_found", method: method.slice(0, 64) });
+    }
+    if (id === undefined) return; // a notification: nothing to answer
+    const max = this.sh.limits.maxInFlight;
+    if (this.inFlight >= max) {
+      return this.error(id, -32019, `${this.inFlight} calls of this phone are being answered, the relay's limit (maxInFlight ${max})`,
+        { reason: "limit_exceeded", limit: "phone_calls", max });
+    }
+    this.inFlight++;
+    const params = (msg.params && typeof msg.params === "object" ? msg.params : {}) as Json;
+    try {
+      this.reply(id, { result: await this.forward(method as MethodName, params) });
+    } catch (e) {
+      if (e instanceof SessiondError || e instanceof RelayError) this.error(id, e.code, e.message, e.data);
+      else this.error(id, -32603, (e as Error).message, { reason: "internal_error" });
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  private async forward(method: MethodName, p: Json): Promise<unknown> {
+    switch (method) {
+      case "agentSession.hold":
+        return this.hold(p as { sessionId: string; holderId: string; ttlMs?: number });
+      case "agentSession.release": {
+        const r = await this.sh.holds.release(p as { sessionId: string; holderId: string; holdToken?: string });
+        if (r.released) this.sh.ledger.drop(holdKey(p));
+        return r;
+      }
+      case "agentSession.send": {
+        const c = await this.own();
+        return c.send({ ...(p as { sessionId: string; text: string }), clientMessageId: (p.clientMessageId as string) ?? randomUUID() });
+      }
+      case "agentSession.attach":
+        return this.attach(p);
+      case "agentSession.detach": {
+        const s = this.subs.get(p.subscriptionId as string);
+        this.subs.delete(p.subscriptionId as string);
+        s?.close();
+        return {};
+      }
+      default:
+        return (await this.own()).call(method, p as never);
+    }
+  }
+
+  /** The phone's holds live on the relay's shared connection, with a ttl
+   * (at most maxHoldTtlMs), at most maxHoldsPerPhone of them per phone. */
+  private async hold(p: { sessionId: string; holderId: string; ttlMs?: number }): Promise<unknown> {
+    const { holdTtlMs, maxHoldTtlMs } = this.sh.limits;
+    const ttlMs = p.ttlMs ?? holdTtlMs;
+    if (typeof ttlMs === "number" && ttlMs > maxHoldTtlMs) {
+      throw new RelayError(-32602, `ttlMs ${ttlMs} is over the relay's limit of ${maxHoldTtlMs} (maxHoldTtlMs)`,
+        { reason: "invalid_params", field: "ttlMs", limit: maxHoldTtlMs });
+    }
+    const taken = this.sh.ledger.take(this, holdKey(p), Date.now() + (typeof ttlMs === "number" ? ttlMs : holdTtlMs));
+    try {
+      return await this.sh.holds.hold({ ...p, ttlMs });
+    } catch (e) {
+      taken.undo();
+      throw e;
+    }
+  }
+
+  /** Streams a session to the phone: {subscriptionId, session, lastSeq}
+   * answers, then every event after afterSeq as agentSession.event
+   * notifications, in seq order, across daemon restarts and lag. */
+  private async attach(p: Json): Promise<unknown> {
+    const c = await this.own();
+    const sessionId = p.sessionId as string;
+    const session = await c.get(sessionId);
+    const sub = await c.attach(sessionId, { afterSeq: (p.afterSeq as number) ?? 0 });
+    const subscriptionId = `r-${randomUUID()}`;
+    this.subs.set(subscriptionId, sub);
+    setImmediate(() => void this.pump(subscriptionId, sub));
+    return { subscriptionId, session, events: [], lastSeq: session.lastSeq, hasMore: false };
+  }
+
+  /** Events wait while the phone has half of maxBufferedBytes unread (the
+   * stream then backs up to the daemon, which lags it). */
+  private async pump(subscriptionId: string, sub: Subscription): Promise<void> {
+    const high = this.sh.limits.maxBufferedBytes / 2;
+    try {
+      for await (const event of sub) {
+        if (this.closed || this.ws.readyState !== this.ws.OPEN) break;
+        const frame = JSON.stringify({ jsonrpc: "2.0", method: "agentSession.event", params: { subscriptionId, event } });
+        if (this.ws.bufferedAmount > high) {
+          await new Promise<void>((res) => this.ws.send(frame, () => res())); // let the phone catch up
+        } else this.ws.send(frame);
+      }
+    } catch {
+      if (!this.closed) this.ws.close(1011, "stream failed");
+    }
+  }
+}
+
+function holdKey(p: Json): string {
+  return `${String(p.sessionId)}\u0000${String(p.holderId)}`;
+}
