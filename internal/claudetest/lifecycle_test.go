@@ -28,12 +28,7 @@ func TestClaudeCancelStalled(t *testing.T) {
 	s := providertest.NewSession(t, d, client, "claude", t.TempDir())
 	s.Send(t, "think hard")
 	providertest.WaitArrived(t, m.Arrived())
-	var cr struct {
-		Cancelled bool `json:"cancelled"`
-	}
-	if err := s.C.Call(providertest.Ctx(t), "agentSession.cancel", map[string]string{"sessionId": s.ID}, &cr); err != nil || !cr.Cancelled {
-		t.Fatalf("cancel %+v %v", cr, err)
-	}
+	s.Cancel(t)
 	done := providertest.Decode[event.TurnCompletedData](t, s.Next(t, event.TurnCompleted))
 	if done.Status != event.StatusInterrupted || done.Reason != event.ReasonUserCancel {
 		t.Fatalf("turn.completed %+v", done)
@@ -87,16 +82,7 @@ func TestClaudeResumeAfterRestart(t *testing.T) {
 	d.Stop()
 
 	d2 := providertest.Daemon(t, d.StateDir, cfg)
-	s2 := providertest.Reopen(t, d2, client, s.ID)
-	if s2.Hold.ThreadID != thread {
-		t.Fatalf("re-hold thread %s, want %s", s2.Hold.ThreadID, thread)
-	}
-	started := providertest.Decode[struct {
-		Resumed bool `json:"resumed"`
-	}](t, providertest.LastOf(t, s2.ReadAll(t), event.ProviderStarted))
-	if !started.Resumed {
-		t.Fatal("provider.started after the restart is not a resume")
-	}
+	s2 := providertest.ReopenResumed(t, d2, client, s.ID, thread)
 	s2.Send(t, "which word?")
 	s2.Next(t, event.TurnCompleted)
 	reqs := m.Requests()

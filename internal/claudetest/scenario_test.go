@@ -26,23 +26,14 @@ func TestClaudeStreamedTurn(t *testing.T) {
 	if done.Status != event.StatusCompleted {
 		t.Fatalf("turn.completed %+v; events %s", done, s.Types())
 	}
-	var text, itemID, completed, reasoning string
+	text, completed := s.Message(t, turn)
+	var reasoning string
 	var usage *event.TurnUsageData
 	for _, ev := range s.Events() {
 		if ev.TurnID != turn {
 			continue
 		}
 		switch ev.Type {
-		case event.MessageDelta:
-			dd := providertest.Decode[event.DeltaData](t, ev)
-			text += dd.Text
-			itemID = dd.ItemID
-		case event.MessageCompleted:
-			dd := providertest.Decode[event.DeltaData](t, ev)
-			completed = dd.Text
-			if dd.ItemID != itemID || itemID == "" {
-				t.Errorf("message.completed item %q, deltas' %q", dd.ItemID, itemID)
-			}
 		case event.ItemCompleted:
 			it := providertest.Decode[event.ItemData](t, ev)
 			if it.Kind == event.KindReasoning {

@@ -25,25 +25,7 @@ func TestCodexStreamedText(t *testing.T) {
 	if done.Status != event.StatusCompleted {
 		t.Fatalf("turn.completed %+v", done)
 	}
-	var text, itemID string
-	completed := ""
-	for _, ev := range s.Events() {
-		if ev.TurnID != turn {
-			continue
-		}
-		switch ev.Type {
-		case event.MessageDelta:
-			dd := providertest.Decode[event.DeltaData](t, ev)
-			text += dd.Text
-			itemID = dd.ItemID
-		case event.MessageCompleted:
-			dd := providertest.Decode[event.DeltaData](t, ev)
-			completed = dd.Text
-			if dd.ItemID != itemID || itemID == "" {
-				t.Errorf("message.completed item %q, deltas' %q", dd.ItemID, itemID)
-			}
-		}
-	}
+	text, completed := s.Message(t, turn)
 	if text != "Hello world" || completed != "Hello world" {
 		t.Fatalf("deltas %q, completed %q; events %s", text, completed, s.Types())
 	}
@@ -126,12 +108,7 @@ func TestCodexCancelStalled(t *testing.T) {
 	s := providertest.NewSession(t, d, client, "codex", t.TempDir())
 	s.Send(t, "think hard")
 	providertest.WaitArrived(t, m.Arrived())
-	var cr struct {
-		Cancelled bool `json:"cancelled"`
-	}
-	if err := s.C.Call(providertest.Ctx(t), "agentSession.cancel", map[string]string{"sessionId": s.ID}, &cr); err != nil || !cr.Cancelled {
-		t.Fatalf("cancel %+v %v", cr, err)
-	}
+	s.Cancel(t)
 	done := providertest.Decode[event.TurnCompletedData](t, s.Next(t, event.TurnCompleted))
 	if done.Status != event.StatusInterrupted || done.Reason != event.ReasonUserCancel {
 		t.Fatalf("turn.completed %+v", done)

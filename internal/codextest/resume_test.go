@@ -25,16 +25,7 @@ func TestCodexResumeAfterRestart(t *testing.T) {
 	d.Stop()
 
 	d2 := providertest.Daemon(t, d.StateDir, cfg)
-	s2 := providertest.Reopen(t, d2, client, s.ID)
-	if s2.Hold.ThreadID != thread {
-		t.Fatalf("re-hold thread %s, want %s", s2.Hold.ThreadID, thread)
-	}
-	started := providertest.Decode[struct {
-		Resumed bool `json:"resumed"`
-	}](t, providertest.LastOf(t, s2.ReadAll(t), event.ProviderStarted))
-	if !started.Resumed {
-		t.Fatal("provider.started after the restart is not a resume")
-	}
+	s2 := providertest.ReopenResumed(t, d2, client, s.ID, thread)
 	s2.Send(t, "which word?")
 	s2.Next(t, event.TurnCompleted)
 	reqs := m.Requests()

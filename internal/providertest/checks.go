@@ -35,6 +35,48 @@ func LastOf(t testing.TB, evs []event.Event, typ string) event.Event {
 	return event.Event{}
 }
 
+// Message is the text of turn's message.delta events, and that of its
+// message.completed, which must name the deltas' item (an error if not).
+func (s *Session) Message(t testing.TB, turn string) (deltas, completed string) {
+	t.Helper()
+	var itemID string
+	for _, ev := range s.Events() {
+		if ev.TurnID != turn {
+			continue
+		}
+		switch ev.Type {
+		case event.MessageDelta:
+			dd := Decode[event.DeltaData](t, ev)
+			deltas += dd.Text
+			itemID = dd.ItemID
+		case event.MessageCompleted:
+			dd := Decode[event.DeltaData](t, ev)
+			completed = dd.Text
+			if dd.ItemID != itemID || itemID == "" {
+				t.Errorf("message.completed item %q, deltas' %q", dd.ItemID, itemID)
+			}
+		}
+	}
+	return deltas, completed
+}
+
+// ReopenResumed is Reopen after a restart of the daemon: the hold must be
+// on thread, and the provider.started journaled for it a resume.
+func ReopenResumed(t testing.TB, d *daemontest.Daemon, client, id, thread string) *Session {
+	t.Helper()
+	s := Reopen(t, d, client, id)
+	if s.Hold.ThreadID != thread {
+		t.Fatalf("re-hold thread %s, want %s", s.Hold.ThreadID, thread)
+	}
+	started := Decode[struct {
+		Resumed bool `json:"resumed"`
+	}](t, LastOf(t, s.ReadAll(t), event.ProviderStarted))
+	if !started.Resumed {
+		t.Fatal("provider.started after the restart is not a resume")
+	}
+	return s
+}
+
 // ThreadID is the session's thread id as agentSession.get reports it.
 func (s *Session) ThreadID(t testing.TB) string {
 	t.Helper()

@@ -175,6 +175,17 @@ func (s *Session) Respond(t testing.TB, requestID, decision string) {
 	}
 }
 
+// Cancel cancels the running turn, failing unless one was cancelled.
+func (s *Session) Cancel(t testing.TB) {
+	t.Helper()
+	var cr struct {
+		Cancelled bool `json:"cancelled"`
+	}
+	if err := s.C.Call(Ctx(t), "agentSession.cancel", map[string]string{"sessionId": s.ID}, &cr); err != nil || !cr.Cancelled {
+		t.Fatalf("cancel %+v %v", cr, err)
+	}
+}
+
 // Close closes the session.
 func (s *Session) Close(t testing.TB) {
 	t.Helper()
