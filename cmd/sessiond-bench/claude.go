@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -40,77 +39,26 @@ func benchClaude(ctx context.Context, b *bench) ([]figure, error) {
 		return nil, err
 	}
 	defer m.Close()
-	env := claudetest.Env(b.dir("claude-account"), m.URL)
-	for _, k := range []string{"HOME", "CLAUDE_CONFIG_DIR"} {
-		if err := os.MkdirAll(env[k], 0o700); err != nil {
-			return nil, err
-		}
+	env, err := claudetest.MakeEnv(b.dir("claude-account"), m.URL)
+	if err != nil {
+		return nil, err
 	}
-	var kv []string
-	for k, v := range env {
-		kv = append(kv, fmt.Sprintf("%s = %q", k, v))
-	}
-	sort.Strings(kv)
-	args := []string{fmt.Sprintf("%q", bin)}
-	for _, a := range claudetest.Args {
-		args = append(args, fmt.Sprintf("%q", a))
-	}
-	cfg := fmt.Sprintf("start_timeout = \"60s\"\n[providers.claude]\ncommand = [%s]\nprotocol = \"claude-stream-json\"\nenv = { %s }\n",
-		strings.Join(args, ", "), strings.Join(kv, ", "))
-	d, err := b.startDaemon("", cfg)
+	d, err := b.startDaemon("", "start_timeout = \"60s\"\n"+claudetest.ProviderTable("claude", bin, env))
 	if err != nil {
 		return nil, err
 	}
 	defer d.stop()
 
-	cpu, err := claudeTurnCPU(ctx, b, d, m)
+	cpu, err := turnCPU(ctx, b, d, "claude", b.dir("claude-cwd"), "cli",
+		func() { m.Push(claudetest.Bash("warm", "touch warm && echo warm"), claudetest.Text("ok")) },
+		func(i int) {
+			m.Push(claudetest.Bash(fmt.Sprintf("toolu_%d", i), "touch f && seq 200"), claudetest.Text("the ", "numbers ", "are ", "printed"))
+		})
 	if err != nil {
 		return cpu, err
 	}
 	start, err := claudeStartOverhead(ctx, b, d, bin, env)
 	return append(cpu, start...), err
-}
-
-func claudeTurnCPU(ctx context.Context, b *bench, d *daemon, m *claudetest.Model) ([]figure, error) {
-	cwd := b.dir("claude-cwd")
-	t, err := newTurnDriver(ctx, d, "claude", cwd)
-	if err != nil {
-		return nil, err
-	}
-	defer t.c.Close()
-	var sess struct {
-		PID int `json:"pid"`
-	}
-	if err := t.c.Call(ctx, "agentSession.get", map[string]string{"sessionId": t.id}, &sess); err != nil {
-		return nil, err
-	}
-	m.Push(claudetest.Bash("warm", "touch warm && echo warm"), claudetest.Text("ok"))
-	if _, _, err := t.run(ctx, "warm up"); err != nil {
-		return nil, fmt.Errorf("claude warm-up: %w", err)
-	}
-	d0, err := readUsage(d.pid())
-	if err != nil {
-		return nil, err
-	}
-	c0 := treeTicks(sess.PID)
-	for i := range b.sz.codexTurns {
-		m.Push(claudetest.Bash(fmt.Sprintf("toolu_%d", i), "touch f && seq 200"), claudetest.Text("the ", "numbers ", "are ", "printed"))
-		if _, _, err := t.run(ctx, "print some numbers"); err != nil {
-			return nil, fmt.Errorf("claude turn %d: %w", i, err)
-		}
-	}
-	d1, err := readUsage(d.pid())
-	if err != nil {
-		return nil, err
-	}
-	c1 := treeTicks(sess.PID)
-	turns := float64(b.sz.codexTurns)
-	daemonMs := float64(d1.cpuTicks-d0.cpuTicks) * 1000 / clkTck / turns
-	cliMs := float64(c1-c0) * 1000 / clkTck / turns
-	return []figure{
-		ratioAtMost("claude.daemon_cpu_per_turn", daemonMs, cliMs, "ms", 0.1),
-		info("claude.cli_cpu_per_turn", cliMs, "ms"),
-	}, nil
 }
 
 func claudeStartOverhead(ctx context.Context, b *bench, d *daemon, bin string, env map[string]string) ([]figure, error) {

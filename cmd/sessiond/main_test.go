@@ -7,11 +7,10 @@ import (
 	"io"
 	"net"
 	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/sessiond/sessiond/internal/frametest"
 	"go.uber.org/goleak"
 )
 
@@ -69,42 +68,15 @@ func (r *rawConn) write(s string) {
 
 func (r *rawConn) send(msg string) {
 	r.t.Helper()
-	if r.header {
-		r.write("Content-Length: " + strconv.Itoa(len(msg)) + "\r\n\r\n" + msg)
-		return
-	}
-	r.write(msg + "\n")
+	r.write(frametest.Frame(msg, r.header))
 }
 
 func (r *rawConn) recv() map[string]any {
 	r.t.Helper()
 	r.nc.SetReadDeadline(time.Now().Add(15 * time.Second))
-	var body []byte
-	if r.header {
-		n := -1
-		for {
-			line, err := r.br.ReadString('\n')
-			if err != nil {
-				r.t.Fatalf("read header: %v", err)
-			}
-			line = strings.TrimSpace(line)
-			if line == "" {
-				break
-			}
-			if v, ok := strings.CutPrefix(line, "Content-Length: "); ok {
-				n, _ = strconv.Atoi(v)
-			}
-		}
-		body = make([]byte, n)
-		if _, err := io.ReadFull(r.br, body); err != nil {
-			r.t.Fatalf("read body: %v", err)
-		}
-	} else {
-		line, err := r.br.ReadBytes('\n')
-		if err != nil {
-			r.t.Fatalf("read: %v", err)
-		}
-		body = line
+	body, err := frametest.Read(r.br, r.header)
+	if err != nil {
+		r.t.Fatal(err)
 	}
 	var m map[string]any
 	if err := json.Unmarshal(body, &m); err != nil {

@@ -1,8 +1,12 @@
 package claudetest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -21,15 +25,23 @@ func Env(dir, modelURL string) map[string]string {
 	}
 }
 
-// NewEnv is Env in a fresh temp dir of the test, its HOME and config dir
-// created.
-func NewEnv(t testing.TB, modelURL string) map[string]string {
-	t.Helper()
-	env := Env(t.TempDir(), modelURL)
+// MakeEnv is Env with its HOME and config dir created.
+func MakeEnv(dir, modelURL string) (map[string]string, error) {
+	env := Env(dir, modelURL)
 	for _, k := range []string{"HOME", "CLAUDE_CONFIG_DIR"} {
 		if err := os.MkdirAll(env[k], 0o700); err != nil {
-			t.Fatal(err)
+			return nil, fmt.Errorf("claude env: %w", err)
 		}
+	}
+	return env, nil
+}
+
+// NewEnv is MakeEnv in a fresh temp dir of the test.
+func NewEnv(t testing.TB, modelURL string) map[string]string {
+	t.Helper()
+	env, err := MakeEnv(t.TempDir(), modelURL)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return env
 }
@@ -38,3 +50,19 @@ func NewEnv(t testing.TB, modelURL string) map[string]string {
 // "Provider children"), without the executable.
 var Args = []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json",
 	"--verbose", "--include-partial-messages", "--permission-prompt-tool", "stdio"}
+
+// ProviderTable is a [providers.NAME] table of the daemon's config
+// running bin (the pinned claude) with Args and env.
+func ProviderTable(name, bin string, env map[string]string) string {
+	cmd := []string{strconv.Quote(bin)}
+	for _, a := range Args {
+		cmd = append(cmd, strconv.Quote(a))
+	}
+	var kv []string
+	for k, v := range env {
+		kv = append(kv, fmt.Sprintf("%s = %q", k, v))
+	}
+	sort.Strings(kv)
+	return fmt.Sprintf("[providers.%s]\ncommand = [%s]\nprotocol = \"claude-stream-json\"\nenv = { %s }\n",
+		name, strings.Join(cmd, ", "), strings.Join(kv, ", "))
+}

@@ -7,7 +7,7 @@
 package claudetest
 
 import (
-	"sync"
+	"io"
 	"testing"
 
 	"github.com/sessiond/sessiond/internal/npminstall"
@@ -20,7 +20,7 @@ const Version = "2.1.328"
 const Package = "@anthropic-ai/claude-code@" + Version
 
 // pkg: ${XDG_CACHE_HOME:-$HOME/.cache}/sessiond-test/claude-code@<Version>.
-var pkg = npminstall.Package{Spec: Package, Dir: "claude-code@" + Version, Bin: "claude", Version: Version}
+var pkg = &npminstall.Package{Spec: Package, Dir: "claude-code@" + Version, Bin: "claude", Version: Version}
 
 // CacheDir is where the package is installed.
 func CacheDir() string { return pkg.CacheDir() }
@@ -32,20 +32,14 @@ func InstallCommand() string { return pkg.InstallCommand() }
 // the `claude` executable (the install command of `make test`).
 func Ensure() (string, error) { return pkg.Ensure() }
 
-var install struct {
-	once sync.Once
-	path string
-	err  error
-}
-
 // Binary returns the path of the pinned `claude`, installing it with npm
-// when missing. A machine that cannot install it fails the test with the
-// command to run: a missing binary is never a silent skip.
+// when missing; a machine that cannot install it fails the test with the
+// command to run.
 func Binary(t testing.TB) string {
 	t.Helper()
-	install.once.Do(func() { install.path, install.err = Ensure() })
-	if install.err != nil {
-		t.Fatalf("claude %s is not available: %v\ninstall it with: %s", Version, install.err, InstallCommand())
-	}
-	return install.path
+	return pkg.Binary(t)
 }
+
+// Install is the body of the install command (`make test` runs it first):
+// Ensure, reported on stdout or stderr; it returns the exit code.
+func Install(stdout, stderr io.Writer) int { return pkg.Install(stdout, stderr) }

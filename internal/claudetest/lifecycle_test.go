@@ -14,6 +14,7 @@ import (
 	"github.com/sessiond/sessiond/internal/claudetest"
 	"github.com/sessiond/sessiond/internal/daemontest"
 	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/providertest"
 	"github.com/sessiond/sessiond/internal/rpc"
 )
 
@@ -23,33 +24,19 @@ func TestClaudeCancelStalled(t *testing.T) {
 	stall := make(chan struct{})
 	t.Cleanup(func() { close(stall) })
 	m := claudetest.NewModel(t, claudetest.Reply{Stall: stall})
-	d := daemonWith(t, "", providerConfig(t, "claude", claudetest.NewEnv(t, m.URL)))
-	s := newSession(t, d, "claude", t.TempDir())
-	s.send(t, "think hard")
-	waitArrived(t, m)
-	var cr struct {
-		Cancelled bool `json:"cancelled"`
-	}
-	if err := s.c.Call(ctxT(t), "agentSession.cancel", map[string]string{"sessionId": s.id}, &cr); err != nil || !cr.Cancelled {
-		t.Fatalf("cancel %+v %v", cr, err)
-	}
-	done := decode[event.TurnCompletedData](t, s.f.next(t, event.TurnCompleted))
+	d := providertest.Daemon(t, "", providerConfig(t, "claude", claudetest.NewEnv(t, m.URL)))
+	s := providertest.NewSession(t, d, client, "claude", t.TempDir())
+	s.Send(t, "think hard")
+	providertest.WaitArrived(t, m.Arrived())
+	s.Cancel(t)
+	done := providertest.Decode[event.TurnCompletedData](t, s.Next(t, event.TurnCompleted))
 	if done.Status != event.StatusInterrupted || done.Reason != event.ReasonUserCancel {
 		t.Fatalf("turn.completed %+v", done)
 	}
 	// The session goes on: the next turn is answered.
-	s.send(t, "again")
-	if done := decode[event.TurnCompletedData](t, s.f.next(t, event.TurnCompleted)); done.Status != event.StatusCompleted {
+	s.Send(t, "again")
+	if done := providertest.Decode[event.TurnCompletedData](t, s.Next(t, event.TurnCompleted)); done.Status != event.StatusCompleted {
 		t.Fatalf("next turn %+v", done)
-	}
-}
-
-func waitArrived(t *testing.T, m *claudetest.Model) {
-	t.Helper()
-	select {
-	case <-m.Arrived():
-	case <-ctxT(t).Done():
-		t.Fatal("the model saw no request")
 	}
 }
 
@@ -58,25 +45,25 @@ func waitArrived(t *testing.T, m *claudetest.Model) {
 // is released, and nothing of the session's tree is left.
 func TestClaudeKilledMidTurn(t *testing.T) {
 	m := claudetest.NewModel(t, claudetest.Bash("toolu_1", "touch never && echo no"))
-	d := daemonWith(t, "", providerConfig(t, "claude", claudetest.NewEnv(t, m.URL)))
-	s := newSession(t, d, "claude", t.TempDir())
-	s.send(t, "run it")
-	req := decode[event.ApprovalRequestedData](t, s.f.next(t, event.ApprovalRequested))
-	if err := syscall.Kill(s.hold.PID, syscall.SIGKILL); err != nil {
+	d := providertest.Daemon(t, "", providerConfig(t, "claude", claudetest.NewEnv(t, m.URL)))
+	s := providertest.NewSession(t, d, client, "claude", t.TempDir())
+	s.Send(t, "run it")
+	req := providertest.Decode[event.ApprovalRequestedData](t, s.Next(t, event.ApprovalRequested))
+	if err := syscall.Kill(s.Hold.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	got := decode[event.ApprovalResolvedData](t, s.f.next(t, event.ApprovalResolved))
+	got := providertest.Decode[event.ApprovalResolvedData](t, s.Next(t, event.ApprovalResolved))
 	if got.RequestID != req.RequestID || got.Decision != "cancel" || got.By != "daemon" || got.Reason != "provider_exited" {
 		t.Fatalf("approval.resolved %+v", got)
 	}
-	if tc := decode[event.TurnCompletedData](t, s.f.next(t, event.TurnCompleted)); tc.Status != event.StatusInterrupted || tc.Reason != event.ReasonProviderExited {
+	if tc := providertest.Decode[event.TurnCompletedData](t, s.Next(t, event.TurnCompleted)); tc.Status != event.StatusInterrupted || tc.Reason != event.ReasonProviderExited {
 		t.Fatalf("turn.completed %+v", tc)
 	}
-	if se := decode[event.SessionEndedData](t, s.f.next(t, event.SessionEnded)); se.Reason != "provider_exited" {
+	if se := providertest.Decode[event.SessionEndedData](t, s.Next(t, event.SessionEnded)); se.Reason != "provider_exited" {
 		t.Fatalf("session.ended %+v", se)
 	}
-	s.f.next(t, event.LeaseReleased)
-	noProcesses(t, d)
+	s.Next(t, event.LeaseReleased)
+	providertest.NoProcesses(t, d)
 }
 
 // A daemon restart, then a re-hold: the CLI runs with --resume and the
@@ -84,39 +71,28 @@ func TestClaudeKilledMidTurn(t *testing.T) {
 func TestClaudeResumeAfterRestart(t *testing.T) {
 	m := claudetest.NewModel(t, claudetest.Text("noted"), claudetest.Text("apple"))
 	cfg := providerConfig(t, "claude", claudetest.NewEnv(t, m.URL))
-	d := daemonWith(t, "", cfg)
-	s := newSession(t, d, "claude", t.TempDir())
-	s.send(t, "remember the word pineapple-42")
-	s.f.next(t, event.TurnCompleted)
-	thread := threadOf(t, s)
+	d := providertest.Daemon(t, "", cfg)
+	s := providertest.NewSession(t, d, client, "claude", t.TempDir())
+	s.Send(t, "remember the word pineapple-42")
+	s.Next(t, event.TurnCompleted)
+	thread := s.ThreadID(t)
 	if thread == "" {
 		t.Fatal("no thread id after the first turn")
 	}
 	d.Stop()
 
-	d2 := daemonWith(t, d.StateDir, cfg)
-	c, f := dial(t, d2)
-	s2 := &session{d: d2, c: c, f: f, id: s.id}
-	s2.attachAndHold(t)
-	if s2.hold.ThreadID != thread {
-		t.Fatalf("re-hold thread %s, want %s", s2.hold.ThreadID, thread)
-	}
-	started := decode[struct {
-		Resumed bool `json:"resumed"`
-	}](t, lastOf(t, readAll(t, s2), event.ProviderStarted))
-	if !started.Resumed {
-		t.Fatal("provider.started after the restart is not a resume")
-	}
-	s2.send(t, "which word?")
-	s2.f.next(t, event.TurnCompleted)
+	d2 := providertest.Daemon(t, d.StateDir, cfg)
+	s2 := providertest.ReopenResumed(t, d2, client, s.ID, thread)
+	s2.Send(t, "which word?")
+	s2.Next(t, event.TurnCompleted)
 	reqs := m.Requests()
 	if len(reqs) != 2 || !strings.Contains(reqs[1].Messages(), "pineapple-42") {
 		t.Fatalf("the model's second request does not carry the first turn: %d requests", len(reqs))
 	}
-	if got := threadOf(t, s2); got != thread {
+	if got := s2.ThreadID(t); got != thread {
 		t.Fatalf("thread after the resumed turn %s, want %s", got, thread)
 	}
-	noAnomalies(t, d2)
+	providertest.NoAnomalies(t, d2, "claude")
 }
 
 // The conversation deleted from CLAUDE_CONFIG_DIR: the re-hold's CLI says
@@ -125,12 +101,12 @@ func TestClaudeResumeAfterRestart(t *testing.T) {
 func TestClaudeConversationRemoved(t *testing.T) {
 	m := claudetest.NewModel(t)
 	env := claudetest.NewEnv(t, m.URL)
-	d := daemonWith(t, "", providerConfig(t, "claude", env))
-	s := newSession(t, d, "claude", t.TempDir())
-	s.send(t, "hello")
-	s.f.next(t, event.TurnCompleted)
-	old := threadOf(t, s)
-	s.close(t)
+	d := providertest.Daemon(t, "", providerConfig(t, "claude", env))
+	s := providertest.NewSession(t, d, client, "claude", t.TempDir())
+	s.Send(t, "hello")
+	s.Next(t, event.TurnCompleted)
+	old := s.ThreadID(t)
+	s.Close(t)
 	files := conversations(t, env["CLAUDE_CONFIG_DIR"], old)
 	if len(files) == 0 {
 		t.Fatalf("no conversation %s under %s", old, env["CLAUDE_CONFIG_DIR"])
@@ -140,18 +116,18 @@ func TestClaudeConversationRemoved(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s.attachAndHold(t)
-	s.send(t, "hello again")
-	rep := decode[event.ThreadReplacedData](t, s.f.next(t, event.ProviderThreadReplace))
-	s.f.next(t, event.TurnCompleted)
+	s.AttachAndHold(t)
+	s.Send(t, "hello again")
+	rep := providertest.Decode[event.ThreadReplacedData](t, s.Next(t, event.ProviderThreadReplace))
+	s.Next(t, event.TurnCompleted)
 	if rep.OldThreadID != old || rep.NewThreadID == "" || rep.NewThreadID == old || !strings.Contains(rep.Cause, "No conversation found") {
 		t.Fatalf("thread_replaced %+v (old %s)", rep, old)
 	}
-	if got := threadOf(t, s); got != rep.NewThreadID {
+	if got := s.ThreadID(t); got != rep.NewThreadID {
 		t.Fatalf("thread %s, want %s", got, rep.NewThreadID)
 	}
-	s.close(t)
-	noProcesses(t, d)
+	s.Close(t)
+	providertest.NoProcesses(t, d)
 }
 
 // Two accounts, pinned by CLAUDE_CONFIG_DIR: each session's conversation
@@ -159,14 +135,14 @@ func TestClaudeConversationRemoved(t *testing.T) {
 func TestClaudeTwoAccounts(t *testing.T) {
 	m := claudetest.NewModel(t)
 	envA, envB := claudetest.NewEnv(t, m.URL), claudetest.NewEnv(t, m.URL)
-	d := daemonWith(t, "", providerConfig(t, "claude-a", envA), providerConfig(t, "claude-b", envB))
-	sa := newSession(t, d, "claude-a", t.TempDir())
-	sb := newSession(t, d, "claude-b", t.TempDir())
-	for _, s := range []*session{sa, sb} {
-		s.send(t, "hello")
-		s.f.next(t, event.TurnCompleted)
+	d := providertest.Daemon(t, "", providerConfig(t, "claude-a", envA), providerConfig(t, "claude-b", envB))
+	sa := providertest.NewSession(t, d, client, "claude-a", t.TempDir())
+	sb := providertest.NewSession(t, d, client, "claude-b", t.TempDir())
+	for _, s := range []*providertest.Session{sa, sb} {
+		s.Send(t, "hello")
+		s.Next(t, event.TurnCompleted)
 	}
-	ta, tb := threadOf(t, sa), threadOf(t, sb)
+	ta, tb := sa.ThreadID(t), sb.ThreadID(t)
 	if len(conversations(t, envA["CLAUDE_CONFIG_DIR"], ta)) == 0 || len(conversations(t, envB["CLAUDE_CONFIG_DIR"], tb)) == 0 ||
 		len(conversations(t, envA["CLAUDE_CONFIG_DIR"], tb)) != 0 || len(conversations(t, envB["CLAUDE_CONFIG_DIR"], ta)) != 0 {
 		t.Fatalf("conversations not under their own account: a %s, b %s", ta, tb)
@@ -179,17 +155,17 @@ func TestClaudeTwoAccounts(t *testing.T) {
 func TestClaudeDetachedChildGone(t *testing.T) {
 	m := claudetest.NewModel(t, claudetest.Bash("toolu_1", "setsid sh -c 'trap \"\" TERM; touch started; sleep 300' >/dev/null 2>&1 < /dev/null & echo spawned"), claudetest.Text("ok"))
 	dir := t.TempDir()
-	d := daemonWith(t, "", providerConfig(t, "claude", claudetest.NewEnv(t, m.URL)))
-	s := newSession(t, d, "claude", dir)
-	s.send(t, "start it")
-	req := decode[event.ApprovalRequestedData](t, s.f.next(t, event.ApprovalRequested))
-	s.respond(t, req.RequestID, "approve")
-	s.f.next(t, event.TurnCompleted)
+	d := providertest.Daemon(t, "", providerConfig(t, "claude", claudetest.NewEnv(t, m.URL)))
+	s := providertest.NewSession(t, d, client, "claude", dir)
+	s.Send(t, "start it")
+	req := providertest.Decode[event.ApprovalRequestedData](t, s.Next(t, event.ApprovalRequested))
+	s.Respond(t, req.RequestID, "approve")
+	s.Next(t, event.TurnCompleted)
 	if _, err := os.Stat(filepath.Join(dir, "started")); err != nil {
 		t.Fatalf("the detached child did not start: %v", err)
 	}
-	s.close(t)
-	noProcesses(t, d)
+	s.Close(t)
+	providertest.NoProcesses(t, d)
 }
 
 // A CLI that exits at start fails the hold with provider_failed and its
@@ -197,38 +173,18 @@ func TestClaudeDetachedChildGone(t *testing.T) {
 func TestClaudeExitAtStart(t *testing.T) {
 	m := claudetest.NewModel(t)
 	cfg := strings.Replace(providerConfig(t, "claude", claudetest.NewEnv(t, m.URL)), `"--verbose", `, `"--no-such-flag", `, 1)
-	d := daemonWith(t, "", cfg)
-	c, _ := dial(t, d)
+	d := providertest.Daemon(t, "", cfg)
+	c := providertest.Dial(t, d, client).C
 	var info api.SessionInfo
-	if err := c.Call(ctxT(t), "agentSession.create", api.CreateParams{Provider: "claude", Cwd: t.TempDir()}, &info); err != nil {
+	if err := c.Call(providertest.Ctx(t), "agentSession.create", api.CreateParams{Provider: "claude", Cwd: t.TempDir()}, &info); err != nil {
 		t.Fatal(err)
 	}
-	err := c.Call(ctxT(t), "agentSession.hold", api.HoldParams{SessionID: info.SessionID, HolderID: "e2e"}, nil)
+	err := c.Call(providertest.Ctx(t), "agentSession.hold", api.HoldParams{SessionID: info.SessionID, HolderID: "e2e"}, nil)
 	var re *rpc.Error
 	if !errors.As(err, &re) || re.Reason != "provider_failed" || !strings.Contains(fmt.Sprint(re.Data["stderrTail"]), "no-such-flag") {
 		t.Fatalf("hold: %v", err)
 	}
-	noProcesses(t, d)
-}
-
-// gone: pid is absent, or a zombie nobody has reaped yet (a container's
-// pid 1 may not reap the orphans it inherits).
-func gone(pid int) bool {
-	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	i := strings.LastIndexByte(string(st), ')')
-	return i > 0 && strings.HasPrefix(string(st[i+1:]), " Z")
-}
-
-func threadOf(t *testing.T, s *session) string {
-	t.Helper()
-	var info api.SessionInfo
-	if err := s.c.Call(ctxT(t), "agentSession.get", api.SessionParams{SessionID: s.id}, &info); err != nil {
-		t.Fatal(err)
-	}
-	return info.ThreadID
+	providertest.NoProcesses(t, d)
 }
 
 // conversations are the files of conversation id under a config dir.
@@ -244,54 +200,30 @@ func conversations(t *testing.T, dir, id string) []string {
 	return out
 }
 
-func lastOf(t *testing.T, evs []event.Event, typ string) event.Event {
-	t.Helper()
-	for i := len(evs) - 1; i >= 0; i-- {
-		if evs[i].Type == typ {
-			return evs[i]
-		}
-	}
-	t.Fatalf("no %s", typ)
-	return event.Event{}
-}
-
-func readAll(t *testing.T, s *session) []event.Event {
-	t.Helper()
-	var r struct {
-		Events []event.Event `json:"events"`
-	}
-	if err := s.c.Call(ctxT(t), "agentSession.read", map[string]any{"sessionId": s.id, "afterSeq": 0, "limit": 4096}, &r); err != nil {
-		t.Fatal(err)
-	}
-	return r.Events
-}
-
 // The daemon SIGKILLed while the CLI runs: the next daemon stops the
 // orphaned CLI (reap-orphans) before anything can resume the
 // conversation, and the re-hold runs exactly one CLI on it.
 func TestClaudeDaemonKilledThenResumed(t *testing.T) {
 	m := claudetest.NewModel(t, claudetest.Text("noted"), claudetest.Text("apple"))
 	cfg := providerConfig(t, "claude", claudetest.NewEnv(t, m.URL))
-	d := daemonWith(t, "", cfg)
-	s := newSession(t, d, "claude", t.TempDir())
-	s.send(t, "remember the word pineapple-42")
-	s.f.next(t, event.TurnCompleted)
-	thread, old := threadOf(t, s), s.hold.PID
+	d := providertest.Daemon(t, "", cfg)
+	s := providertest.NewSession(t, d, client, "claude", t.TempDir())
+	s.Send(t, "remember the word pineapple-42")
+	s.Next(t, event.TurnCompleted)
+	thread, old := s.ThreadID(t), s.Hold.PID
 	d.Kill()
-	d.Wait(waitLong)
+	d.Wait(providertest.WaitLong)
 
-	d2 := daemonWith(t, d.StateDir, cfg)
-	if !gone(old) {
+	d2 := providertest.Daemon(t, d.StateDir, cfg)
+	if providertest.Alive(old) {
 		t.Fatalf("the orphaned CLI (pid %d) survived the restart\n%s", old, d2.Log.String())
 	}
-	c, f := dial(t, d2)
-	s2 := &session{d: d2, c: c, f: f, id: s.id}
-	s2.attachAndHold(t)
-	if s2.hold.ThreadID != thread || len(daemontest.TaggedProcesses(d2.StateID)) != 1 {
-		t.Fatalf("re-hold thread %s (want %s), processes %v", s2.hold.ThreadID, thread, daemontest.TaggedProcesses(d2.StateID))
+	s2 := providertest.Reopen(t, d2, client, s.ID)
+	if s2.Hold.ThreadID != thread || len(daemontest.TaggedProcesses(d2.StateID)) != 1 {
+		t.Fatalf("re-hold thread %s (want %s), processes %v", s2.Hold.ThreadID, thread, daemontest.TaggedProcesses(d2.StateID))
 	}
-	s2.send(t, "which word?")
-	s2.f.next(t, event.TurnCompleted)
+	s2.Send(t, "which word?")
+	s2.Next(t, event.TurnCompleted)
 	if reqs := m.Requests(); len(reqs) != 2 || !strings.Contains(reqs[1].Messages(), "pineapple-42") {
 		t.Fatalf("the resumed conversation lost the first turn: %d requests", len(reqs))
 	}

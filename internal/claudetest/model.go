@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/sessiond/sessiond/internal/modelserver"
 )
 
 // Reply is one scripted answer to a streaming POST /v1/messages.
@@ -63,18 +63,13 @@ func (r Request) Messages() string {
 	return string(b.Messages)
 }
 
-// Model is a scripted Messages API server on 127.0.0.1. Streaming
-// requests take the script's replies in order (Text("ok") once it is used
-// up); a request without stream:true (the CLI's side calls) gets a short
-// JSON message and takes nothing from the script.
+// Model is a scripted Messages API server on 127.0.0.1 (URL is
+// ANTHROPIC_BASE_URL). Streaming requests take the script's replies in
+// order (Text("ok") once it is used up); a request without stream:true (the
+// CLI's side calls) gets a short JSON message and takes nothing from the
+// script: Requests and Arrived count the streaming ones only.
 type Model struct {
-	URL string // http://127.0.0.1:PORT (ANTHROPIC_BASE_URL)
-
-	mu       sync.Mutex
-	script   []Reply
-	requests []Request
-	arrived  chan struct{}
-	srv      *http.Server
+	*modelserver.Server[Reply]
 }
 
 // NewModel starts a model server answering replies in order. It stops
@@ -91,35 +86,21 @@ func NewModel(t testing.TB, replies ...Reply) *Model {
 
 // StartModel is NewModel outside a test (the benchmark); Close stops it.
 func StartModel(replies ...Reply) (*Model, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	m := &Model{modelserver.New(replies)}
+	if err := m.Start("", m.serve); err != nil {
 		return nil, err
 	}
-	m := &Model{URL: "http://" + ln.Addr().String(), script: replies, arrived: make(chan struct{}, 1024)}
-	m.srv = &http.Server{Handler: http.HandlerFunc(m.serve)}
-	go m.srv.Serve(ln)
 	return m, nil
-}
-
-// Close stops the server.
-func (m *Model) Close() { m.srv.Close() }
-
-// Push appends replies to the script.
-func (m *Model) Push(replies ...Reply) {
-	m.mu.Lock()
-	m.script = append(m.script, replies...)
-	m.mu.Unlock()
 }
 
 // Requests returns the streaming requests received so far.
 func (m *Model) Requests() []Request {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]Request(nil), m.requests...)
+	var rs []Request
+	for _, b := range m.Bodies() {
+		rs = append(rs, Request{Body: b})
+	}
+	return rs
 }
-
-// Arrived gets one value per streaming request received.
-func (m *Model) Arrived() <-chan struct{} { return m.arrived }
 
 func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/v1/messages") {
@@ -139,18 +120,7 @@ func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
 			"stop_reason": "end_turn", "usage": map[string]any{"input_tokens": 1, "output_tokens": 1}})
 		return
 	}
-	m.mu.Lock()
-	m.requests = append(m.requests, Request{Body: body})
-	rep := Text("ok")
-	if len(m.script) > 0 {
-		rep, m.script = m.script[0], m.script[1:]
-	}
-	n := len(m.requests)
-	m.mu.Unlock()
-	select {
-	case m.arrived <- struct{}{}:
-	default:
-	}
+	rep, n := m.Take(body, Text("ok"))
 	if rep.Status != 0 && rep.Status != http.StatusOK {
 		w.Header().Set("Content-Type", "application/json")
 		typ := "api_error"
@@ -161,10 +131,9 @@ func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"type":"error","error":{"type":%q,"message":"scripted failure"}}`, typ)
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(http.StatusOK)
-	s := &sse{w: w}
-	s.send("message_start", map[string]any{"type": "message_start", "message": map[string]any{
+	s := modelserver.SSE{W: w}
+	s.Begin()
+	s.Send("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": fmt.Sprintf("msg_%d", n), "type": "message", "role": "assistant", "model": req.Model,
 		"content": []any{}, "stop_reason": nil, "stop_sequence": nil,
 		"usage": map[string]any{"input_tokens": 10, "output_tokens": 1, "cache_read_input_tokens": 2}}})
@@ -177,11 +146,11 @@ func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	idx := 0
 	block := func(start map[string]any, deltas []map[string]any) {
-		s.send("content_block_start", map[string]any{"type": "content_block_start", "index": idx, "content_block": start})
+		s.Send("content_block_start", map[string]any{"type": "content_block_start", "index": idx, "content_block": start})
 		for _, d := range deltas {
-			s.send("content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": d})
+			s.Send("content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": d})
 		}
-		s.send("content_block_stop", map[string]any{"type": "content_block_stop", "index": idx})
+		s.Send("content_block_stop", map[string]any{"type": "content_block_stop", "index": idx})
 		idx++
 	}
 	if len(rep.Thinking) > 0 {
@@ -206,17 +175,7 @@ func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
 			[]map[string]any{{"type": "input_json_delta", "partial_json": string(in)}})
 		stop = "tool_use"
 	}
-	s.send("message_delta", map[string]any{"type": "message_delta",
+	s.Send("message_delta", map[string]any{"type": "message_delta",
 		"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 5}})
-	s.send("message_stop", map[string]any{"type": "message_stop"})
-}
-
-type sse struct{ w http.ResponseWriter }
-
-func (s *sse) send(typ string, v any) {
-	b, _ := json.Marshal(v)
-	fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", typ, b)
-	if f, ok := s.w.(http.Flusher); ok {
-		f.Flush()
-	}
+	s.Send("message_stop", map[string]any{"type": "message_stop"})
 }

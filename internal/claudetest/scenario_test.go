@@ -10,6 +10,7 @@ import (
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/claudetest"
 	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/providertest"
 )
 
 // A streamed turn: thinking as a reasoning item, the text's deltas as
@@ -18,54 +19,45 @@ import (
 // is Claude's session_id from system/init; no anomaly is logged.
 func TestClaudeStreamedTurn(t *testing.T) {
 	m := claudetest.NewModel(t, claudetest.Reply{Thinking: []string{"let me ", "think"}, Deltas: []string{"Hel", "lo ", "world"}})
-	d := daemonWith(t, "", providerConfig(t, "claude", claudetest.NewEnv(t, m.URL)))
-	s := newSession(t, d, "claude", t.TempDir())
-	turn := s.send(t, "say hello")
-	done := decode[event.TurnCompletedData](t, s.f.next(t, event.TurnCompleted))
+	d := providertest.Daemon(t, "", providerConfig(t, "claude", claudetest.NewEnv(t, m.URL)))
+	s := providertest.NewSession(t, d, client, "claude", t.TempDir())
+	turn := s.Send(t, "say hello")
+	done := providertest.Decode[event.TurnCompletedData](t, s.Next(t, event.TurnCompleted))
 	if done.Status != event.StatusCompleted {
-		t.Fatalf("turn.completed %+v; events %s", done, s.f.types())
+		t.Fatalf("turn.completed %+v; events %s", done, s.Types())
 	}
-	var text, itemID, completed, reasoning string
+	text, completed := s.Message(t, turn)
+	var reasoning string
 	var usage *event.TurnUsageData
-	for _, ev := range s.f.all() {
+	for _, ev := range s.Events() {
 		if ev.TurnID != turn {
 			continue
 		}
 		switch ev.Type {
-		case event.MessageDelta:
-			dd := decode[event.DeltaData](t, ev)
-			text += dd.Text
-			itemID = dd.ItemID
-		case event.MessageCompleted:
-			dd := decode[event.DeltaData](t, ev)
-			completed = dd.Text
-			if dd.ItemID != itemID || itemID == "" {
-				t.Errorf("message.completed item %q, deltas' %q", dd.ItemID, itemID)
-			}
 		case event.ItemCompleted:
-			it := decode[event.ItemData](t, ev)
+			it := providertest.Decode[event.ItemData](t, ev)
 			if it.Kind == event.KindReasoning {
 				reasoning, _ = it.Payload.(map[string]any)["text"].(string)
 			}
 		case event.TurnUsage:
-			u := decode[event.TurnUsageData](t, ev)
+			u := providertest.Decode[event.TurnUsageData](t, ev)
 			usage = &u
 		}
 	}
 	if text != "Hello world" || completed != "Hello world" || reasoning != "let me think" {
-		t.Fatalf("deltas %q, completed %q, reasoning %q; events %s", text, completed, reasoning, s.f.types())
+		t.Fatalf("deltas %q, completed %q, reasoning %q; events %s", text, completed, reasoning, s.Types())
 	}
 	if usage == nil || usage.OutputTokens != 5 || usage.CachedInputTokens != 2 || usage.CostUSD == nil {
 		t.Errorf("turn.usage %+v", usage)
 	}
 	var info api.SessionInfo
-	if err := s.c.Call(ctxT(t), "agentSession.get", api.SessionParams{SessionID: s.id}, &info); err != nil {
+	if err := s.C.Call(providertest.Ctx(t), "agentSession.get", api.SessionParams{SessionID: s.ID}, &info); err != nil {
 		t.Fatal(err)
 	}
 	if len(info.ThreadID) != 36 {
 		t.Errorf("threadId %q: want Claude's session_id", info.ThreadID)
 	}
-	noAnomalies(t, d)
+	providertest.NoAnomalies(t, d, "claude")
 }
 
 // A Bash command that writes asks first (can_use_tool → approval.requested
@@ -77,18 +69,18 @@ func TestClaudeBashApproval(t *testing.T) {
 			dir := t.TempDir()
 			marker := filepath.Join(dir, "ran")
 			m := claudetest.NewModel(t, claudetest.Bash("toolu_1", "touch "+marker+" && echo done"), claudetest.Text("all ", "done"))
-			d := daemonWith(t, "", providerConfig(t, "claude", claudetest.NewEnv(t, m.URL)))
-			s := newSession(t, d, "claude", dir)
-			s.send(t, "run it")
-			started := decode[event.ItemData](t, s.f.next(t, event.ItemStarted))
-			req := decode[event.ApprovalRequestedData](t, s.f.next(t, event.ApprovalRequested))
+			d := providertest.Daemon(t, "", providerConfig(t, "claude", claudetest.NewEnv(t, m.URL)))
+			s := providertest.NewSession(t, d, client, "claude", dir)
+			s.Send(t, "run it")
+			started := providertest.Decode[event.ItemData](t, s.Next(t, event.ItemStarted))
+			req := providertest.Decode[event.ApprovalRequestedData](t, s.Next(t, event.ApprovalRequested))
 			if started.Kind != event.KindCommandExecution || req.Kind != "command" || req.ItemID != started.ItemID ||
 				strings.Join(req.Options, ",") != "approve,approveForSession,deny,cancel" {
 				t.Fatalf("item.started %+v, approval.requested %+v", started, req)
 			}
-			s.respond(t, req.RequestID, decision)
-			it := decode[event.ItemData](t, s.f.next(t, event.ItemCompleted))
-			done := decode[event.TurnCompletedData](t, s.f.next(t, event.TurnCompleted))
+			s.Respond(t, req.RequestID, decision)
+			it := providertest.Decode[event.ItemData](t, s.Next(t, event.ItemCompleted))
+			done := providertest.Decode[event.TurnCompletedData](t, s.Next(t, event.TurnCompleted))
 			_, statErr := os.Stat(marker)
 			p, _ := it.Payload.(map[string]any)
 			switch decision {
@@ -104,7 +96,7 @@ func TestClaudeBashApproval(t *testing.T) {
 			if done.Status != event.StatusCompleted || p["command"] != "touch "+marker+" && echo done" {
 				t.Fatalf("turn %+v, payload %v", done, p)
 			}
-			noAnomalies(t, d)
+			providertest.NoAnomalies(t, d, "claude")
 		})
 	}
 }
@@ -114,23 +106,23 @@ func TestClaudeBashApproval(t *testing.T) {
 // turn completes with the reply that follows.
 func TestClaudeModelErrorsRetried(t *testing.T) {
 	m := claudetest.NewModel(t, claudetest.Reply{Status: 529}, claudetest.Reply{Status: 500}, claudetest.Text("fine"))
-	d := daemonWith(t, "", providerConfig(t, "claude", claudetest.NewEnv(t, m.URL)))
-	s := newSession(t, d, "claude", t.TempDir())
-	turn := s.send(t, "hello")
-	done := decode[event.TurnCompletedData](t, s.f.next(t, event.TurnCompleted))
+	d := providertest.Daemon(t, "", providerConfig(t, "claude", claudetest.NewEnv(t, m.URL)))
+	s := providertest.NewSession(t, d, client, "claude", t.TempDir())
+	turn := s.Send(t, "hello")
+	done := providertest.Decode[event.TurnCompletedData](t, s.Next(t, event.TurnCompleted))
 	if done.Status != event.StatusCompleted {
 		t.Fatalf("turn.completed %+v", done)
 	}
 	retries := 0
-	for _, ev := range s.f.all() {
+	for _, ev := range s.Events() {
 		if ev.Type == event.ProviderNotice && ev.TurnID == turn {
-			if n := decode[event.NoticeData](t, ev); n.Code == "retrying" && n.Level == "warning" {
+			if n := providertest.Decode[event.NoticeData](t, ev); n.Code == "retrying" && n.Level == "warning" {
 				retries++
 			}
 		}
 	}
 	if retries != 2 || len(m.Requests()) != 3 {
-		t.Fatalf("%d retry notices, %d model requests; events %s", retries, len(m.Requests()), s.f.types())
+		t.Fatalf("%d retry notices, %d model requests; events %s", retries, len(m.Requests()), s.Types())
 	}
 }
 
@@ -141,23 +133,23 @@ func TestClaudeApproveForSession(t *testing.T) {
 	dir := t.TempDir()
 	cmd := "touch x && echo one"
 	m := claudetest.NewModel(t, claudetest.Bash("toolu_1", cmd), claudetest.Text("ok"), claudetest.Bash("toolu_2", cmd), claudetest.Text("ok again"))
-	d := daemonWith(t, "", providerConfig(t, "claude", claudetest.NewEnv(t, m.URL)))
-	s := newSession(t, d, "claude", dir)
-	s.send(t, "run it")
-	req := decode[event.ApprovalRequestedData](t, s.f.next(t, event.ApprovalRequested))
-	s.respond(t, req.RequestID, "approveForSession")
-	s.f.next(t, event.TurnCompleted)
-	turn := s.send(t, "run it again")
-	done := decode[event.TurnCompletedData](t, s.f.next(t, event.TurnCompleted))
-	for _, ev := range s.f.all() {
+	d := providertest.Daemon(t, "", providerConfig(t, "claude", claudetest.NewEnv(t, m.URL)))
+	s := providertest.NewSession(t, d, client, "claude", dir)
+	s.Send(t, "run it")
+	req := providertest.Decode[event.ApprovalRequestedData](t, s.Next(t, event.ApprovalRequested))
+	s.Respond(t, req.RequestID, "approveForSession")
+	s.Next(t, event.TurnCompleted)
+	turn := s.Send(t, "run it again")
+	done := providertest.Decode[event.TurnCompletedData](t, s.Next(t, event.TurnCompleted))
+	for _, ev := range s.Events() {
 		if ev.TurnID == turn && ev.Type == event.ApprovalRequested {
 			t.Fatalf("the second run asked again: %s", ev.Data)
 		}
 	}
 	var it event.ItemData
-	for _, ev := range s.f.all() {
+	for _, ev := range s.Events() {
 		if ev.TurnID == turn && ev.Type == event.ItemCompleted {
-			it = decode[event.ItemData](t, ev)
+			it = providertest.Decode[event.ItemData](t, ev)
 		}
 	}
 	if done.Status != event.StatusCompleted || it.Status != event.ItemCompletedStatus {
@@ -171,17 +163,17 @@ func TestClaudeWriteApproval(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "hello.txt")
 	m := claudetest.NewModel(t, claudetest.Tool("toolu_w", "Write", map[string]any{"file_path": path, "content": "hi\n"}), claudetest.Text("written"))
-	d := daemonWith(t, "", providerConfig(t, "claude", claudetest.NewEnv(t, m.URL)))
-	s := newSession(t, d, "claude", dir)
-	s.send(t, "write it")
-	started := decode[event.ItemData](t, s.f.next(t, event.ItemStarted))
-	req := decode[event.ApprovalRequestedData](t, s.f.next(t, event.ApprovalRequested))
+	d := providertest.Daemon(t, "", providerConfig(t, "claude", claudetest.NewEnv(t, m.URL)))
+	s := providertest.NewSession(t, d, client, "claude", dir)
+	s.Send(t, "write it")
+	started := providertest.Decode[event.ItemData](t, s.Next(t, event.ItemStarted))
+	req := providertest.Decode[event.ApprovalRequestedData](t, s.Next(t, event.ApprovalRequested))
 	if started.Kind != event.KindFileChange || req.Kind != "fileChange" || req.ItemID != "toolu_w" {
 		t.Fatalf("item.started %+v, approval.requested %+v", started, req)
 	}
-	s.respond(t, req.RequestID, "approve")
-	it := decode[event.ItemData](t, s.f.next(t, event.ItemCompleted))
-	s.f.next(t, event.TurnCompleted)
+	s.Respond(t, req.RequestID, "approve")
+	it := providertest.Decode[event.ItemData](t, s.Next(t, event.ItemCompleted))
+	s.Next(t, event.TurnCompleted)
 	b, err := os.ReadFile(path)
 	changes, _ := it.Payload.(map[string]any)["changes"].([]any)
 	if err != nil || string(b) != "hi\n" || it.Status != event.ItemCompletedStatus || len(changes) != 1 ||
@@ -196,18 +188,18 @@ func TestClaudeAskUserQuestion(t *testing.T) {
 	q := map[string]any{"questions": []any{map[string]any{"question": "Which fruit?", "header": "Fruit", "multiSelect": false,
 		"options": []any{map[string]any{"label": "apple", "description": "red"}, map[string]any{"label": "pear", "description": "green"}}}}}
 	m := claudetest.NewModel(t, claudetest.Tool("toolu_q", "AskUserQuestion", q), claudetest.Text("thanks"))
-	d := daemonWith(t, "", providerConfig(t, "claude", claudetest.NewEnv(t, m.URL)))
-	s := newSession(t, d, "claude", t.TempDir())
-	s.send(t, "ask me")
-	req := decode[event.ApprovalRequestedData](t, s.f.next(t, event.ApprovalRequested))
+	d := providertest.Daemon(t, "", providerConfig(t, "claude", claudetest.NewEnv(t, m.URL)))
+	s := providertest.NewSession(t, d, client, "claude", t.TempDir())
+	s.Send(t, "ask me")
+	req := providertest.Decode[event.ApprovalRequestedData](t, s.Next(t, event.ApprovalRequested))
 	if req.Kind != "userInput" || strings.Join(req.Options, ",") != "approve,deny,cancel" {
 		t.Fatalf("approval.requested %+v", req)
 	}
-	if err := s.c.Call(ctxT(t), "agentSession.respond", api.RespondParams{SessionID: s.id, RequestID: req.RequestID,
+	if err := s.C.Call(providertest.Ctx(t), "agentSession.respond", api.RespondParams{SessionID: s.ID, RequestID: req.RequestID,
 		Decision: "approve", Answers: map[string][]string{"Which fruit?": {"pear"}}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	s.f.next(t, event.TurnCompleted)
+	s.Next(t, event.TurnCompleted)
 	reqs := m.Requests()
 	if len(reqs) != 2 || !strings.Contains(toolResult(t, reqs[1], "toolu_q"), "pear") {
 		t.Fatalf("the model did not get the answer: %d requests", len(reqs))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sessiond/sessiond/internal/codextest"
 	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/providertest"
 )
 
 // (a) A turn with streamed text: every delta arrives as message.delta
@@ -17,39 +18,21 @@ import (
 // turn.completed; no anomaly is logged for codex's ordinary notifications.
 func TestCodexStreamedText(t *testing.T) {
 	m := codextest.NewModel(t, codextest.Text("Hel", "lo ", "world"))
-	d := daemonWith(t, "", providerConfig(t, "codex", codextest.Home(t, m.URL, "")))
-	s := newSession(t, d, "codex", t.TempDir())
-	turn := s.send(t, "say hello")
-	done := decode[event.TurnCompletedData](t, s.f.next(t, event.TurnCompleted))
+	d := providertest.Daemon(t, "", providerConfig(t, "codex", codextest.Home(t, m.URL, "")))
+	s := providertest.NewSession(t, d, client, "codex", t.TempDir())
+	turn := s.Send(t, "say hello")
+	done := providertest.Decode[event.TurnCompletedData](t, s.Next(t, event.TurnCompleted))
 	if done.Status != event.StatusCompleted {
 		t.Fatalf("turn.completed %+v", done)
 	}
-	var text, itemID string
-	completed := ""
-	for _, ev := range s.f.all() {
-		if ev.TurnID != turn {
-			continue
-		}
-		switch ev.Type {
-		case event.MessageDelta:
-			dd := decode[event.DeltaData](t, ev)
-			text += dd.Text
-			itemID = dd.ItemID
-		case event.MessageCompleted:
-			dd := decode[event.DeltaData](t, ev)
-			completed = dd.Text
-			if dd.ItemID != itemID || itemID == "" {
-				t.Errorf("message.completed item %q, deltas' %q", dd.ItemID, itemID)
-			}
-		}
-	}
+	text, completed := s.Message(t, turn)
 	if text != "Hello world" || completed != "Hello world" {
-		t.Fatalf("deltas %q, completed %q; events %s", text, completed, s.f.types())
+		t.Fatalf("deltas %q, completed %q; events %s", text, completed, s.Types())
 	}
-	if !strings.Contains(s.f.types(), event.TurnUsage) {
-		t.Errorf("no turn.usage in %s", s.f.types())
+	if !strings.Contains(s.Types(), event.TurnUsage) {
+		t.Errorf("no turn.usage in %s", s.Types())
 	}
-	noAnomalies(t, d)
+	providertest.NoAnomalies(t, d, "codex")
 }
 
 // (b, c) A command the model runs asks for approval first. Approved, it
@@ -61,24 +44,24 @@ func TestCodexCommandApproval(t *testing.T) {
 			dir := t.TempDir()
 			marker := filepath.Join(dir, "ran")
 			m := codextest.NewModel(t, codextest.Exec("call_1", "echo hi > "+marker+" && for i in 1 2 3; do echo line$i; sleep 0.2; done && echo done"), codextest.Text("all ", "done"))
-			d := daemonWith(t, "", providerConfig(t, "codex", codextest.Home(t, m.URL, "")))
-			s := newSession(t, d, "codex", t.TempDir())
-			s.send(t, "run it")
-			started := decode[event.ItemData](t, s.f.next(t, event.ItemStarted))
-			req := decode[event.ApprovalRequestedData](t, s.f.next(t, event.ApprovalRequested))
+			d := providertest.Daemon(t, "", providerConfig(t, "codex", codextest.Home(t, m.URL, "")))
+			s := providertest.NewSession(t, d, client, "codex", t.TempDir())
+			s.Send(t, "run it")
+			started := providertest.Decode[event.ItemData](t, s.Next(t, event.ItemStarted))
+			req := providertest.Decode[event.ApprovalRequestedData](t, s.Next(t, event.ApprovalRequested))
 			if started.Kind != event.KindCommandExecution || req.Kind != "command" || req.ItemID != started.ItemID ||
 				strings.Join(req.Options, ",") != "approve,approveForSession,deny,cancel" {
 				t.Fatalf("item.started %+v, approval.requested %+v", started, req)
 			}
-			s.respond(t, req.RequestID, decision)
-			item := s.f.next(t, event.ItemCompleted)
-			done := decode[event.TurnCompletedData](t, s.f.next(t, event.TurnCompleted))
-			it := decode[event.ItemData](t, item)
+			s.Respond(t, req.RequestID, decision)
+			item := s.Next(t, event.ItemCompleted)
+			done := providertest.Decode[event.TurnCompletedData](t, s.Next(t, event.TurnCompleted))
+			it := providertest.Decode[event.ItemData](t, item)
 			p := it.Payload.(map[string]any)
 			output := ""
-			for _, ev := range s.f.all() {
+			for _, ev := range s.Events() {
 				if ev.Type == event.ItemDelta {
-					if dd := decode[event.ItemDeltaData](t, ev); dd.ItemID == it.ItemID && dd.Stream == event.StreamOutput {
+					if dd := providertest.Decode[event.ItemDeltaData](t, ev); dd.ItemID == it.ItemID && dd.Stream == event.StreamOutput {
 						output += dd.Text
 					}
 				}
@@ -103,27 +86,16 @@ func TestCodexCommandApproval(t *testing.T) {
 			if done.Status != event.StatusCompleted {
 				t.Fatalf("turn.completed %+v", done)
 			}
-			msg := decode[event.DeltaData](t, lastOf(t, s.f.all(), event.MessageCompleted))
+			msg := providertest.Decode[event.DeltaData](t, providertest.LastOf(t, s.Events(), event.MessageCompleted))
 			if msg.Text != "all done" {
 				t.Fatalf("final message %q", msg.Text)
 			}
 			if n := len(m.Requests()); n != 2 {
 				t.Fatalf("model saw %d requests, want 2 (the call, then its output)", n)
 			}
-			noAnomalies(t, d)
+			providertest.NoAnomalies(t, d, "codex")
 		})
 	}
-}
-
-func lastOf(t *testing.T, evs []event.Event, typ string) event.Event {
-	t.Helper()
-	for i := len(evs) - 1; i >= 0; i-- {
-		if evs[i].Type == typ {
-			return evs[i]
-		}
-	}
-	t.Fatalf("no %s", typ)
-	return event.Event{}
 }
 
 // (d) cancel while the model stream is stalled: the turn ends interrupted
@@ -132,28 +104,14 @@ func TestCodexCancelStalled(t *testing.T) {
 	stall := make(chan struct{})
 	t.Cleanup(func() { close(stall) })
 	m := codextest.NewModel(t, codextest.Reply{Stall: stall})
-	d := daemonWith(t, "", providerConfig(t, "codex", codextest.Home(t, m.URL, "")))
-	s := newSession(t, d, "codex", t.TempDir())
-	s.send(t, "think hard")
-	waitArrived(t, m)
-	var cr struct {
-		Cancelled bool `json:"cancelled"`
-	}
-	if err := s.c.Call(ctxT(t), "agentSession.cancel", map[string]string{"sessionId": s.id}, &cr); err != nil || !cr.Cancelled {
-		t.Fatalf("cancel %+v %v", cr, err)
-	}
-	done := decode[event.TurnCompletedData](t, s.f.next(t, event.TurnCompleted))
+	d := providertest.Daemon(t, "", providerConfig(t, "codex", codextest.Home(t, m.URL, "")))
+	s := providertest.NewSession(t, d, client, "codex", t.TempDir())
+	s.Send(t, "think hard")
+	providertest.WaitArrived(t, m.Arrived())
+	s.Cancel(t)
+	done := providertest.Decode[event.TurnCompletedData](t, s.Next(t, event.TurnCompleted))
 	if done.Status != event.StatusInterrupted || done.Reason != event.ReasonUserCancel {
 		t.Fatalf("turn.completed %+v", done)
-	}
-}
-
-func waitArrived(t *testing.T, m *codextest.Model) {
-	t.Helper()
-	select {
-	case <-m.Arrived():
-	case <-ctxT(t).Done():
-		t.Fatal("the model saw no request")
 	}
 }
 
@@ -165,28 +123,28 @@ func TestCodexKilledMidTurn(t *testing.T) {
 	for _, victim := range []string{"launcher", "native"} {
 		t.Run(victim, func(t *testing.T) {
 			m := codextest.NewModel(t, codextest.Exec("call_1", "echo never"))
-			d := daemonWith(t, "", providerConfig(t, "codex", codextest.Home(t, m.URL, "")))
-			s := newSession(t, d, "codex", t.TempDir())
-			s.send(t, "run it")
-			req := decode[event.ApprovalRequestedData](t, s.f.next(t, event.ApprovalRequested))
-			pid := s.hold.PID
+			d := providertest.Daemon(t, "", providerConfig(t, "codex", codextest.Home(t, m.URL, "")))
+			s := providertest.NewSession(t, d, client, "codex", t.TempDir())
+			s.Send(t, "run it")
+			req := providertest.Decode[event.ApprovalRequestedData](t, s.Next(t, event.ApprovalRequested))
+			pid := s.Hold.PID
 			if victim == "native" {
 				pid = childOf(t, pid)
 			}
 			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
-			res := s.f.next(t, event.ApprovalResolved)
-			done := s.f.next(t, event.TurnCompleted)
-			got := decode[event.ApprovalResolvedData](t, res)
+			res := s.Next(t, event.ApprovalResolved)
+			done := s.Next(t, event.TurnCompleted)
+			got := providertest.Decode[event.ApprovalResolvedData](t, res)
 			if got.RequestID != req.RequestID || got.Decision != "cancel" || got.By != "daemon" || got.Reason != "provider_exited" {
 				t.Fatalf("approval.resolved %+v", got)
 			}
-			if tc := decode[event.TurnCompletedData](t, done); tc.Status != event.StatusInterrupted || tc.Reason != event.ReasonProviderExited {
+			if tc := providertest.Decode[event.TurnCompletedData](t, done); tc.Status != event.StatusInterrupted || tc.Reason != event.ReasonProviderExited {
 				t.Fatalf("turn.completed %+v", tc)
 			}
-			s.f.next(t, event.LeaseReleased)
-			noProcesses(t, d)
+			s.Next(t, event.LeaseReleased)
+			providertest.NoProcesses(t, d)
 		})
 	}
 }
@@ -217,38 +175,38 @@ func childOf(t *testing.T, pid int) int {
 // codex's message, and the session takes the next turn.
 func TestCodexModelError(t *testing.T) {
 	m := codextest.NewModel(t, codextest.Reply{Status: 500}, codextest.Text("fine ", "now"))
-	d := daemonWith(t, "", providerConfig(t, "codex", codextest.Home(t, m.URL, "")))
-	s := newSession(t, d, "codex", t.TempDir())
-	s.send(t, "fail please")
-	tc := decode[event.TurnCompletedData](t, s.f.next(t, event.TurnCompleted))
+	d := providertest.Daemon(t, "", providerConfig(t, "codex", codextest.Home(t, m.URL, "")))
+	s := providertest.NewSession(t, d, client, "codex", t.TempDir())
+	s.Send(t, "fail please")
+	tc := providertest.Decode[event.TurnCompletedData](t, s.Next(t, event.TurnCompleted))
 	if tc.Status != event.StatusFailed || tc.Reason != event.ReasonProviderError || tc.Error == "" {
 		t.Fatalf("turn.completed %+v", tc)
 	}
-	s.send(t, "again")
-	if tc := decode[event.TurnCompletedData](t, s.f.next(t, event.TurnCompleted)); tc.Status != event.StatusCompleted {
+	s.Send(t, "again")
+	if tc := providertest.Decode[event.TurnCompletedData](t, s.Next(t, event.TurnCompleted)); tc.Status != event.StatusCompleted {
 		t.Fatalf("the next turn: %+v", tc)
 	}
-	noAnomalies(t, d)
+	providertest.NoAnomalies(t, d, "codex")
 }
 
 // A dropped model stream codex retries: its `error` {willRetry} is
 // journaled as a provider.notice and the turn completes.
 func TestCodexRetriedModelError(t *testing.T) {
 	m := codextest.NewModel(t, codextest.Reply{Drop: true}, codextest.Text("after ", "retry"))
-	d := daemonWith(t, "", providerConfig(t, "codex", codextest.HomeRetrying(t, m.URL)))
-	s := newSession(t, d, "codex", t.TempDir())
-	s.send(t, "hello")
-	tc := decode[event.TurnCompletedData](t, s.f.next(t, event.TurnCompleted))
+	d := providertest.Daemon(t, "", providerConfig(t, "codex", codextest.HomeRetrying(t, m.URL)))
+	s := providertest.NewSession(t, d, client, "codex", t.TempDir())
+	s.Send(t, "hello")
+	tc := providertest.Decode[event.TurnCompletedData](t, s.Next(t, event.TurnCompleted))
 	if tc.Status != event.StatusCompleted {
-		t.Fatalf("turn.completed %+v; events %s", tc, s.f.types())
+		t.Fatalf("turn.completed %+v; events %s", tc, s.Types())
 	}
 	var retried bool
-	for _, ev := range s.f.all() {
-		if ev.Type == event.ProviderNotice && decode[event.NoticeData](t, ev).Code == "retrying" {
+	for _, ev := range s.Events() {
+		if ev.Type == event.ProviderNotice && providertest.Decode[event.NoticeData](t, ev).Code == "retrying" {
 			retried = true
 		}
 	}
 	if !retried {
-		t.Fatalf("no retrying notice in %s", s.f.types())
+		t.Fatalf("no retrying notice in %s", s.Types())
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sessiond/sessiond/internal/codextest"
 	"github.com/sessiond/sessiond/internal/daemontest"
+	"github.com/sessiond/sessiond/internal/providertest"
 	"github.com/sessiond/sessiond/internal/sysx"
 )
 
@@ -18,12 +19,12 @@ import (
 // the output shows its exit code and the streamed reply.
 func TestCodexCtlSend(t *testing.T) {
 	m := codextest.NewModel(t, codextest.Exec("call_1", "echo from-codex"), codextest.Text("it ", "ran"))
-	d := daemonWith(t, "", providerConfig(t, "codex", codextest.Home(t, m.URL, "")))
-	c, _ := dial(t, d)
+	d := providertest.Daemon(t, "", providerConfig(t, "codex", codextest.Home(t, m.URL, "")))
+	c := providertest.Dial(t, d, client).C
 	var info struct {
 		SessionID string `json:"sessionId"`
 	}
-	if err := c.Call(ctxT(t), "agentSession.create", map[string]string{"provider": "codex", "cwd": t.TempDir()}, &info); err != nil {
+	if err := c.Call(providertest.Ctx(t), "agentSession.create", map[string]string{"provider": "codex", "cwd": t.TempDir()}, &info); err != nil {
 		t.Fatal(err)
 	}
 	ctl := func(args ...string) *exec.Cmd {

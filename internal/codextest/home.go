@@ -54,3 +54,13 @@ stream_max_retries = 0
 %s`, modelURL, extra)
 	return os.WriteFile(filepath.Join(dir, "config.toml"), []byte(cfg), 0o600)
 }
+
+// ProviderTable is a [providers.NAME] table of the daemon's config
+// running bin (the pinned codex) as `app-server` under CODEX_HOME home.
+// HOME is userHome, an empty directory: codex snapshots the user's login
+// shell, and a real profile (pyenv, nvm …) would run its own slow
+// processes.
+func ProviderTable(name, bin, home, userHome string) string {
+	return fmt.Sprintf("[providers.%s]\ncommand = [%q, \"app-server\"]\nprotocol = \"codex-app-server\"\nenv = { CODEX_HOME = %q, HOME = %q }\n",
+		name, bin, home, userHome)
+}

@@ -7,7 +7,7 @@
 package codextest
 
 import (
-	"sync"
+	"io"
 	"testing"
 
 	"github.com/sessiond/sessiond/internal/npminstall"
@@ -21,7 +21,7 @@ const Package = "@openai/codex@" + Version
 
 // pkg is the pinned package and where it is cached:
 // ${XDG_CACHE_HOME:-$HOME/.cache}/sessiond-test/codex@<Version>.
-var pkg = npminstall.Package{Spec: Package, Dir: "codex@" + Version, Bin: "codex", Version: Version}
+var pkg = &npminstall.Package{Spec: Package, Dir: "codex@" + Version, Bin: "codex", Version: Version}
 
 // CacheDir is where the package is installed.
 func CacheDir() string { return pkg.CacheDir() }
@@ -29,22 +29,12 @@ func CacheDir() string { return pkg.CacheDir() }
 // InstallCommand is the command that installs the pinned package by hand.
 func InstallCommand() string { return pkg.InstallCommand() }
 
-var install struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// Binary returns the path of the pinned codex launcher, installing it with
-// npm when missing. A machine that cannot install it fails the test with
-// the command to run: a missing binary is never a silent skip.
+// Binary returns the path of the pinned `codex`, installing it with npm
+// when missing; a machine that cannot install it fails the test with the
+// command to run.
 func Binary(t testing.TB) string {
 	t.Helper()
-	install.once.Do(func() { install.path, install.err = ensure() })
-	if install.err != nil {
-		t.Fatalf("codex %s is not available: %v\ninstall it with: %s", Version, install.err, InstallCommand())
-	}
-	return install.path
+	return pkg.Binary(t)
 }
 
 // Ensure installs the pinned package when missing and returns the
@@ -52,3 +42,7 @@ func Binary(t testing.TB) string {
 func Ensure() (string, error) { return ensure() }
 
 func ensure() (string, error) { return pkg.Ensure() }
+
+// Install is the body of the install command (`make test` runs it first):
+// Ensure, reported on stdout or stderr; it returns the exit code.
+func Install(stdout, stderr io.Writer) int { return pkg.Install(stdout, stderr) }

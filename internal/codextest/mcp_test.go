@@ -15,6 +15,7 @@ import (
 
 	"github.com/sessiond/sessiond/internal/codextest"
 	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/providertest"
 )
 
 // Roles this test binary plays when re-executed (TestMain).
@@ -88,23 +89,23 @@ func TestCodexStubbornMCPServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	mcp := fmt.Sprintf("\n[mcp_servers.stubborn]\ncommand = %q\nenv = { %s = \"mcp\", CODEXTEST_PIDFILE = %q }\n", exe, roleEnv, pidFile)
-	d := daemonWith(t, "", providerConfig(t, "codex", codextest.Home(t, m.URL, mcp)))
-	s := newSession(t, d, "codex", t.TempDir())
-	s.send(t, "hello")
-	s.f.next(t, event.TurnCompleted)
+	d := providertest.Daemon(t, "", providerConfig(t, "codex", codextest.Home(t, m.URL, mcp)))
+	s := providertest.NewSession(t, d, client, "codex", t.TempDir())
+	s.Send(t, "hello")
+	s.Next(t, event.TurnCompleted)
 	pid := waitPidFile(t, pidFile)
 	if env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid)); err != nil || strings.Contains(string(env), "SESSIOND_") {
 		t.Fatalf("the MCP server should carry no session tags: %q %v", env, err)
 	}
-	s.close(t)
+	s.Close(t)
 	deadline := time.Now().Add(30 * time.Second)
-	for alive(pid) {
+	for providertest.Alive(pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("MCP server %d still running after close\n%s", pid, d.Log.String())
 		}
 		time.Sleep(50 * time.Millisecond) // no signal for another process's exit
 	}
-	noProcesses(t, d)
+	providertest.NoProcesses(t, d)
 	if os.Getenv("CODEXTEST_LOG") != "" {
 		t.Log(d.Log.String())
 	}
@@ -112,7 +113,7 @@ func TestCodexStubbornMCPServer(t *testing.T) {
 
 func waitPidFile(t *testing.T, path string) int {
 	t.Helper()
-	deadline := time.Now().Add(waitLong)
+	deadline := time.Now().Add(providertest.WaitLong)
 	for {
 		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
 			pid, err := strconv.Atoi(string(b))
@@ -126,14 +127,4 @@ func waitPidFile(t *testing.T, path string) int {
 		}
 		time.Sleep(50 * time.Millisecond) // written by another process
 	}
-}
-
-// alive: the pid exists and is not a zombie.
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }

@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/sessiond/sessiond/internal/modelserver"
 )
 
 // Reply is one scripted answer to a POST /v1/responses.
@@ -55,15 +55,10 @@ func (r Request) Input() string {
 	return string(b.Input)
 }
 
-// Model is a scripted responses-API server on 127.0.0.1.
+// Model is a scripted responses-API server on 127.0.0.1 (URL is
+// http://127.0.0.1:PORT/v1, a model provider's base_url).
 type Model struct {
-	URL string // http://127.0.0.1:PORT/v1
-
-	mu       sync.Mutex
-	script   []Reply
-	requests []Request
-	arrived  chan struct{} // gets a value per request (buffered)
-	srv      *http.Server
+	*modelserver.Server[Reply]
 }
 
 // NewModel starts a model server answering replies in order; once they
@@ -80,35 +75,21 @@ func NewModel(t testing.TB, replies ...Reply) *Model {
 
 // StartModel is NewModel outside a test (the benchmark); Close stops it.
 func StartModel(replies ...Reply) (*Model, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	m := &Model{modelserver.New(replies)}
+	if err := m.Start("/v1", m.serve); err != nil {
 		return nil, err
 	}
-	m := &Model{URL: "http://" + ln.Addr().String() + "/v1", script: replies, arrived: make(chan struct{}, 1024)}
-	m.srv = &http.Server{Handler: http.HandlerFunc(m.serve)}
-	go m.srv.Serve(ln)
 	return m, nil
-}
-
-// Close stops the server.
-func (m *Model) Close() { m.srv.Close() }
-
-// Push appends replies to the script.
-func (m *Model) Push(replies ...Reply) {
-	m.mu.Lock()
-	m.script = append(m.script, replies...)
-	m.mu.Unlock()
 }
 
 // Requests returns the requests received so far.
 func (m *Model) Requests() []Request {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]Request(nil), m.requests...)
+	var rs []Request
+	for _, b := range m.Bodies() {
+		rs = append(rs, Request{Body: b})
+	}
+	return rs
 }
-
-// Arrived gets one value per request received.
-func (m *Model) Arrived() <-chan struct{} { return m.arrived }
 
 func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/responses") {
@@ -116,27 +97,15 @@ func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, _ := io.ReadAll(r.Body)
-	m.mu.Lock()
-	m.requests = append(m.requests, Request{Body: body})
-	rep := Text("ok")
-	if len(m.script) > 0 {
-		rep, m.script = m.script[0], m.script[1:]
-	}
-	n := len(m.requests)
-	m.mu.Unlock()
-	select {
-	case m.arrived <- struct{}{}:
-	default:
-	}
+	rep, n := m.Take(body, Text("ok"))
 	if rep.Status != 0 && rep.Status != http.StatusOK {
 		http.Error(w, `{"error":{"message":"scripted failure","type":"server_error"}}`, rep.Status)
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(http.StatusOK)
-	s := &sse{w: w}
+	s := modelserver.SSE{W: w}
+	s.Begin()
 	respID := fmt.Sprintf("resp_%d", n)
-	s.send("response.created", map[string]any{"type": "response.created", "response": map[string]any{"id": respID}})
+	s.Send("response.created", map[string]any{"type": "response.created", "response": map[string]any{"id": respID}})
 	if rep.Drop {
 		return
 	}
@@ -150,13 +119,13 @@ func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
 	out := 0
 	if len(rep.Deltas) > 0 {
 		msgID := fmt.Sprintf("msg_%d", n)
-		s.send("response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": out,
+		s.Send("response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": out,
 			"item": map[string]any{"type": "message", "id": msgID, "role": "assistant", "content": []any{}}})
 		for _, d := range rep.Deltas {
-			s.send("response.output_text.delta", map[string]any{"type": "response.output_text.delta",
+			s.Send("response.output_text.delta", map[string]any{"type": "response.output_text.delta",
 				"item_id": msgID, "output_index": out, "content_index": 0, "delta": d})
 		}
-		s.send("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": out,
+		s.Send("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": out,
 			"item": map[string]any{"type": "message", "id": msgID, "role": "assistant",
 				"content": []any{map[string]any{"type": "output_text", "text": strings.Join(rep.Deltas, ""), "annotations": []any{}}}}})
 		out++
@@ -166,20 +135,10 @@ func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
 			"justification": "the test asks for it"})
 		item := map[string]any{"type": "function_call", "id": "fc_" + rep.Exec.CallID, "call_id": rep.Exec.CallID,
 			"name": "exec_command", "arguments": string(args)}
-		s.send("response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": out, "item": item})
-		s.send("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": out, "item": item})
+		s.Send("response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": out, "item": item})
+		s.Send("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": out, "item": item})
 	}
-	s.send("response.completed", map[string]any{"type": "response.completed", "response": map[string]any{
+	s.Send("response.completed", map[string]any{"type": "response.completed", "response": map[string]any{
 		"id": respID, "usage": map[string]any{"input_tokens": 10, "input_tokens_details": map[string]any{"cached_tokens": 0},
 			"output_tokens": 5, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": 15}}})
-}
-
-type sse struct{ w http.ResponseWriter }
-
-func (s *sse) send(typ string, v any) {
-	b, _ := json.Marshal(v)
-	fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", typ, b)
-	if f, ok := s.w.(http.Flusher); ok {
-		f.Flush()
-	}
 }

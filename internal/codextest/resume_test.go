@@ -9,6 +9,7 @@ import (
 
 	"github.com/sessiond/sessiond/internal/codextest"
 	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/providertest"
 )
 
 // (f) A daemon restart, then a re-hold: codex resumes the same thread, and
@@ -16,33 +17,22 @@ import (
 func TestCodexResumeAfterRestart(t *testing.T) {
 	m := codextest.NewModel(t, codextest.Text("noted"), codextest.Text("apple"))
 	cfg := providerConfig(t, "codex", codextest.Home(t, m.URL, ""))
-	d := daemonWith(t, "", cfg)
-	s := newSession(t, d, "codex", t.TempDir())
-	s.send(t, "remember the word pineapple-42")
-	s.f.next(t, event.TurnCompleted)
-	thread := s.hold.ThreadID
+	d := providertest.Daemon(t, "", cfg)
+	s := providertest.NewSession(t, d, client, "codex", t.TempDir())
+	s.Send(t, "remember the word pineapple-42")
+	s.Next(t, event.TurnCompleted)
+	thread := s.Hold.ThreadID
 	d.Stop()
 
-	d2 := daemonWith(t, d.StateDir, cfg)
-	c, f := dial(t, d2)
-	s2 := &session{d: d2, c: c, f: f, id: s.id}
-	s2.attachAndHold(t)
-	if s2.hold.ThreadID != thread {
-		t.Fatalf("re-hold thread %s, want %s", s2.hold.ThreadID, thread)
-	}
-	started := decode[struct {
-		Resumed bool `json:"resumed"`
-	}](t, lastOf(t, readAll(t, s2), event.ProviderStarted))
-	if !started.Resumed {
-		t.Fatal("provider.started after the restart is not a resume")
-	}
-	s2.send(t, "which word?")
-	s2.f.next(t, event.TurnCompleted)
+	d2 := providertest.Daemon(t, d.StateDir, cfg)
+	s2 := providertest.ReopenResumed(t, d2, client, s.ID, thread)
+	s2.Send(t, "which word?")
+	s2.Next(t, event.TurnCompleted)
 	reqs := m.Requests()
 	if len(reqs) != 2 || !strings.Contains(reqs[1].Input(), "pineapple-42") {
 		t.Fatalf("the model's second request does not carry the first turn: %d requests", len(reqs))
 	}
-	noAnomalies(t, d2)
+	providertest.NoAnomalies(t, d2, "codex")
 }
 
 // (g) The thread's rollout removed from CODEX_HOME: the re-hold starts a
@@ -50,25 +40,25 @@ func TestCodexResumeAfterRestart(t *testing.T) {
 func TestCodexRolloutRemoved(t *testing.T) {
 	m := codextest.NewModel(t)
 	home := codextest.Home(t, m.URL, "")
-	d := daemonWith(t, "", providerConfig(t, "codex", home))
-	s := newSession(t, d, "codex", t.TempDir())
-	s.send(t, "hello")
-	s.f.next(t, event.TurnCompleted)
-	old := s.hold.ThreadID
-	s.close(t)
+	d := providertest.Daemon(t, "", providerConfig(t, "codex", home))
+	s := providertest.NewSession(t, d, client, "codex", t.TempDir())
+	s.Send(t, "hello")
+	s.Next(t, event.TurnCompleted)
+	old := s.Hold.ThreadID
+	s.Close(t)
 	if n := len(rollouts(t, home, old)); n == 0 {
 		t.Fatalf("no rollout of thread %s under %s", old, home)
 	}
 	if err := os.RemoveAll(filepath.Join(home, "sessions")); err != nil {
 		t.Fatal(err)
 	}
-	s.attachAndHold(t)
-	rep := decode[event.ThreadReplacedData](t, s.f.next(t, event.ProviderThreadReplace))
-	if rep.OldThreadID != old || rep.NewThreadID == old || rep.NewThreadID != s.hold.ThreadID {
-		t.Fatalf("thread_replaced %+v, hold thread %s", rep, s.hold.ThreadID)
+	s.AttachAndHold(t)
+	rep := providertest.Decode[event.ThreadReplacedData](t, s.Next(t, event.ProviderThreadReplace))
+	if rep.OldThreadID != old || rep.NewThreadID == old || rep.NewThreadID != s.Hold.ThreadID {
+		t.Fatalf("thread_replaced %+v, hold thread %s", rep, s.Hold.ThreadID)
 	}
-	s.send(t, "again")
-	if tc := decode[event.TurnCompletedData](t, s.f.next(t, event.TurnCompleted)); tc.Status != event.StatusCompleted {
+	s.Send(t, "again")
+	if tc := providertest.Decode[event.TurnCompletedData](t, s.Next(t, event.TurnCompleted)); tc.Status != event.StatusCompleted {
 		t.Fatalf("turn on the fresh thread: %+v", tc)
 	}
 }
@@ -77,23 +67,23 @@ func TestCodexRolloutRemoved(t *testing.T) {
 func TestCodexTwoHomes(t *testing.T) {
 	m := codextest.NewModel(t)
 	homeA, homeB := codextest.Home(t, m.URL, ""), codextest.Home(t, m.URL, "")
-	d := daemonWith(t, "", providerConfig(t, "codex-a", homeA), providerConfig(t, "codex-b", homeB))
-	a := newSession(t, d, "codex-a", t.TempDir())
-	b := newSession(t, d, "codex-b", t.TempDir())
-	for _, s := range []*session{a, b} {
-		s.send(t, "hi")
-		s.f.next(t, event.TurnCompleted)
-		s.close(t)
+	d := providertest.Daemon(t, "", providerConfig(t, "codex-a", homeA), providerConfig(t, "codex-b", homeB))
+	a := providertest.NewSession(t, d, client, "codex-a", t.TempDir())
+	b := providertest.NewSession(t, d, client, "codex-b", t.TempDir())
+	for _, s := range []*providertest.Session{a, b} {
+		s.Send(t, "hi")
+		s.Next(t, event.TurnCompleted)
+		s.Close(t)
 	}
-	threadA, threadB := a.hold.ThreadID, b.hold.ThreadID
-	for _, s := range []*session{a, b} {
-		want := s.hold.ThreadID
-		s.attachAndHold(t)
-		if s.hold.ThreadID != want {
-			t.Fatalf("re-hold thread %s, want %s", s.hold.ThreadID, want)
+	threadA, threadB := a.Hold.ThreadID, b.Hold.ThreadID
+	for _, s := range []*providertest.Session{a, b} {
+		want := s.Hold.ThreadID
+		s.AttachAndHold(t)
+		if s.Hold.ThreadID != want {
+			t.Fatalf("re-hold thread %s, want %s", s.Hold.ThreadID, want)
 		}
 		if strings.Contains(readTypes(t, s), event.ProviderThreadReplace) {
-			t.Fatalf("session %s replaced its thread", s.id)
+			t.Fatalf("session %s replaced its thread", s.ID)
 		}
 	}
 	if len(rollouts(t, homeA, threadA)) == 0 || len(rollouts(t, homeB, threadB)) == 0 ||
@@ -115,21 +105,9 @@ func rollouts(t *testing.T, home, thread string) []string {
 	return out
 }
 
-// readAll reads the session's whole journal.
-func readAll(t *testing.T, s *session) []event.Event {
-	t.Helper()
-	var r struct {
-		Events []event.Event `json:"events"`
-	}
-	if err := s.c.Call(ctxT(t), "agentSession.read", map[string]any{"sessionId": s.id, "afterSeq": 0, "limit": 4096}, &r); err != nil {
-		t.Fatal(err)
-	}
-	return r.Events
-}
-
-func readTypes(t *testing.T, s *session) string {
+func readTypes(t *testing.T, s *providertest.Session) string {
 	var types []string
-	for _, ev := range readAll(t, s) {
+	for _, ev := range s.ReadAll(t) {
 		types = append(types, ev.Type)
 	}
 	return strings.Join(types, ",")

@@ -9,10 +9,13 @@ package npminstall
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"testing"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,10 +26,42 @@ type Package struct {
 	Dir     string // cache directory name, e.g. "codex@0.169.0"
 	Bin     string // the executable npm links into node_modules/.bin
 	Version string // what `<bin> --version` must report
+
+	once    sync.Once // Binary's Ensure, once per process
+	binPath string
+	err     error
+}
+
+// Binary returns the executable's path, installing the package with npm
+// (once per process) when missing. A machine that cannot install it fails
+// the test with the command to run: a missing binary is never a silent
+// skip.
+func (p *Package) Binary(t testing.TB) string {
+	t.Helper()
+	p.once.Do(func() { p.binPath, p.err = p.Ensure() })
+	if p.err != nil {
+		t.Fatalf("%s %s is not available: %v\ninstall it with: %s", p.Bin, p.Version, p.err, p.InstallCommand())
+	}
+	return p.binPath
+}
+
+// Install is the body of an install command (`make test` runs one per
+// package first, so a fresh clone gets it once, before the tests start,
+// with npm's output on the terminal): Ensure, then the path on stdout or
+// the error and the command to run by hand on stderr; it returns the exit
+// code.
+func (p *Package) Install(stdout, stderr io.Writer) int {
+	bin, err := p.Ensure()
+	if err != nil {
+		fmt.Fprintf(stderr, "install %s %s: %v\ninstall it by hand with: %s\n", p.Bin, p.Version, err, p.InstallCommand())
+		return 1
+	}
+	fmt.Fprintln(stdout, p.Bin, p.Version, "at", bin)
+	return 0
 }
 
 // CacheDir is where the package is installed.
-func (p Package) CacheDir() string {
+func (p *Package) CacheDir() string {
 	base := os.Getenv("XDG_CACHE_HOME")
 	if base == "" {
 		home, _ := os.UserHomeDir()
@@ -36,16 +71,18 @@ func (p Package) CacheDir() string {
 }
 
 // InstallCommand is the command that installs the package by hand.
-func (p Package) InstallCommand() string {
+func (p *Package) InstallCommand() string {
 	return fmt.Sprintf("npm install --prefix %q --no-audit --no-fund %s", p.CacheDir(), p.Spec)
 }
 
 // BinPath is the executable's path inside dir.
-func (p Package) BinPath(dir string) string { return filepath.Join(dir, "node_modules", ".bin", p.Bin) }
+func (p *Package) BinPath(dir string) string {
+	return filepath.Join(dir, "node_modules", ".bin", p.Bin)
+}
 
 // Ensure installs the package when missing and returns the executable's
 // path.
-func (p Package) Ensure() (string, error) {
+func (p *Package) Ensure() (string, error) {
 	dir := p.CacheDir()
 	bin := p.BinPath(dir)
 	if p.works(bin) {
@@ -90,11 +127,12 @@ func (p Package) Ensure() (string, error) {
 }
 
 // works reports whether bin runs and is the pinned version.
-func (p Package) works(bin string) bool {
+func (p *Package) works(bin string) bool {
 	out, err := exec.Command(bin, "--version").Output()
 	return err == nil && strings.Contains(string(out), p.Version)
 }
 
+// Tail is the last n bytes of b.
 func Tail(b []byte, n int) string {
 	if len(b) > n {
 		b = b[len(b)-n:]

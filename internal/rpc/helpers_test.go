@@ -11,12 +11,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/sessiond/sessiond/internal/frametest"
 	"go.uber.org/goleak"
 )
 
@@ -191,11 +191,7 @@ func (r *raw) write(s string) {
 
 func (r *raw) send(msg string) {
 	r.t.Helper()
-	if r.f == FramingHeader {
-		r.write("Content-Length: " + strconv.Itoa(len(msg)) + "\r\n\r\n" + msg)
-		return
-	}
-	r.write(msg + "\n")
+	r.write(frametest.Frame(msg, r.f == FramingHeader))
 }
 
 func (r *raw) initialize() {
@@ -220,32 +216,9 @@ func (r *raw) recv() map[string]any {
 func (r *raw) recvRaw() string {
 	r.t.Helper()
 	r.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
-	var body []byte
-	if r.f == FramingHeader {
-		n := -1
-		for {
-			line, err := r.br.ReadString('\n')
-			if err != nil {
-				r.t.Fatalf("read header: %v", err)
-			}
-			line = strings.TrimSpace(line)
-			if line == "" {
-				break
-			}
-			if v, ok := strings.CutPrefix(line, "Content-Length: "); ok {
-				n, _ = strconv.Atoi(v)
-			}
-		}
-		body = make([]byte, n)
-		if _, err := io.ReadFull(r.br, body); err != nil {
-			r.t.Fatalf("read body: %v", err)
-		}
-	} else {
-		line, err := r.br.ReadBytes('\n')
-		if err != nil {
-			r.t.Fatalf("read line: %v", err)
-		}
-		body = line
+	body, err := frametest.Read(r.br, r.f == FramingHeader)
+	if err != nil {
+		r.t.Fatal(err)
 	}
 	return string(body)
 }

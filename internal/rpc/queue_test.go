@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/frametest"
 )
 
 const allCaps = `["agent-session.attach.v1","agent-session.structured.hold.v1","agent-session.turns.v1","agent-session.close.v1","daemon.admin.v1"]`
@@ -26,11 +27,7 @@ func (r *raw) initializeAll() {
 func (r *raw) frame(msgs ...string) string {
 	var b strings.Builder
 	for _, m := range msgs {
-		if r.f == FramingHeader {
-			fmt.Fprintf(&b, "Content-Length: %d\r\n\r\n%s", len(m), m)
-		} else {
-			b.WriteString(m + "\n")
-		}
+		b.WriteString(frametest.Frame(m, r.f == FramingHeader))
 	}
 	return b.String()
 }

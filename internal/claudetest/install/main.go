@@ -4,17 +4,9 @@
 package main
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/sessiond/sessiond/internal/claudetest"
 )
 
-func main() {
-	bin, err := claudetest.Ensure()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "install claude %s: %v\ninstall it by hand with: %s\n", claudetest.Version, err, claudetest.InstallCommand())
-		os.Exit(1)
-	}
-	fmt.Println("claude", claudetest.Version, "at", bin)
-}
+func main() { os.Exit(claudetest.Install(os.Stdout, os.Stderr)) }

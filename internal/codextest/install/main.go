@@ -4,17 +4,9 @@
 package main
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/sessiond/sessiond/internal/codextest"
 )
 
-func main() {
-	bin, err := codextest.Ensure()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "install codex %s: %v\ninstall it by hand with: %s\n", codextest.Version, err, codextest.InstallCommand())
-		os.Exit(1)
-	}
-	fmt.Println("codex", codextest.Version, "at", bin)
-}
+func main() { os.Exit(codextest.Install(os.Stdout, os.Stderr)) }
