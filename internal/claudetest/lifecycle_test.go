@@ -151,9 +151,10 @@ func TestClaudeTwoAccounts(t *testing.T) {
 
 // A Bash call that starts a detached sleep ignoring SIGTERM: closing the
 // session leaves no process (the tree covers the CLI's shells and what
-// they started).
+// they started). The call returns once the child has started (it waits
+// for the child's file), so the turn cannot end before it runs.
 func TestClaudeDetachedChildGone(t *testing.T) {
-	m := claudetest.NewModel(t, claudetest.Bash("toolu_1", "setsid sh -c 'trap \"\" TERM; touch started; sleep 300' >/dev/null 2>&1 < /dev/null & echo spawned"), claudetest.Text("ok"))
+	m := claudetest.NewModel(t, claudetest.Bash("toolu_1", "setsid sh -c 'trap \"\" TERM; touch started; sleep 300' >/dev/null 2>&1 < /dev/null & until [ -e started ]; do sleep 0.05; done; echo spawned"), claudetest.Text("ok"))
 	dir := t.TempDir()
 	d := providertest.Daemon(t, "", providerConfig(t, "claude", claudetest.NewEnv(t, m.URL)))
 	s := providertest.NewSession(t, d, client, "claude", dir)
