@@ -136,7 +136,11 @@ func (s *Session) Next(t testing.TB, typ string) event.Event {
 				return ev
 			}
 		case <-timeout:
-			t.Fatalf("no %s event; saw %s", typ, s.Types())
+			log := s.D.Log.String()
+			if len(log) > 8<<10 {
+				log = log[len(log)-8<<10:]
+			}
+			t.Fatalf("no %s event; saw %s\nthe daemon's log, last 8 KiB:\n%s", typ, s.Types(), log)
 		}
 	}
 }
