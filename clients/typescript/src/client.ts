@@ -17,7 +17,7 @@ import {
 } from "./generated/types.js";
 
 export { DEFAULT_CAPABILITIES } from "./options.js";
-export type { CallOptions, ClientOptions, ReconnectOptions } from "./options.js";
+export type { CallOptions, ClientOptions, LagRetryOptions, ReconnectOptions } from "./options.js";
 
 /** Methods a call may be re-sent for after a reconnect. */
 const RETRY_SAFE = new Set<string>([
@@ -33,7 +33,8 @@ type Result<M extends MethodName> = Methods[M]["result"];
  * A sessiond client: typed calls, event streams, and reconnection that
  * re-initializes, re-holds every hold and re-attaches every stream from its
  * cursor. Events: "disconnected" (Error), "reconnected" (InitializeResult),
- * "holdLost" ({params, error}).
+ * "holdLost" ({params, error}), "lagReattach" ({sessionId, delayMs}: a
+ * lagged stream is re-attached after delayMs).
  */
 export class SessiondClient extends EventEmitter {
   readonly socketPath: string;
@@ -54,6 +55,8 @@ export class SessiondClient extends EventEmitter {
       timeoutMs: () => this.timeoutMs,
       highWaterMark: opts.highWaterMark,
       highWaterMarkBytes: opts.highWaterMarkBytes,
+      lagRetry: opts.lagRetry,
+      onLagReattach: (sub, delayMs) => this.emit("lagReattach", { sessionId: sub.sessionId, delayMs }),
     });
   }
 

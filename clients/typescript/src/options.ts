@@ -17,6 +17,15 @@ export interface ReconnectOptions {
   maxAttempts?: number;
 }
 
+export interface LagRetryOptions {
+  /** Wait before re-attaching a stream the daemon lagged again right
+   * after a re-attach that brought no event (default 50 ms); doubles up
+   * to maxDelayMs, back to none after a re-attach that brought events. */
+  initialDelayMs?: number;
+  /** Longest such wait (default 2000 ms). */
+  maxDelayMs?: number;
+}
+
 export interface ClientOptions {
   /** Socket path; default resolved as the daemon does (resolveSocketPath). */
   socketPath?: string;
@@ -34,6 +43,8 @@ export interface ClientOptions {
   /** The same bound counted in events (default 8192); whichever is
    * reached first pauses. */
   highWaterMark?: number;
+  /** Backoff of the re-attach after agentSession.lagged. */
+  lagRetry?: LagRetryOptions;
 }
 
 export interface CallOptions {

@@ -2,6 +2,7 @@ import { Link, messageBytes } from "./link.js";
 import { Subscription, eventBytes, type SubscriptionOwner } from "./subscription.js";
 import { ConnectionClosedError, SessiondError, StreamLostError } from "./errors.js";
 import type { AttachResult, Event, EventNotice, LaggedNotice } from "./generated/types.js";
+import type { LagRetryOptions } from "./options.js";
 
 /** What the streams need from their client. */
 export interface StreamsHost {
@@ -11,6 +12,9 @@ export interface StreamsHost {
   timeoutMs(): number;
   highWaterMark?: number;
   highWaterMarkBytes?: number;
+  lagRetry?: LagRetryOptions;
+  /** A lagged stream is to be re-attached after delayMs. */
+  onLagReattach?(sub: Subscription, delayMs: number): void;
 }
 
 /**
@@ -24,6 +28,7 @@ export class Streams implements SubscriptionOwner {
   private totalQueued = 0;
   private totalBytes = 0;
   private paused = false;
+  private lagTimers = new Map<Subscription, NodeJS.Timeout>();
 
   constructor(private host: StreamsHost) {}
 
@@ -73,6 +78,7 @@ export class Streams implements SubscriptionOwner {
   /** Ends sub with err and forgets it (it is not re-attached again). */
   private lose(sub: Subscription, err: Error): void {
     this.subs.delete(sub);
+    this.clearLagTimer(sub);
     if (sub.subscriptionId) this.bySubId.delete(sub.subscriptionId);
     sub.fail(err);
     this.recount();
@@ -146,16 +152,39 @@ export class Streams implements SubscriptionOwner {
     this.checkPressure();
   }
 
-  /** The daemon dropped a slow subscription: re-attach from our cursor. */
+  /** The daemon dropped a slow subscription: re-attach from our cursor.
+   * The first time at once; while the re-attaches bring no event (the
+   * daemon lags the stream again and again) after a doubling delay,
+   * lagRetry's initialDelayMs up to maxDelayMs; a re-attach that brought
+   * events resets it. */
   private onLagged(link: Link, p: LaggedNotice): void {
     const sub = this.bySubId.get(p.subscriptionId);
     if (!sub) return;
     this.bySubId.delete(p.subscriptionId);
     sub.subscriptionId = undefined;
     sub.reattaches++;
-    this.attachOn(link, sub).catch((e: Error) => {
-      if (!(e instanceof ConnectionClosedError)) sub.fail(e);
-    });
+    if (sub.cursor > sub.lagCursor) sub.lagDelayMs = 0;
+    const delayMs = sub.lagDelayMs;
+    const { initialDelayMs = 50, maxDelayMs = 2000 } = this.host.lagRetry ?? {};
+    sub.lagDelayMs = Math.min(Math.max(delayMs * 2, initialDelayMs), maxDelayMs);
+    sub.lagCursor = sub.cursor;
+    this.host.onLagReattach?.(sub, delayMs);
+    const gen = sub.generation;
+    const reattach = () => {
+      this.lagTimers.delete(sub);
+      // Closed, or re-attached by a reconnect's restore meanwhile.
+      if (sub.isClosed || link.closed || sub.generation !== gen || !this.subs.has(sub)) return;
+      this.attachOn(link, sub).catch((e: Error) => {
+        if (!(e instanceof ConnectionClosedError)) sub.fail(e);
+      });
+    };
+    if (delayMs === 0) return reattach();
+    this.lagTimers.set(sub, setTimeout(reattach, delayMs));
+  }
+
+  private clearLagTimer(sub: Subscription): void {
+    clearTimeout(this.lagTimers.get(sub));
+    this.lagTimers.delete(sub);
   }
 
   /** Runs f, which queues events on sub, and counts what it queued. */
@@ -199,6 +228,7 @@ export class Streams implements SubscriptionOwner {
   /** SubscriptionOwner: the consumer closed a stream. */
   closed(sub: Subscription): void {
     this.subs.delete(sub);
+    this.clearLagTimer(sub);
     const link = this.host.link();
     if (sub.subscriptionId) {
       this.bySubId.delete(sub.subscriptionId);

@@ -1,0 +1,57 @@
+// Backoff against daemons that misbehave in ways the real one does not:
+// one that lags a stream again and again, one that accepts and then drops
+// every connection. Played by a fake peer (test/fake.ts); waits are
+// checked as lower bounds only (a loaded machine only adds to them).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { INIT, fakePeer, frame } from "./fake.js";
+import { SessiondClient } from "../src/index.js";
+
+const T = { timeout: Number(process.env.SESSIOND_TEST_TIMEOUT_MS ?? 60_000) };
+
+const EVENT = { seq: 1, type: "message.delta", sessionId: "s-aaaaaaaa", turnId: "t-1", ts: "2026-01-01T00:00:00Z", data: { text: "x" } };
+
+test("a stream the daemon lags again and again is re-attached after a doubling, bounded delay, reset by a re-attach that brings events", T, async () => {
+  const dir = mkdtempSync(join(tmpdir(), "sdbo-"));
+  const attaches: number[] = [];
+  let settled: () => void = () => undefined;
+  const done = new Promise<void>((res) => (settled = res));
+  // Attach 1..5 bring nothing and are lagged at once; 6 brings an event
+  // and is lagged; 7 is left alone.
+  const srv = await fakePeer(join(dir, "f.sock"), (s, _conn, m) => {
+    if (m.method === "initialize") return void s.write(frame({ jsonrpc: "2.0", id: m.id, result: INIT }));
+    if (m.method === "agentSession.attach") {
+      const n = attaches.push(Date.now());
+      const subscriptionId = `s-${n}`;
+      const events = n === 6 ? [EVENT] : [];
+      s.write(frame({ jsonrpc: "2.0", id: m.id, result: { subscriptionId, events, lastSeq: n >= 6 ? 1 : 0, hasMore: false } }));
+      if (n <= 6) s.write(frame({ jsonrpc: "2.0", method: "agentSession.lagged", params: { subscriptionId, sessionId: "s-aaaaaaaa" } }));
+      else settled();
+      return;
+    }
+    s.write(frame({ jsonrpc: "2.0", id: m.id, result: {} }));
+  });
+  const c = await SessiondClient.connect({ socketPath: join(dir, "f.sock"), lagRetry: { initialDelayMs: 20, maxDelayMs: 80 } });
+  const delays: number[] = [];
+  c.on("lagReattach", (e: { delayMs: number }) => delays.push(e.delayMs));
+  try {
+    const sub = await c.attach("s-aaaaaaaa");
+    await done;
+    assert.deepEqual(delays, [0, 20, 40, 80, 80, 0], "immediate, then doubling to the bound while nothing comes; immediate again after events");
+    for (const [i, min] of [20, 40, 80, 80].entries()) {
+      const waited = attaches[i + 2]! - attaches[i + 1]!;
+      assert.ok(waited >= min - 2, `re-attach ${i + 3} came ${waited} ms after the one before, want >= ${min}`);
+    }
+    const r = await sub.next();
+    assert.equal(r.value?.seq, 1, "the event the re-attach brought is delivered");
+    assert.equal(sub.reattaches, 6);
+    sub.close();
+  } finally {
+    c.close();
+    srv.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
