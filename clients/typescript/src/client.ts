@@ -7,14 +7,7 @@ import { Streams } from "./streams.js";
 import { resolveSocketPath } from "./socket.js";
 import { ClientClosedError, ConnectionClosedError } from "./errors.js";
 import { DEFAULT_CAPABILITIES, type CallOptions, type ClientOptions } from "./options.js";
-import {
-  PROTOCOL_VERSION,
-  type HoldParams,
-  type HoldResult,
-  type InitializeResult,
-  type MethodName,
-  type Methods,
-} from "./generated/types.js";
+import { PROTOCOL_VERSION, type HoldParams, type HoldResult, type InitializeResult, type MethodName, type Methods } from "./generated/types.js";
 
 export { DEFAULT_CAPABILITIES } from "./options.js";
 export type { CallOptions, ClientOptions, LagRetryOptions, ReconnectOptions } from "./options.js";
@@ -33,7 +26,7 @@ type Result<M extends MethodName> = Methods[M]["result"];
  * A sessiond client: typed calls, event streams, and reconnection that
  * re-initializes, re-holds every hold and re-attaches every stream from its
  * cursor. Events: "disconnected" (Error), "reconnected" (InitializeResult),
- * "holdLost" ({params, error}), "lagReattach" ({sessionId, delayMs}: a
+ * "reconnecting" ({attempt, delayMs}), "holdLost" ({params, error}), "lagReattach" ({sessionId, delayMs}: a
  * lagged stream is re-attached after delayMs).
  */
 export class SessiondClient extends EventEmitter {
@@ -43,6 +36,11 @@ export class SessiondClient extends EventEmitter {
   private connecting: Promise<Link> | undefined;
   private closedByUser = false;
   private initResult: InitializeResult | undefined;
+  /** Backoff of the reconnect cycle: the next wait (0: initialDelayMs)
+   * and the attempts since the connection was last healthy. */
+  private backoffMs = 0;
+  private attempts = 0;
+  private healthyTimer: NodeJS.Timeout | undefined;
   private holds = new Holds();
   private streams: Streams;
 
@@ -98,6 +96,7 @@ export class SessiondClient extends EventEmitter {
   private onLinkClosed(link: Link, err: Error): void {
     if (this.link !== link) return;
     this.link = undefined;
+    clearTimeout(this.healthyTimer);
     this.streams.linkClosed();
     if (this.closedByUser) return;
     this.emit("disconnected", err);
@@ -109,10 +108,19 @@ export class SessiondClient extends EventEmitter {
     this.connecting.catch(() => undefined);
   }
 
+  /** Reconnects with backoff: the wait doubles from initialDelayMs up to
+   * maxDelayMs after every failed attempt, and after every reconnect the
+   * connection drops again before it was healthy (healthyMs). Event
+   * "reconnecting" ({attempt, delayMs}) before each wait. */
   private async reconnect(): Promise<Link> {
     const r = typeof this.opts.reconnect === "object" ? this.opts.reconnect : {};
-    let delay = r.initialDelayMs ?? 50;
-    for (let attempt = 1; ; attempt++) {
+    const initial = r.initialDelayMs ?? 50;
+    const max = r.maxDelayMs ?? 2000;
+    for (;;) {
+      const attempt = ++this.attempts;
+      const delay = this.backoffMs || initial;
+      this.backoffMs = Math.min(delay * 2, max);
+      this.emit("reconnecting", { attempt, delayMs: delay });
       await new Promise((res) => setTimeout(res, delay * (0.75 + Math.random() / 2)));
       if (this.closedByUser) throw new ClientClosedError();
       let link: Link | undefined;
@@ -129,17 +137,29 @@ export class SessiondClient extends EventEmitter {
           const err = new ConnectionClosedError("reconnect", e);
           this.streams.loseAll(err);
           this.connecting = undefined;
+          this.resetBackoff(); // a later call starts a new cycle
           if (this.listenerCount("error") > 0) this.emit("error", err);
           throw err;
         }
-        delay = Math.min(delay * 2, r.maxDelayMs ?? 2000);
         continue;
       }
       this.link = link;
       this.connecting = undefined;
+      // The backoff carries on (doubled) should this connection drop
+      // before it has been up for healthyMs.
+      const armed = link;
+      this.healthyTimer = setTimeout(() => {
+        if (this.link === armed && !armed.closed) this.resetBackoff();
+      }, r.healthyMs ?? 5000);
+      this.healthyTimer.unref();
       this.emit("reconnected", this.initResult);
       return link;
     }
+  }
+
+  private resetBackoff(): void {
+    this.backoffMs = 0;
+    this.attempts = 0;
   }
 
   /** Re-holds every hold (a new holdToken each) and re-attaches every
@@ -269,10 +289,10 @@ export class SessiondClient extends EventEmitter {
   /** Closes the connection; holds then end through the daemon's backstop. */
   close(): void {
     this.closedByUser = true;
+    clearTimeout(this.healthyTimer);
     const link = this.link;
     this.link = undefined; // no detach calls: the connection's end detaches all
     this.streams.closeAll();
     link?.fail(new ClientClosedError());
-    this.link = undefined;
   }
 }

@@ -13,8 +13,15 @@ export interface ReconnectOptions {
   initialDelayMs?: number;
   /** Longest delay between attempts (default 2000 ms). */
   maxDelayMs?: number;
-  /** Give up after this many failed attempts (default: never). */
+  /** Give up after this many failed attempts since the connection was
+   * last healthy (default: never). */
   maxAttempts?: number;
+  /** A reconnected connection (initialized, holds and streams restored)
+   * that stays up this long is healthy: only then does the backoff start
+   * again from initialDelayMs (default 5000 ms). One that drops sooner
+   * counts as a failed attempt, so a daemon that accepts and then drops
+   * every connection is retried ever more slowly, not at once. */
+  healthyMs?: number;
 }
 
 export interface LagRetryOptions {

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Socket } from "node:net";
 import { INIT, fakePeer, frame } from "./fake.js";
 import { SessiondClient } from "../src/index.js";
 
@@ -49,6 +50,53 @@ test("a stream the daemon lags again and again is re-attached after a doubling, 
     assert.equal(r.value?.seq, 1, "the event the re-attach brought is delivered");
     assert.equal(sub.reattaches, 6);
     sub.close();
+  } finally {
+    c.close();
+    srv.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a daemon that accepts and then drops every connection is retried ever more slowly; the backoff starts again only after a healthy period", T, async () => {
+  const dir = mkdtempSync(join(tmpdir(), "sdbo-"));
+  const inits: number[] = [];
+  let last: Socket | undefined;
+  const srv = await fakePeer(join(dir, "f.sock"), (s, _conn, m) => {
+    if (m.method === "initialize") {
+      inits.push(Date.now());
+      last = s;
+      return void s.write(frame({ jsonrpc: "2.0", id: m.id, result: INIT }));
+    }
+    s.write(frame({ jsonrpc: "2.0", id: m.id, result: { protocolVersion: 1, pid: 1 } }));
+  });
+  const healthyMs = 300;
+  const c = await SessiondClient.connect({ socketPath: join(dir, "f.sock"), reconnect: { initialDelayMs: 40, maxDelayMs: 200, healthyMs } });
+  const waits: Array<{ attempt: number; delayMs: number }> = [];
+  c.on("reconnecting", (e: { attempt: number; delayMs: number }) => waits.push(e));
+  // Each time the client is back (initialized, restored), the peer drops it.
+  const reconnected = () => new Promise<void>((res) => c.once("reconnected", () => res()));
+  try {
+    for (let i = 0; i < 5; i++) {
+      const back = reconnected();
+      last!.destroy();
+      await back;
+    }
+    assert.deepEqual(waits.map((w) => w.delayMs), [40, 80, 160, 200, 200], "a reconnect that dropped at once did not reset the backoff");
+    assert.deepEqual(waits.map((w) => w.attempt), [1, 2, 3, 4, 5]);
+    // Jittered 0.75 .. 1.25 × the delay: lower bounds only.
+    for (const [i, w] of waits.entries()) {
+      const waited = inits[i + 1]! - inits[i]!;
+      assert.ok(waited >= 0.75 * w.delayMs - 2, `reconnect ${i + 1} waited ${waited} ms, want >= ${0.75 * w.delayMs}`);
+    }
+    // Left up, the connection becomes healthy: the client's healthyMs timer
+    // was armed before "reconnected" was emitted, so a longer timer armed
+    // now fires after it (Node runs timers in the order they are due).
+    await new Promise((res) => setTimeout(res, 2 * healthyMs));
+    assert.equal((await c.status()).protocolVersion, 1);
+    const back = reconnected();
+    last!.destroy();
+    await back;
+    assert.deepEqual(waits.at(-1), { attempt: 1, delayMs: 40 }, "after a healthy period the backoff starts again");
   } finally {
     c.close();
     srv.close();
