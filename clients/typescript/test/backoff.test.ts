@@ -69,14 +69,19 @@ test("a daemon that accepts and then drops every connection is retried ever more
     }
     s.write(frame({ jsonrpc: "2.0", id: m.id, result: { protocolVersion: 1, pid: 1 } }));
   });
-  const healthyMs = 300;
-  const c = await SessiondClient.connect({ socketPath: join(dir, "f.sock"), reconnect: { initialDelayMs: 40, maxDelayMs: 200, healthyMs } });
+  // While the peer drops connections, healthyMs is out of reach (no stalled
+  // event loop turns a dropped connection into a healthy one); the last
+  // reconnect is made with a short one. The client reads its reconnect
+  // options at each reconnect.
+  const rc = { initialDelayMs: 40, maxDelayMs: 200, healthyMs: 600_000 };
+  const c = await SessiondClient.connect({ socketPath: join(dir, "f.sock"), reconnect: rc });
   const waits: Array<{ attempt: number; delayMs: number }> = [];
   c.on("reconnecting", (e: { attempt: number; delayMs: number }) => waits.push(e));
   // Each time the client is back (initialized, restored), the peer drops it.
   const reconnected = () => new Promise<void>((res) => c.once("reconnected", () => res()));
   try {
     for (let i = 0; i < 5; i++) {
+      if (i === 4) rc.healthyMs = 50;
       const back = reconnected();
       last!.destroy();
       await back;
@@ -91,7 +96,7 @@ test("a daemon that accepts and then drops every connection is retried ever more
     // Left up, the connection becomes healthy: the client's healthyMs timer
     // was armed before "reconnected" was emitted, so a longer timer armed
     // now fires after it (Node runs timers in the order they are due).
-    await new Promise((res) => setTimeout(res, 2 * healthyMs));
+    await new Promise((res) => setTimeout(res, 2 * rc.healthyMs));
     assert.equal((await c.status()).protocolVersion, 1);
     const back = reconnected();
     last!.destroy();
