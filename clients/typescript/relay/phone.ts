@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { WebSocket, RawData } from "ws";
 import { SessiondClient, type ClientOptions } from "../src/client.js";
-import { SessiondError } from "../src/errors.js";
+import { ConnectionClosedError, SessiondError, StreamLostError } from "../src/errors.js";
 import type { Subscription } from "../src/subscription.js";
 import { METHOD_CAPABILITY, type MethodName } from "../src/generated/types.js";
 import { RELAYED_METHODS } from "./methods.js";
@@ -18,6 +18,10 @@ export interface PhoneShared {
   limits: RelayLimits;
   log: (msg: string, fields: Json) => void;
 }
+
+/** The notification that ends one relayed stream:
+ * {subscriptionId, sessionId, reason, message}. */
+export const STREAM_LOST = "relay.streamLost";
 
 /** WebSocket close code of a phone whose unread output passed the limit. */
 export const CLOSE_NOT_READING = 1008;
@@ -201,8 +205,16 @@ export class Phone {
           await new Promise<void>((res) => this.ws.send(frame, () => res())); // let the phone catch up
         } else this.ws.send(frame);
       }
-    } catch {
-      if (!this.closed) this.ws.close(1011, "stream failed");
+    } catch (e) {
+      // Only this stream ends (its session is gone after a daemon restart,
+      // say): the phone is told which and why, and stays connected.
+      this.subs.delete(subscriptionId);
+      if (this.closed) return;
+      const reason = e instanceof StreamLostError ? e.reason
+        : e instanceof ConnectionClosedError ? "connection_closed" : "stream_failed";
+      this.sh.log("phone stream lost", { phone: this.id, session_id: sub.sessionId, subscription_id: subscriptionId, reason });
+      this.send(JSON.stringify({ jsonrpc: "2.0", method: STREAM_LOST,
+        params: { subscriptionId, sessionId: sub.sessionId, reason, message: (e as Error).message } }));
     }
   }
 }

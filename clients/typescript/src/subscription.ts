@@ -31,6 +31,11 @@ export class Subscription implements AsyncIterable<Event> {
   reattaches = 0;
   /** Bumped on every (re-)attach; a page walk of an older one stops. */
   generation = 0;
+  /** Wait before the next re-attach after a lag: 0 after a re-attach
+   * that brought events, doubling while they bring none. */
+  lagDelayMs = 0;
+  /** cursor when the last lag re-attach was scheduled. */
+  lagCursor = -1;
   private queue: Event[] = [];
   private head = 0; // queue[head] is the next event (shift() is O(n))
   /** Wire bytes of the queued events. */

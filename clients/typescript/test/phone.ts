@@ -12,6 +12,8 @@ export class Phone {
   private next = 1;
   private pending = new Map<number, { res: (v: unknown) => void; rej: (e: Error) => void }>();
   private events: Event[] = [];
+  /** Notifications other than agentSession.event. */
+  readonly notices: Array<{ method: string; params: Record<string, unknown> }> = [];
   private waiters: Array<() => void> = [];
   /** Resolves with the close code and reason once the socket closed. */
   closed: Promise<{ code: number; reason: string }>;
@@ -22,6 +24,11 @@ export class Phone {
       const m = JSON.parse(data.toString()) as { id?: number | null; result?: unknown; error?: { code: number; message: string; data: Record<string, unknown> }; method?: string; params?: { event: Event } };
       if (m.method === "agentSession.event") {
         this.events.push(m.params!.event);
+        for (const w of this.waiters.splice(0)) w();
+        return;
+      }
+      if (m.method) {
+        this.notices.push({ method: m.method, params: m.params as unknown as Record<string, unknown> });
         for (const w of this.waiters.splice(0)) w();
         return;
       }
@@ -58,6 +65,15 @@ export class Phone {
   async until(pred: (e: Event) => boolean): Promise<Event[]> {
     for (;;) {
       if (this.events.some(pred)) return this.events;
+      await new Promise<void>((r) => this.waiters.push(r));
+    }
+  }
+
+  /** Waits for a notification (other than an event) named method. */
+  async notice(method: string): Promise<Record<string, unknown>> {
+    for (;;) {
+      const n = this.notices.find((x) => x.method === method);
+      if (n) return n.params;
       await new Promise<void>((r) => this.waiters.push(r));
     }
   }

@@ -1,10 +1,11 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { createServer, type Server, type Socket } from "node:net";
+import type { Socket } from "node:net";
 import { mkdtempSync, rmSync, mkdirSync, symlinkSync, chmodSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Daemon } from "./daemon.js";
+import { INIT, fakePeer, frame } from "./fake.js";
 import { deltaText, gapless, untilTurnCompleted } from "./helpers.js";
 import { SessiondClient, StreamLostError, ConnectionClosedError, UnsafeSocketError, ensureDaemon, type Subscription } from "../src/index.js";
 
@@ -74,35 +75,6 @@ test("a stream whose session was deleted while the daemon was down ends with Str
   }
 });
 
-function frame(m: object): string {
-  const b = JSON.stringify(m);
-  return `Content-Length: ${Buffer.byteLength(b)}\r\n\r\n${b}`;
-}
-
-/** A peer that speaks just enough of the protocol: requests to answer(). */
-function fakePeer(path: string, answer: (s: Socket, conn: number, m: { id: number; method: string }) => void): Promise<Server> {
-  let conns = 0;
-  const srv = createServer((s) => {
-    const conn = ++conns;
-    let buf = Buffer.alloc(0);
-    s.on("error", () => undefined);
-    s.on("data", (chunk: Buffer) => {
-      buf = Buffer.concat([buf, chunk]);
-      for (;;) {
-        const end = buf.indexOf("\r\n\r\n");
-        if (end < 0) return;
-        const len = Number(/Content-Length: (\d+)/i.exec(buf.subarray(0, end).toString())?.[1]);
-        if (buf.length < end + 4 + len) return;
-        const m = JSON.parse(buf.subarray(end + 4, end + 4 + len).toString()) as { id: number; method: string };
-        buf = buf.subarray(end + 4 + len);
-        answer(s, conn, m);
-      }
-    });
-  });
-  return new Promise((res) => srv.listen(path, () => res(srv)));
-}
-
-const INIT = { protocolVersion: 1, server: { name: "fake", version: "0" }, capabilities: [], connectionId: "c-1" };
 
 test("a restore that keeps failing counts as a failed attempt: the delay doubles and maxAttempts ends it on the stream", T, async () => {
   const dir = mkdtempSync(join(tmpdir(), "sdrc-"));

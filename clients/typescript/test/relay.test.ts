@@ -202,3 +202,39 @@ test("a token file that is a symlink, open to others or too short is refused", T
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("a relayed stream whose session is gone after a daemon restart ends alone: the phone is told which and why, and stays connected", T, async () => {
+  const gone = await newSession();
+  const kept = await newSession();
+  const p = await Phone.connect(relay.url, relay.token);
+  try {
+    await p.call("agentSession.hold", { sessionId: kept, holderId: "phone:k" });
+    const a = await p.call<{ subscriptionId: string }>("agentSession.attach", { sessionId: gone });
+    await p.call("agentSession.attach", { sessionId: kept });
+    await d.kill("SIGKILL");
+    // The daemon comes back where the relay does not look, the session is
+    // deleted there, and then it returns to the relay's socket.
+    const side = join(d.dir, "side.sock");
+    await d.start(side);
+    const other = await SessiondClient.connect({ socketPath: side, reconnect: false });
+    await other.delete(gone);
+    other.close();
+    await d.kill("SIGTERM");
+    await d.start();
+    const lost: Record<string, unknown> = await Promise.race([p.notice("relay.streamLost"), p.closed.then((c) => ({ closed: c }))]);
+    assert.equal(lost.sessionId, gone, `the stream's end is told, the phone not closed: ${JSON.stringify(lost)}`);
+    assert.equal(lost.subscriptionId, a.subscriptionId);
+    assert.equal(lost.reason, "session_not_found");
+    assert.match(String(lost.message), new RegExp(gone));
+    // The phone's other stream and calls carry on (its hold re-taken, as
+    // a phone does after a restart: the relay's hold connection reconnects
+    // on its own schedule).
+    await p.call("agentSession.hold", { sessionId: kept, holderId: "phone:k" });
+    const s = await p.call<{ turnId: string }>("agentSession.send", { sessionId: kept, text: "still here" });
+    const evs = await p.until((e) => e.type === "turn.completed" && e.turnId === s.turnId);
+    assert.equal(deltaText(evs, s.turnId), "echo: still here");
+    assert.equal(p.ws.readyState, p.ws.OPEN);
+  } finally {
+    await p.drop();
+  }
+});

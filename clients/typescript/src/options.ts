@@ -1,0 +1,60 @@
+/** Capabilities a client asks for unless told otherwise (no admin). */
+export const DEFAULT_CAPABILITIES = [
+  "agent-session.attach.v1",
+  "agent-session.structured.hold.v1",
+  "agent-session.close.v1",
+  "agent-session.turns.v1",
+  "agent-session.items.v1",
+  "agent-session.approvals.v2",
+];
+
+export interface ReconnectOptions {
+  /** First retry delay (default 50 ms); doubles up to maxDelayMs. */
+  initialDelayMs?: number;
+  /** Longest delay between attempts (default 2000 ms). */
+  maxDelayMs?: number;
+  /** Give up after this many failed attempts since the connection was
+   * last healthy (default: never). */
+  maxAttempts?: number;
+  /** A reconnected connection (initialized, holds and streams restored)
+   * that stays up this long is healthy: only then does the backoff start
+   * again from initialDelayMs (default 5000 ms). One that drops sooner
+   * counts as a failed attempt, so a daemon that accepts and then drops
+   * every connection is retried ever more slowly, not at once. */
+  healthyMs?: number;
+}
+
+export interface LagRetryOptions {
+  /** Wait before re-attaching a stream the daemon lagged again right
+   * after a re-attach that brought no event (default 50 ms); doubles up
+   * to maxDelayMs, back to none after a re-attach that brought events. */
+  initialDelayMs?: number;
+  /** Longest such wait (default 2000 ms). */
+  maxDelayMs?: number;
+}
+
+export interface ClientOptions {
+  /** Socket path; default resolved as the daemon does (resolveSocketPath). */
+  socketPath?: string;
+  client?: { name: string; version: string };
+  capabilities?: string[];
+  /** Default timeout of every call (default 30 s). */
+  timeoutMs?: number;
+  /** Reconnect with backoff when the connection drops (default on). */
+  reconnect?: boolean | ReconnectOptions;
+  /** Bytes (as read off the wire) of the events queued across
+   * subscriptions before the socket is paused (default 16 MiB); the daemon
+   * then lags the subscription and the client re-attaches from its cursor
+   * when the consumer catches up. */
+  highWaterMarkBytes?: number;
+  /** The same bound counted in events (default 8192); whichever is
+   * reached first pauses. */
+  highWaterMark?: number;
+  /** Backoff of the re-attach after agentSession.lagged. */
+  lagRetry?: LagRetryOptions;
+}
+
+export interface CallOptions {
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
