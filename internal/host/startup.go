@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sessiond/sessiond/internal/event"
@@ -59,7 +60,8 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 	}
 	reaped := 0
 	for id, rec := range leases {
-		if rec.Status == lease.Released {
+		if rec.Status == lease.Released || h.adopted(id) {
+			delete(bySession, id) // an adopted session's tree is ours
 			continue
 		}
 		v := proc.Verdict{Root: proc.Exited, Tree: proc.Exited}
@@ -116,6 +118,7 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 	// after our scan: scan again until a pass finds none (bounded).
 	for pass := 0; pass < 3 && scanErr == nil; pass++ {
 		late, err := proc.ScanTagged(h.st.StateID)
+		late = slices.DeleteFunc(late, func(t proc.Tagged) bool { return h.adopted(t.SessionID) })
 		if err != nil || len(late) == 0 {
 			break
 		}
@@ -162,6 +165,9 @@ func (h *Host) closeOpenTurns(ctx context.Context) (string, int, error) {
 	}
 	n := 0
 	for _, id := range h.j.Sessions() {
+		if h.adopted(id) {
+			continue // its turn is running in the adopted child
+		}
 		st := h.j.State(id)
 		if st.OpenTurn != "" {
 			if err := h.restartTail(ctx, id, proc.Verdict{}, false); err != nil {

@@ -101,6 +101,14 @@ func (c *conn) handle(req *jsonrpc2.Request, nullID bool) {
 		if ctx.Err() != nil {
 			return // closed while queued: nobody to answer, nothing to do
 		}
+		ctx := ctx
+		if m.name == methodUpgrade {
+			ctx = c.withCaller(ctx, id) // not counted: it waits for the others
+		} else if !c.srv.gate.enter(ctx) {
+			return // held by an upgrade, then closed
+		} else {
+			defer c.srv.gate.leave()
+		}
 		res, err := c.call(ctx, m, params)
 		c.reply(ctx, req.Method, id, res, err)
 	}

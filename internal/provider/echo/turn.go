@@ -1,6 +1,7 @@
 package echo
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -22,6 +23,8 @@ type directives struct {
 	ask        bool
 	floodN     int
 	floodBytes int
+	numbered   bool   // flood deltas carry their number (zero-padded to floodBytes)
+	splitAt    string // a FIFO: the flood's middle delta line is cut in two around reading it
 }
 
 func parseDirectives(text string) directives {
@@ -61,6 +64,13 @@ func parseDirectives(text string) directives {
 			}
 		case "/ask":
 			d.ask = true
+		case "/numbered":
+			d.numbered = true
+		case "/split":
+			if i+1 < len(f) {
+				d.splitAt = f[i+1]
+				i++
+			}
 		case "/flood":
 			if n, ok := num(i + 1); ok {
 				d.floodN, d.floodBytes = n, 8
@@ -158,11 +168,19 @@ func (s *server) runTurn(th *thread, tu *activeTurn, text string) {
 		deltas = make([]string, d.floodN)
 		for i := range deltas {
 			deltas[i] = chunk
+			if d.numbered {
+				deltas[i] = fmt.Sprintf("%0*d", d.floodBytes, i)
+			}
 		}
-		answer = strings.Repeat(chunk, d.floodN)
+		answer = strings.Join(deltas, "")
 	}
 	for i, delta := range deltas {
-		s.w.send(map[string]any{"method": "item/agentMessage/delta", "params": with("itemId", itemID, "delta", delta)}, d.floodN == 0)
+		msg := map[string]any{"method": "item/agentMessage/delta", "params": with("itemId", itemID, "delta", delta)}
+		if d.splitAt != "" && i == len(deltas)/2 {
+			s.w.sendSplit(msg, d.splitAt, s.log)
+			continue
+		}
+		s.w.send(msg, d.floodN == 0)
 		if d.crash && i == 0 {
 			s.w.flush()
 			s.log.Warn("crashing mid-turn (/crash)", "turn_id", tu.id)
