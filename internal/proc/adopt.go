@@ -108,6 +108,13 @@ func Adopt(h Handoff, log *slog.Logger) (*Child, error) {
 	}
 	files := make([]*os.File, 0, 3)
 	for _, fd := range []int{h.Stdin, h.Stdout, h.Stderr} {
+		// A descriptor the old image failed to keep is closed, or reused by
+		// whatever this image opened since: only a pipe can be the child's.
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+			closeAll(files...)
+			return nil, fmt.Errorf("%w %d: descriptor %d is not an inherited pipe (mode %#o, %v)", ErrAdopt, h.PID, fd, st.Mode, err)
+		}
 		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
 			closeAll(files...)
 			return nil, fmt.Errorf("%w %d: descriptor %d: %w", ErrAdopt, h.PID, fd, err)

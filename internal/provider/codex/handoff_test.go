@@ -48,6 +48,10 @@ func TestHandoffCutLineAndPendingApproval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		outW.Close()
+		f.a.Resume() // the old reader, parked as the exec would leave it, sees EOF
+	})
 	if !bytes.Equal(p.Unparsed, cut[:half]) {
 		t.Fatalf("unparsed %q, want %q", p.Unparsed, cut[:half])
 	}
@@ -66,7 +70,6 @@ func TestHandoffCutLineAndPendingApproval(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		outW.Close()
-		f.a.Resume() // the old reader, parked as the exec would leave it, sees EOF
 		<-a2.Done()
 	})
 	if _, err := outW.Write(cut[half:]); err != nil {
