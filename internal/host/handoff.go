@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/sessiond/sessiond/internal/proc"
@@ -64,6 +65,7 @@ func (h *Host) Quiesce(ctx context.Context) (q *Quiesced, err error) {
 	}
 	h.mu.Unlock()
 	sort.Strings(ids)
+	var drain []*entry
 	for _, id := range ids {
 		e, err := h.lockEntry(ctx, id, false)
 		if err != nil {
@@ -97,9 +99,7 @@ func (h *Host) Quiesce(ctx context.Context) (q *Quiesced, err error) {
 			return nil, fmt.Errorf("session %s: %w: %w", id, ErrNotHandedOver, err)
 		}
 		q.paused = append(q.paused, ho)
-		if err := e.sink.Drain(ctx); err != nil {
-			return nil, fmt.Errorf("session %s: %w: journal: %w", id, ErrNotHandedOver, err)
-		}
+		drain = append(drain, e)
 		ch, err := e.child.Handoff()
 		if err != nil {
 			return nil, fmt.Errorf("session %s: %w: %w", id, ErrNotHandedOver, err)
@@ -114,6 +114,23 @@ func (h *Host) Quiesce(ctx context.Context) (q *Quiesced, err error) {
 			Child: ch, Adapter: paused, ReleaseAt: releaseAt.UTC()}
 		h.mu.Unlock()
 		q.Sessions = append(q.Sessions, s)
+	}
+	// Every reader is paused: the sinks get nothing more. Drained side by
+	// side, their tails share the journal's group commits.
+	errs := make([]error, len(drain))
+	var wg sync.WaitGroup
+	for i, e := range drain {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := e.sink.Drain(ctx); err != nil {
+				errs[i] = fmt.Errorf("session %s: %w: journal: %w", e.id, ErrNotHandedOver, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	return q, nil
 }
