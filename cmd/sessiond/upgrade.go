@@ -108,6 +108,12 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 		undoFDs()
 		return abandon("write the handoff", err)
 	}
+	if id := q.Exited(); id != "" {
+		// Its exit was reaped here: the new image could not adopt it.
+		os.Remove(path)
+		undoFDs()
+		return abandon("session "+id+"'s provider exited during the upgrade; try again", nil)
+	}
 	u.srv.Restarting(api.RestartingNotice{FromVersion: version(), ToVersion: toVersion}, restartingWrite)
 	log.Info("upgrade: re-executing in place", "binary", bin, "pid", os.Getpid(), "sessions", len(q.Sessions),
 		"handoff", path, "quiesce_ms", time.Since(started).Milliseconds())

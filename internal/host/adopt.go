@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/sessiond/sessiond/internal/lease"
@@ -45,6 +46,13 @@ func (h *Host) adoptOne(s HandoffSession) error {
 			lr.Status, lr.Fence, s.Child.PID, s.Fence)
 	}
 	child, err := proc.Adopt(s.Child, h.log)
+	if errors.Is(err, proc.ErrChildGone) {
+		// It exited between the handoff and now: its session is closed
+		// by reap-orphans as after a crash (pid-absent evidence).
+		h.log.Warn("handed-over provider exited before adoption; its session is closed as after a crash",
+			"session_id", s.ID, "pid", s.Child.PID, "err", err)
+		return nil
+	}
 	if err != nil {
 		return err
 	}

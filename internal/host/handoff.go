@@ -135,6 +135,19 @@ func (h *Host) Quiesce(ctx context.Context) (q *Quiesced, err error) {
 	return q, nil
 }
 
+// Exited names a handed-over session whose child has exited since (its
+// status reaped by this image), or "".
+func (q *Quiesced) Exited() string {
+	for i, c := range q.children {
+		select {
+		case <-c.Exited():
+			return q.Sessions[i].ID
+		default:
+		}
+	}
+	return ""
+}
+
 // Abandon unfreezes the host: the upgrade did not happen. Pipes get
 // close-on-exec again, readers go on, session locks are let go.
 func (q *Quiesced) Abandon() {

@@ -23,6 +23,10 @@ import (
 // ErrAdopt means a handed-over child could not be adopted.
 var ErrAdopt = errors.New("cannot adopt child")
 
+// ErrChildGone means a handed-over child exited (and was reaped) before
+// it could be adopted: its session is closed as after a crash.
+var ErrChildGone = errors.New("handed-over child is gone")
+
 // Handoff is what the next image needs to adopt a child: who it is (the
 // identity is checked again before adopting), its process group's session
 // (for the tree scan), its tags, the descriptor numbers of our ends of its
@@ -100,11 +104,9 @@ func Adopt(h Handoff, log *slog.Logger) (*Child, error) {
 	}
 	id, _, err := identityOf(r, h.PID)
 	r.close()
-	if err != nil {
-		return nil, fmt.Errorf("%w %d: %w", ErrAdopt, h.PID, err)
-	}
-	if id.StartTicks != h.StartTicks || id.BootID != h.BootID {
-		return nil, fmt.Errorf("%w %d: identity changed (start ticks %d, want %d)", ErrAdopt, h.PID, id.StartTicks, h.StartTicks)
+	if err != nil || id.StartTicks != h.StartTicks || id.BootID != h.BootID {
+		closeFDs(h.Stdin, h.Stdout, h.Stderr)
+		return nil, fmt.Errorf("%w: pid %d (start ticks %d, want %d): %w", ErrChildGone, h.PID, id.StartTicks, h.StartTicks, err)
 	}
 	files := make([]*os.File, 0, 3)
 	for _, fd := range []int{h.Stdin, h.Stdout, h.Stderr} {
@@ -170,4 +172,13 @@ func Output(ctx context.Context, path string, args ...string) ([]byte, error) {
 	delete(registry.pids, cmd.Process.Pid)
 	registry.Unlock()
 	return out.Bytes(), err
+}
+
+// closeFDs closes inherited descriptors nobody will wrap.
+func closeFDs(fds ...int) {
+	for _, fd := range fds {
+		if fd > 2 {
+			unix.Close(fd)
+		}
+	}
 }
