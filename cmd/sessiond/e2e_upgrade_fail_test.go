@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -167,4 +168,29 @@ func testUpgradeDies(t *testing.T, body string) *daemontest.Daemon {
 		t.Fatalf("the open turn was not closed daemon_restart: %s", tail(evs, 6))
 	}
 	return d
+}
+
+// TestE2ECtlUpgrade: `ctl upgrade --binary` prints the versions and the
+// unchanged pid; `ctl upgrade` to a refusing binary exits 1 naming
+// upgrade_refused and its cause; `version --handoff` lists the format.
+func TestE2ECtlUpgrade(t *testing.T) {
+	v2 := daemontest.BinaryVersion(t, upgradeVersion)
+	d := daemontest.Start(t, daemontest.Options{})
+	pid := d.Status(t).PID
+	code, out, errOut := runCtl(t, d.Socket, t.TempDir(), "upgrade", "--binary", v2)
+	if want := fmt.Sprintf("upgraded dev -> %s (pid %d, same process)", upgradeVersion, pid); code != 0 || !strings.Contains(out, want) {
+		t.Fatalf("ctl upgrade: %d %q %q; want %q", code, out, errOut, want)
+	}
+	old := script(t, `echo sessiond-handoff/0`)
+	code, _, errOut = runCtl(t, d.Socket, t.TempDir(), "upgrade", "--binary", old)
+	if code != 1 || !strings.Contains(errOut, "[upgrade_refused]") || !strings.Contains(errOut, "not sessiond-handoff/1") {
+		t.Fatalf("ctl upgrade to an old binary: %d %q", code, errOut)
+	}
+	if st := d.Status(t); st.PID != pid || st.Version != upgradeVersion {
+		t.Fatalf("after a refusal: %+v", st)
+	}
+	b, err := exec.Command(v2, "version", "--handoff").Output()
+	if err != nil || string(b) != "sessiond-handoff/1\n" {
+		t.Fatalf("version --handoff: %q %v", b, err)
+	}
 }
