@@ -60,8 +60,11 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 	}
 	reaped := 0
 	for id, rec := range leases {
-		if rec.Status == lease.Released || h.adopted(id) {
+		if h.adopted(id) {
 			delete(bySession, id) // an adopted session's tree is ours
+			continue
+		}
+		if rec.Status == lease.Released {
 			continue
 		}
 		v := proc.Verdict{Root: proc.Exited, Tree: proc.Exited}
