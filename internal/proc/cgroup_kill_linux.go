@@ -118,6 +118,9 @@ func removeTree(dir string) error {
 // one it cannot empty within d is logged and named in the error.
 func (g *Cgroups) ReapStale(ctx context.Context, d time.Duration) (int, error) {
 	des, err := os.ReadDir(g.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil // nothing left to reap
+	}
 	if err != nil {
 		return 0, fmt.Errorf("read %s: %w", g.dir, err)
 	}
