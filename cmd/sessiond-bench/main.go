@@ -28,7 +28,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	smoke := fs.Bool("smoke", false, "tiny sizes: every figure, a few hundred operations, < 30 s")
 	bin := fs.String("sessiond", "", "sessiond binary (default: go build ./cmd/sessiond into a temp dir)")
-	only := fs.String("only", "", "comma-separated groups to run: rpc,events,items,codex,claude,idle,probe,replay,startup,evict,cgroup (default all)")
+	only := fs.String("only", "", "comma-separated groups to run: rpc,events,items,codex,claude,idle,probe,replay,startup,evict,cgroup,upgrade (default all)")
 	keep := fs.Bool("keep", false, "keep the temp dir (daemon logs) for inspection")
 	compare := fs.String("compare", "", "a second sessiond binary: each group runs twice per binary, alternating A B A B; B's figures end in @b")
 	if err := fs.Parse(args); err != nil {
@@ -106,6 +106,7 @@ var groups = []group{
 	{"startup", benchStartup},
 	{"evict", benchEvict},
 	{"cgroup", benchCgroup},
+	{"upgrade", benchUpgrade},
 }
 
 func contains(xs []string, s string) bool {
@@ -119,35 +120,36 @@ func contains(xs []string, s string) bool {
 
 // sizes are the knobs that differ between the full run and --smoke.
 type sizes struct {
-	rpcCalls      int           // single-client calls per figure (half daemon, half baseline)
-	thrClients    int           // concurrent clients
-	thrRound      time.Duration // one A or B round of the throughput figure
-	thrRounds     int           // A/B pairs
-	floodN        int           // deltas in the /flood
-	idleSessions  int           // held idle sessions
-	idleFor       time.Duration // idle measuring window
-	probeN        int           // identities per sweep
-	psN           int           // ps spawns (one identity each)
-	replayEvents  int           // events in the replayed journal
-	startSessions int           // stored sessions for startup
-	startEvents   int           // events per stored session
-	startRuns     int           // startups measured (each A/B against an empty state dir)
-	evictCoop     int           // cooperative evictions measured
-	evictStubborn int           // SIGTERM-ignoring evictions measured
-	cgroupSamples int           // hold/close samples per supervision mode
-	codexTurns    int           // real codex turns measured
+	rpcCalls                                      int           // single-client calls per figure (half daemon, half baseline)
+	thrClients                                    int           // concurrent clients
+	thrRound                                      time.Duration // one A or B round of the throughput figure
+	thrRounds                                     int           // A/B pairs
+	floodN                                        int           // deltas in the /flood
+	idleSessions                                  int           // held idle sessions
+	idleFor                                       time.Duration // idle measuring window
+	probeN                                        int           // identities per sweep
+	psN                                           int           // ps spawns (one identity each)
+	replayEvents                                  int           // events in the replayed journal
+	startSessions                                 int           // stored sessions for startup
+	startEvents                                   int           // events per stored session
+	startRuns                                     int           // startups measured (each A/B against an empty state dir)
+	evictCoop                                     int           // cooperative evictions measured
+	evictStubborn                                 int           // SIGTERM-ignoring evictions measured
+	cgroupSamples                                 int           // hold/close samples per supervision mode
+	codexTurns                                    int           // real codex turns measured
+	upgradeSessions, upgradeFloods, upgradeFloodN int           // live sessions across a live upgrade, how many stream a flood, its deltas
 }
 
 func fullSizes() sizes {
 	return sizes{rpcCalls: 20000, thrClients: 32, thrRound: time.Second, thrRounds: 3, floodN: 100000,
 		idleSessions: 200, idleFor: 30 * time.Second, probeN: 1000, psN: 100, replayEvents: 100000,
 		startSessions: 10000, startEvents: 100, startRuns: 3, evictCoop: 10, evictStubborn: 3, codexTurns: 5,
-		cgroupSamples: 20}
+		cgroupSamples: 20, upgradeSessions: 100, upgradeFloods: 4, upgradeFloodN: 200000}
 }
 
 func smokeSizes() sizes {
 	return sizes{rpcCalls: 200, thrClients: 4, thrRound: 100 * time.Millisecond, thrRounds: 1, floodN: 500,
 		idleSessions: 5, idleFor: 2 * time.Second, probeN: 100, psN: 3, replayEvents: 2000,
 		startSessions: 20, startEvents: 10, startRuns: 1, evictCoop: 1, evictStubborn: 1, codexTurns: 1,
-		cgroupSamples: 2}
+		cgroupSamples: 2, upgradeSessions: 3, upgradeFloods: 1, upgradeFloodN: 5000}
 }

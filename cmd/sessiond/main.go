@@ -5,7 +5,7 @@
 //	sessiond ctl     [--socket PATH] [--json] SUBCOMMAND …
 //	sessiond provider echo [flags]
 //	sessiond install-service [--dry-run] [--force]
-//	sessiond version
+//	sessiond version [--handoff]
 //	sessiond openrpc
 //
 // Exit codes: 0 ok, 1 error (from the daemon, or the daemon failed), 2 usage,
@@ -47,8 +47,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "openrpc":
 		return openrpcCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
-		fmt.Fprintln(stdout, "sessiond", version())
-		return exitOK
+		return versionCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return exitOK
@@ -66,7 +65,7 @@ func usage(w io.Writer) {
   sessiond ctl     [--socket PATH] [--json] SUBCOMMAND   (sessiond ctl help)
   sessiond provider echo [--ignore-sigterm] [--ignore-eof] [--exit-at-start] [--slow-start MS]
   sessiond install-service [--dry-run] [--force]   (systemd user units)
-  sessiond version
+  sessiond version [--handoff]                     (--handoff: the live-upgrade formats it reads)
   sessiond openrpc                                 (prints the rpc.discover document)
 
 exit codes: 0 ok, 1 error, 2 usage, 3 no daemon running

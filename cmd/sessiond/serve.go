@@ -7,18 +7,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
-	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sessiond/sessiond/internal/config"
 	"github.com/sessiond/sessiond/internal/host"
 	"github.com/sessiond/sessiond/internal/journal"
 	"github.com/sessiond/sessiond/internal/proc"
-	"github.com/sessiond/sessiond/internal/provider"
-	"github.com/sessiond/sessiond/internal/provider/claude"
-	"github.com/sessiond/sessiond/internal/provider/codex"
 	"github.com/sessiond/sessiond/internal/rpc"
 	"github.com/sessiond/sessiond/internal/store"
 )
@@ -46,6 +44,12 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sessiond serve:", err)
 		return exitUsage
 	}
+	notifySocket := os.Getenv("NOTIFY_SOCKET") // a live upgrade hands it to the next image
+	ho, err := takeHandoff()
+	if err != nil {
+		log.Error("cannot adopt the live upgrade's handoff; exiting (the next start reaps as after a crash)", "err", err.Error())
+		return exitError
+	}
 	act, err := readActivation(log)
 	if err != nil {
 		log.Error(activationError(err), "err", err.Error())
@@ -62,7 +66,11 @@ func serve(args []string, stderr io.Writer) int {
 		log.Error("no state directory", "err", err.Error())
 		return exitError
 	}
-	d := &daemon{cfg: cfg, stateDir: stateDir, socket: rpc.SocketPath(*socket, os.Getenv), log: log, config: cfgPath, act: act}
+	d := &daemon{cfg: cfg, stateDir: stateDir, socket: rpc.SocketPath(*socket, os.Getenv), log: log, config: cfgPath, act: act,
+		notifySocket: notifySocket, handoff: ho}
+	if ho != nil {
+		d.socket = ho.Listener.Socket
+	}
 	if act.listener != nil {
 		defer act.listener.Close() // never unlinks: the socket unit owns the file
 		d.adoptPath()
@@ -80,6 +88,10 @@ type daemon struct {
 	config   string
 	log      *slog.Logger
 	act      activation // what systemd passed; empty when started by hand
+	// notifySocket is systemd's NOTIFY_SOCKET as the daemon found it.
+	notifySocket string
+	// handoff is the live upgrade this image takes over (nil: a plain start).
+	handoff *handoff
 }
 
 // run is the daemon's life: flock first, then startup (reap, restore,
@@ -134,6 +146,13 @@ func (d *daemon) run() error {
 		log.Error("cannot start the host", "err", err.Error())
 		return err
 	}
+	if d.handoff != nil {
+		// Before the subreaper: its reaper must never take an adopted child's status.
+		if err := d.adoptHandoff(h, st.StateID); err != nil {
+			log.Error("cannot adopt the live upgrade's sessions; exiting (the next start reaps as after a crash)", "err", err.Error())
+			return err
+		}
+	}
 	if stop, err := proc.SetSubreaper(log); err != nil {
 		log.Warn("not a child subreaper: detached descendants may escape the tree scan", "err", err.Error())
 	} else {
@@ -161,11 +180,20 @@ func (d *daemon) run() error {
 		OnShutdown:  func() { once.Do(func() { close(shutdown) }) }, Logger: log,
 	})
 	served := make(chan error, 1)
+	var serving atomic.Pointer[net.Listener]
+	up := &upgrader{d: d, h: h, srv: srv, stateID: st.StateID, cgroups: cgroups, quiesce: d.cfg.StepTimeout, listener: func() net.Listener {
+		if p := serving.Load(); p != nil {
+			return *p
+		}
+		return nil
+	}}
+	srv.SetUpgrade(up.upgrade)
 	listen := func(context.Context) error {
 		l, err := d.listen()
 		if err != nil {
 			return err
 		}
+		serving.Store(&l)
 		go func() { served <- srv.Serve(l) }()
 		log.Info("listening", "socket", d.socket, "state_dir", d.stateDir, "state_id", st.StateID,
 			"config", d.config, "providers", d.cfg.ProviderNames(), "pid", os.Getpid(), "version", version())
@@ -193,6 +221,11 @@ func (d *daemon) run() error {
 		return err
 	}
 	d.notify("READY=1") // only now: the listen step has run
+	if d.handoff != nil {
+		d.answerCaller()
+		log.Info("upgrade complete", "from_version", d.handoff.FromVersion, "version", version(), "pid", os.Getpid(),
+			"sessions", len(d.handoff.Sessions), "since_exec_ms", time.Since(d.handoff.WrittenAt).Milliseconds())
+	}
 	var serveErr error
 	select {
 	case <-ctx.Done(): // logged by handleSignals
@@ -230,44 +263,4 @@ func (d *daemon) shutdownHost(h *host.Host) error {
 		return err
 	}
 	return nil
-}
-
-// protocols: each configured protocol's adapter, and the command-line
-// arguments with which it resumes a thread (none: it resumes over stdio).
-var protocols = map[string]struct {
-	new        provider.New
-	resumeArgs func(string) []string
-}{
-	config.ProtocolCodexAppServer:   {new: codex.New},
-	config.ProtocolClaudeStreamJSON: {new: claude.New, resumeArgs: claude.ResumeArgs},
-}
-
-// providers builds host providers from the config: echo defaults to this
-// executable + "provider echo", with its threads under the state dir.
-func (d *daemon) providers() (map[string]host.Provider, error) {
-	out := make(map[string]host.Provider, len(d.cfg.Providers))
-	for name, p := range d.cfg.Providers {
-		proto, ok := protocols[p.Protocol]
-		if !ok {
-			return nil, fmt.Errorf("providers.%s: protocol %q is not implemented", name, p.Protocol)
-		}
-		hp := host.Provider{Name: name, Command: p.Command, Env: map[string]string{}, New: proto.new, ResumeArgs: proto.resumeArgs}
-		for k, v := range p.Env {
-			hp.Env[k] = v
-		}
-		if name == "echo" {
-			if len(hp.Command) == 0 {
-				exe, err := os.Executable()
-				if err != nil {
-					return nil, fmt.Errorf("providers.echo: %w", err)
-				}
-				hp.Command = []string{exe, "provider", "echo"}
-			}
-			if _, ok := hp.Env["SESSIOND_ECHO_HOME"]; !ok {
-				hp.Env["SESSIOND_ECHO_HOME"] = filepath.Join(d.stateDir, "providers", "echo")
-			}
-		}
-		out[name] = hp
-	}
-	return out, nil
 }

@@ -9,8 +9,12 @@ import (
 // supervision"): cgroup mode under cgroup_root or the daemon's own cgroup
 // when writable, else fallback, logged with the reason either way.
 func (d *daemon) openCgroups(stateID string) (*proc.Cgroups, api.Supervision) {
-	g, st := proc.OpenCgroups(proc.CgroupOptions{Root: d.cfg.CgroupRoot, StateID: stateID,
-		Limits: proc.Limits{Memory: d.cfg.Limits.Memory, Pids: d.cfg.Limits.Pids}}, d.log)
+	o := proc.CgroupOptions{Root: d.cfg.CgroupRoot, StateID: stateID,
+		Limits: proc.Limits{Memory: d.cfg.Limits.Memory, Pids: d.cfg.Limits.Pids}}
+	if d.handoff != nil {
+		o.Kept = d.handoff.CgroupBase
+	}
+	g, st := proc.OpenCgroups(o, d.log)
 	if g != nil {
 		d.log.Info("supervision: cgroup mode", "cgroup", st.Dir, "reason", st.Reason, "controllers", st.Controllers,
 			"cgroup_kill", st.Kill, "memory_max", st.Memory, "pids_max", st.Pids)

@@ -54,6 +54,9 @@ func (d *daemon) adoptPath() {
 // directory checks as our own (never unlinked: the socket unit owns it),
 // else a socket of our own.
 func (d *daemon) listen() (net.Listener, error) {
+	if d.handoff != nil {
+		return d.inheritedListener()
+	}
 	if d.act.listener == nil {
 		return rpc.Listen(d.socket, d.log)
 	}

@@ -1,6 +1,10 @@
 package main
 
-import "runtime/debug"
+import (
+	"fmt"
+	"io"
+	"runtime/debug"
+)
 
 // buildVersion is set with -ldflags "-X main.buildVersion=…".
 var buildVersion = ""
@@ -13,4 +17,21 @@ func version() string {
 		return bi.Main.Version
 	}
 	return "dev"
+}
+
+// versionCmd prints the version, or with --handoff the live-upgrade
+// handoff formats this binary can adopt, one a line.
+func versionCmd(args []string, stdout, stderr io.Writer) int {
+	switch {
+	case len(args) == 0:
+		fmt.Fprintln(stdout, "sessiond", version())
+	case len(args) == 1 && args[0] == "--handoff":
+		for _, f := range handoffFormats {
+			fmt.Fprintln(stdout, f)
+		}
+	default:
+		fmt.Fprintln(stderr, "usage: sessiond version [--handoff]")
+		return exitUsage
+	}
+	return exitOK
 }

@@ -31,6 +31,7 @@ const (
 	KindCursorAhead
 	KindCursorCompacted
 	KindRequestNotFound
+	KindUpgradeRefused
 )
 
 var kindNames = [...]string{
@@ -52,6 +53,7 @@ var kindNames = [...]string{
 	KindCursorAhead:         "cursor_ahead",
 	KindCursorCompacted:     "cursor_compacted",
 	KindRequestNotFound:     "request_not_found",
+	KindUpgradeRefused:      "upgrade_refused",
 }
 
 // String is the data.reason of the kind.
@@ -140,6 +142,8 @@ var (
 	ErrCursorCompacted = &Error{Kind: KindCursorCompacted, Msg: "cursor compacted"}
 	// ErrRequestNotFound: respond names no pending approval.
 	ErrRequestNotFound = &Error{Kind: KindRequestNotFound, Msg: "request not found"}
+	// ErrUpgradeRefused: daemon.upgrade could not start (data.cause); the daemon carries on.
+	ErrUpgradeRefused = &Error{Kind: KindUpgradeRefused, Msg: "upgrade refused"}
 	// ErrInvalidParams: a missing or ill-typed field.
 	ErrInvalidParams = &Error{Kind: KindInvalidParams, Msg: "invalid params"}
 )

@@ -17,6 +17,7 @@ const (
 	CapAdmin          = "daemon.admin.v1"
 	CapItems          = "agent-session.items.v1"
 	CapApprovalsV2    = "agent-session.approvals.v2"
+	CapUpgrade        = "daemon.upgrade.v1"
 )
 
 // ProtocolVersion is the wire protocol version this daemon speaks.
@@ -237,4 +238,24 @@ type Backend interface {
 	Providers() []string
 	// Stats is daemon.stats's host counters.
 	Stats() map[string]any
+}
+
+// UpgradeParams are daemon.upgrade's params.
+type UpgradeParams struct {
+	Binary string `json:"binary,omitempty"` // absolute path; empty: the daemon's own executable
+}
+
+// UpgradeResult is daemon.upgrade's result, written by the new image once
+// it has taken over.
+type UpgradeResult struct {
+	FromVersion string `json:"fromVersion"`
+	ToVersion   string `json:"toVersion"`
+	PID         int    `json:"pid"`
+}
+
+// RestartingNotice is the daemon.restarting notification's params: the
+// connection closes next; reconnect, re-hold and re-attach from the cursor.
+type RestartingNotice struct {
+	FromVersion string `json:"fromVersion"`
+	ToVersion   string `json:"toVersion"`
 }

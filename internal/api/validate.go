@@ -177,3 +177,18 @@ func (p RespondParams) CheckV1Decision() error {
 	}
 	return nil
 }
+
+// Validate checks daemon.upgrade's params: binary, when set, is an
+// absolute path of at most MaxCwdBytes (Linux PATH_MAX).
+func (p UpgradeParams) Validate() error {
+	if p.Binary == "" {
+		return nil
+	}
+	if err := checkString("binary", p.Binary, MaxCwdBytes, false); err != nil {
+		return err
+	}
+	if !filepath.IsAbs(p.Binary) {
+		return InvalidParam("binary", "must be an absolute path, got %s", Quote(p.Binary))
+	}
+	return nil
+}

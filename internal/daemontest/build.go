@@ -21,14 +21,40 @@ var build struct {
 // tests run with it) and returns its path.
 func Binary(t testing.TB) string {
 	t.Helper()
-	build.once.Do(func() { build.path, build.err = buildBinary() })
+	build.once.Do(func() { build.path, build.err = buildBinary("") })
 	if build.err != nil {
 		t.Fatalf("build sessiond: %v", build.err)
 	}
 	return build.path
 }
 
-func buildBinary() (string, error) {
+var versioned struct {
+	sync.Mutex
+	paths map[string]string
+}
+
+// BinaryVersion builds ./cmd/sessiond with its version string set to
+// version (-ldflags -X main.buildVersion), once per version and test
+// process: a second build for live-upgrade tests.
+func BinaryVersion(t testing.TB, version string) string {
+	t.Helper()
+	versioned.Lock()
+	defer versioned.Unlock()
+	if p, ok := versioned.paths[version]; ok {
+		return p
+	}
+	p, err := buildBinary(version)
+	if err != nil {
+		t.Fatalf("build sessiond %s: %v", version, err)
+	}
+	if versioned.paths == nil {
+		versioned.paths = map[string]string{}
+	}
+	versioned.paths[version] = p
+	return p
+}
+
+func buildBinary(version string) (string, error) {
 	root, err := moduleRoot()
 	if err != nil {
 		return "", err
@@ -46,6 +72,15 @@ func buildBinary() (string, error) {
 	if raceEnabled {
 		name += "-race"
 		args = append(args, "-race")
+	}
+	if version != "" {
+		name += "-v" + strings.Map(func(r rune) rune {
+			if r == '/' || r == ' ' {
+				return '_'
+			}
+			return r
+		}, version)
+		args = append(args, "-ldflags", "-X main.buildVersion="+version)
 	}
 	out := filepath.Join(dir, name)
 	// Build to a private name, then rename: test processes of several

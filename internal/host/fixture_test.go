@@ -122,7 +122,7 @@ func newFixture(t *testing.T, jopts ...journal.Options) *fixture {
 	env := map[string]string{"HOST_TEST_ECHO": "1", "GORACE": "atexit_sleep_ms=0", "SESSIOND_ECHO_HOME": filepath.Join(dir, "echo")}
 	self, _ := os.Executable()
 	prov := func(name string, flags ...string) Provider {
-		return Provider{Name: name, Command: append([]string{self}, flags...), Env: env, New: codex.New}
+		return Provider{Name: name, Command: append([]string{self}, flags...), Env: env, New: codex.New, Adopt: codex.Adopt}
 	}
 	h, err := New(Options{
 		Store: st, Journal: j, Clock: clk, IdleTimeout: idle,

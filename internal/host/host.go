@@ -43,6 +43,10 @@ type Provider struct {
 	// ResumeArgs, when set, is appended to Command for a session that has
 	// a thread (a protocol that resumes on its command line).
 	ResumeArgs func(threadID string) []string
+	// Adopt, when set, rebuilds the protocol's adapter around a child
+	// handed over by a live upgrade; nil: a live session of this provider
+	// refuses the upgrade.
+	Adopt provider.Adopt
 }
 
 // Options configures a Host.

@@ -13,7 +13,14 @@ func (h *Host) armMapLocked(e *entry, d time.Duration) {
 	at := h.clock.Now().Add(d)
 	e.releaseAt = &at
 	var t Timer
-	t = h.clock.AfterFunc(d, func() { h.releaseClockFired(e, t) })
+	t = h.clock.AfterFunc(d, func() {
+		// t is assigned under the map lock, which the caller holds: a
+		// clock that fires at once (d ≈ 0) must not read it before.
+		h.mu.Lock()
+		self := t
+		h.mu.Unlock()
+		h.releaseClockFired(e, self)
+	})
 	e.idle = t
 }
 

@@ -134,13 +134,9 @@ func (h *Host) launchLocked(ctx context.Context, e *entry, prov Provider, fence 
 		return provider.StartResult{}, err
 	}
 	e.child = child
-	e.adapter = prov.New(provider.Options{
-		In: child.Stdin(), Out: child.Stdout(), Cwd: e.rec.Cwd, ThreadID: threadID,
-		Emit: e.sink.Append, Logger: h.log.With("session_id", e.id), RequestTimeout: h.o.RequestTimeout,
-		OnThreadID: func(id string) { h.learnThread(e, child, id) }, Replaces: replaces,
-		Stuck: func() { h.stopStuck(e, child) }, InterruptTimeout: h.o.StepTimeout,
-		RequestIDPrefix: fmt.Sprintf("f%d-", fence), // unique per child: the fence grows with each
-	})
+	o := h.adapterOptions(e, child, fence, threadID)
+	o.Replaces = replaces
+	e.adapter = prov.New(o)
 	h.mu.Lock()
 	e.pid = child.Identity().PID
 	e.cgroup, e.limitHit = child.Cgroup(), ""
@@ -149,6 +145,17 @@ func (h *Host) launchLocked(ctx context.Context, e *entry, prov Provider, fence 
 	h.wg.Add(1)
 	go h.watch(e, child)
 	return e.adapter.Start(ctx)
+}
+
+// adapterOptions are the options of the adapter over e's child.
+func (h *Host) adapterOptions(e *entry, child *proc.Child, fence uint64, threadID string) provider.Options {
+	return provider.Options{
+		In: child.Stdin(), Out: child.Stdout(), Cwd: e.rec.Cwd, ThreadID: threadID,
+		Emit: e.sink.Append, Logger: h.log.With("session_id", e.id), RequestTimeout: h.o.RequestTimeout,
+		OnThreadID: func(id string) { h.learnThread(e, child, id) },
+		Stuck:      func() { h.stopStuck(e, child) }, InterruptTimeout: h.o.StepTimeout,
+		RequestIDPrefix: fmt.Sprintf("f%d-", fence), // unique per child: the fence grows with each
+	}
 }
 
 // stopStuck tears down a child that ignored an interrupt (its adapter

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sessiond/sessiond/internal/event"
@@ -69,6 +70,10 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 		bySession[t.SessionID] = append(bySession[t.SessionID], t)
 	}
 	for id, rec := range leases {
+		if h.adopted(id) {
+			delete(bySession, id) // an adopted session's tree is ours
+			continue
+		}
 		if rec.Status == lease.Released {
 			continue
 		}
@@ -126,6 +131,7 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 	// after our scan: scan again until a pass finds none (bounded).
 	for pass := 0; pass < 3 && scanErr == nil; pass++ {
 		late, err := proc.ScanTagged(h.st.StateID)
+		late = slices.DeleteFunc(late, func(t proc.Tagged) bool { return h.adopted(t.SessionID) })
 		if err != nil || len(late) == 0 {
 			break
 		}
@@ -172,6 +178,9 @@ func (h *Host) closeOpenTurns(ctx context.Context) (string, int, error) {
 	}
 	n := 0
 	for _, id := range h.j.Sessions() {
+		if h.adopted(id) {
+			continue // its turn is running in the adopted child
+		}
 		st := h.j.State(id)
 		if st.OpenTurn != "" {
 			if err := h.restartTail(ctx, id, proc.Verdict{}, false); err != nil {

@@ -182,3 +182,24 @@ func TestStartupBringsStateToRestBeforeListen(t *testing.T) {
 		}
 	}
 }
+
+// TestStartupReapsTaggedSurvivorOfReleasedLease: a tagged process of a
+// session whose lease was released (a survivor the previous daemon's
+// cleanup still owed a re-ladder) is reaped before listen too.
+func TestStartupReapsTaggedSurvivorOfReleasedLease(t *testing.T) {
+	f := newFixture(t)
+	id := f.create("echo")
+	c := f.spawnLeftover(id, 1)
+	fence := f.leaseTo(id, c)
+	if _, err := f.h.leases.Release(id, fence, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.h.Startup(context.Background(), func(context.Context) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.Exited():
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the tagged survivor of a released lease is still running after startup (pid %d)", c.Identity().PID)
+	}
+}

@@ -31,6 +31,11 @@ type CgroupOptions struct {
 	Root    string // a configured cgroup v2 directory; "" uses the daemon's own cgroup
 	StateID string // names our directory sessiond-<StateID>
 	Limits  Limits
+	// Kept is the directory the image before a live upgrade chose
+	// (Cgroups.Base): used as is, so the adopted children's cgroups are
+	// found where they are (the daemon may have moved itself into a leaf
+	// since, which would change "its own cgroup").
+	Kept string
 }
 
 // CgroupStatus says which mode is active and why; daemon.status and

@@ -112,18 +112,22 @@ func removeTree(dir string) error {
 }
 
 // ReapStale kills and removes every session cgroup a previous run of this
-// state dir left in sessiond-<stateId> (membership survives the daemon's
+// state dir left in sessiond-<stateId>, except those of children adopted
+// from a live upgrade, (membership survives the daemon's
 // death, so nothing of that run escapes). It returns the cgroups removed;
 // one it cannot empty within d is logged and named in the error.
 func (g *Cgroups) ReapStale(ctx context.Context, d time.Duration) (int, error) {
 	des, err := os.ReadDir(g.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil // nothing left to reap
+	}
 	if err != nil {
 		return 0, fmt.Errorf("read %s: %w", g.dir, err)
 	}
 	n := 0
 	var errs []error
 	for _, de := range des {
-		if !de.IsDir() {
+		if !de.IsDir() || g.isLive(de.Name()) { // an adopted child's (live upgrade)
 			continue
 		}
 		dir := filepath.Join(g.dir, de.Name())

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,6 +17,7 @@ import (
 // Cgroups is the daemon's cgroup v2 directory sessiond-<stateId> and the
 // one watcher of its sessions' event files. Nil means fallback mode.
 type Cgroups struct {
+	base   string // the directory sessiond-<stateId> is in
 	dir    string // absolute path of sessiond-<stateId>
 	rel    string // the same as /proc/<pid>/cgroup shows it
 	limits Limits // enforced ones only
@@ -23,6 +25,9 @@ type Cgroups struct {
 	log    *slog.Logger
 	w      *watcher
 	status CgroupStatus
+
+	liveMu sync.Mutex
+	live   map[string]bool // session cgroups of children spawned or adopted: never stale
 }
 
 // OpenCgroups finds a writable cgroup v2 directory (o.Root, else the
@@ -40,7 +45,11 @@ func OpenCgroups(o CgroupOptions, log *slog.Logger) (*Cgroups, CgroupStatus) {
 	if o.StateID == "" || strings.ContainsAny(o.StateID, "/\n") {
 		return fallback(fmt.Errorf("bad state id %q", o.StateID[:min(len(o.StateID), 32)]))
 	}
-	base, rel, own, err := locateBase(o.Root)
+	root := o.Root
+	if o.Kept != "" {
+		root = o.Kept
+	}
+	base, rel, own, err := locateBase(root)
 	if err != nil {
 		return fallback(err)
 	}
@@ -53,7 +62,7 @@ func OpenCgroups(o CgroupOptions, log *slog.Logger) (*Cgroups, CgroupStatus) {
 		}
 		return fallback(fmt.Errorf("%s %s is not writable: %w", how, base, err))
 	}
-	g := &Cgroups{dir: dir, rel: filepath.Join(rel, name), log: log}
+	g := &Cgroups{base: base, dir: dir, rel: filepath.Join(rel, name), log: log, live: map[string]bool{}}
 	_, err = os.Stat(filepath.Join(dir, "cgroup.kill"))
 	g.kill = err == nil
 	if g.w, err = newWatcher(); err != nil {
@@ -68,13 +77,20 @@ func OpenCgroups(o CgroupOptions, log *slog.Logger) (*Cgroups, CgroupStatus) {
 		g.limits.Pids = o.Limits.Pids
 	}
 	how := "cgroup_root " + base
-	if own {
+	switch {
+	case o.Kept != "":
+		how = base + " (kept across a live upgrade)"
+	case own:
 		how = "the daemon's own cgroup " + base
 	}
 	g.status = CgroupStatus{Mode: ModeCgroup, Reason: "writable cgroup v2 under " + how, Dir: dir,
 		Controllers: enabled, Kill: g.kill, Memory: g.limits.Memory, Pids: g.limits.Pids, Notes: notes}
 	return g, g.status
 }
+
+// Base is the directory sessiond-<stateId> is in (handed to the next
+// image by a live upgrade: CgroupOptions.Kept).
+func (g *Cgroups) Base() string { return g.base }
 
 // Status is the mode and why.
 func (g *Cgroups) Status() CgroupStatus { return g.status }

@@ -58,16 +58,71 @@ func (g *Cgroups) create(t Tags, onLimit func(code string)) (*sessionCgroup, err
 		return nil, fmt.Errorf("watch %s: %w", s.dir, err)
 	}
 	s.wds = append(s.wds, wd)
+	s.watchLimits()
+	g.setLive(name, true)
+	return s, nil
+}
+
+// watchLimits watches the event files of the enforced limits.
+func (s *sessionCgroup) watchLimits() {
 	for _, f := range []string{"memory.events", "pids.events"} {
 		if s.g.limits.Memory == 0 && f == "memory.events" || s.g.limits.Pids == 0 && f == "pids.events" {
 			continue
 		}
 		p := filepath.Join(s.dir, f)
-		if wd, err := g.w.add(p, func() { s.checkLimit(p) }); err == nil {
+		if wd, err := s.g.w.add(p, func() { s.checkLimit(p) }); err == nil {
 			s.wds = append(s.wds, wd)
 		}
 	}
+}
+
+// adoptCgroup finds, after a live upgrade, the cgroup an adopted child
+// runs in (the one the image before spawned it into): watched and armed
+// again, its limit counters taken as they are (a hit before the upgrade
+// was reported then). nil when the child is not in one (the image before
+// ran in fallback mode): it is then stopped the fallback way.
+func (g *Cgroups) adoptCgroup(t Tags, pid int, onLimit func(code string)) (*sessionCgroup, error) {
+	if g == nil {
+		return nil, nil
+	}
+	name := cgroupName(t)
+	s := &sessionCgroup{g: g, dir: filepath.Join(g.dir, name), rel: g.rel + "/" + name,
+		onLimit: onLimit, empty: make(chan struct{}), counts: map[string]int64{}}
+	if !inCgroup(pid, s.rel) {
+		return nil, nil
+	}
+	if ev, err := keyed(filepath.Join(s.dir, "memory.events")); err == nil {
+		s.counts["oom_kill"] = ev["oom_kill"]
+	}
+	if ev, err := keyed(filepath.Join(s.dir, "pids.events")); err == nil {
+		s.counts["max"] = ev["max"]
+	}
+	wd, err := g.w.add(filepath.Join(s.dir, "cgroup.events"), s.checkEmpty)
+	if err != nil {
+		return nil, fmt.Errorf("watch %s: %w", s.dir, err)
+	}
+	s.wds = append(s.wds, wd)
+	s.watchLimits()
+	g.setLive(name, true)
+	s.arm()
 	return s, nil
+}
+
+// setLive marks a session cgroup as a live child's (ReapStale skips it).
+func (g *Cgroups) setLive(name string, live bool) {
+	g.liveMu.Lock()
+	defer g.liveMu.Unlock()
+	if live {
+		g.live[name] = true
+	} else {
+		delete(g.live, name)
+	}
+}
+
+func (g *Cgroups) isLive(name string) bool {
+	g.liveMu.Lock()
+	defer g.liveMu.Unlock()
+	return g.live[name]
 }
 
 // limit writes the enforced limits: memory.high at 90% of memory.max, so
@@ -159,6 +214,7 @@ func (s *sessionCgroup) remove() error {
 		return fmt.Errorf("remove cgroup %s: %w", s.dir, err)
 	}
 	s.removed = true
+	s.g.setLive(filepath.Base(s.dir), false)
 	return nil
 }
 

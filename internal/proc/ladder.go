@@ -97,7 +97,7 @@ func (x *run) signalAll(sig syscall.Signal) {
 	if !x.rootGone() {
 		if x.child != nil {
 			// our own unwaited child: os.Process signals through its pidfd
-			if err := x.child.cmd.Process.Signal(sig); err == nil {
+			if err := x.child.process.Signal(sig); err == nil {
 				x.sent(x.child.id, sig)
 			}
 		} else {

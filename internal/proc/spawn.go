@@ -40,15 +40,17 @@ type Spec struct {
 
 // Child is a started provider process that we wait on.
 type Child struct {
-	cmd    *exec.Cmd
-	id     Identity
-	sid    int // session id of the child's process group
-	tags   Tags
-	log    *slog.Logger
-	stdin  *os.File
-	stdout *os.File
-	stderr *ring
-	cg     *sessionCgroup // cgroup mode: the child's cgroup
+	cmd     *exec.Cmd   // nil for a child adopted after a live upgrade (adopt.go)
+	process *os.Process // cmd.Process, or the adopted child found by pid
+	errR    *os.File    // stderr's read end (handed over by a live upgrade)
+	id      Identity
+	sid     int // session id of the child's process group
+	tags    Tags
+	log     *slog.Logger
+	stdin   *os.File
+	stdout  *os.File
+	stderr  *ring
+	cg      *sessionCgroup // cgroup mode: the child's cgroup
 
 	exited chan struct{}
 	exit   Exit // written before exited is closed
@@ -117,7 +119,7 @@ func Spawn(spec Spec) (*Child, error) {
 	}
 	c := &Child{
 		cg:  cg,
-		cmd: cmd, tags: spec.Tags, stdin: inW, stdout: outR,
+		cmd: cmd, process: cmd.Process, errR: errR, tags: spec.Tags, stdin: inW, stdout: outR,
 		stderr: newRing(spec.StderrBytes), exited: make(chan struct{}),
 		log: orDiscard(spec.Logger),
 	}
@@ -142,12 +144,19 @@ func Spawn(spec Spec) (*Child, error) {
 }
 
 func (c *Child) wait(errR *os.File, copied <-chan struct{}) {
-	err := c.cmd.Wait()
+	var ps *os.ProcessState
+	var err error
+	if c.cmd != nil {
+		err = c.cmd.Wait()
+		ps = c.cmd.ProcessState
+	} else {
+		ps, err = c.process.Wait()
+	}
 	registry.Lock()
-	delete(registry.pids, c.cmd.Process.Pid)
+	delete(registry.pids, c.process.Pid)
 	registry.Unlock()
-	c.exit = exitOf(c.cmd.ProcessState)
-	if c.cmd.ProcessState == nil {
+	c.exit = exitOf(ps)
+	if ps == nil {
 		// Wait failed without a status (only if someone else reaped it)
 		c.log.Warn("wait failed", "pid", c.id.PID, "session_id", c.tags.SessionID, "err", err)
 	}

@@ -22,9 +22,10 @@ var ErrLineTooLong = errors.New("line too long")
 // LineReader returns newline-terminated lines of at most max bytes. A
 // longer line is skipped up to its newline without buffering it whole.
 type LineReader struct {
-	br  *bufio.Reader
-	max int
-	buf []byte
+	br      *bufio.Reader
+	max     int
+	buf     []byte
+	partial bool // buf holds the start of a line a paused read cut (Unparsed)
 }
 
 // NewLineReader reads lines of at most max bytes from r.
@@ -34,9 +35,15 @@ func NewLineReader(r io.Reader, max int) *LineReader {
 
 // Next returns the next line without its newline. ErrLineTooLong reports
 // a skipped line (the reader stays usable); other errors end the stream.
-// A final line without a newline is returned before io.EOF.
+// A final line without a newline is returned before io.EOF. A read
+// deadline (os.ErrDeadlineExceeded: a pause for a live upgrade) is not the
+// end of a line: the bytes read so far are kept (Unparsed) and the next
+// call goes on with them.
 func (lr *LineReader) Next() ([]byte, error) {
-	lr.buf = lr.buf[:0]
+	if !lr.partial {
+		lr.buf = lr.buf[:0]
+	}
+	lr.partial = false
 	tooLong := false
 	for {
 		chunk, err := lr.br.ReadSlice('\n')
@@ -51,6 +58,9 @@ func (lr *LineReader) Next() ([]byte, error) {
 		switch {
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
+		case errors.Is(err, os.ErrDeadlineExceeded) && !tooLong:
+			lr.partial = true
+			return nil, err
 		case err != nil && (tooLong || len(lr.buf) == 0):
 			if tooLong && errors.Is(err, io.EOF) {
 				return nil, ErrLineTooLong
@@ -63,6 +73,20 @@ func (lr *LineReader) Next() ([]byte, error) {
 		}
 		return lr.buf[:len(lr.buf)-1], nil
 	}
+}
+
+// Unparsed is what was read but not yet returned as a line: the start of
+// a line a paused read cut, then whatever the buffer holds.
+func (lr *LineReader) Unparsed() []byte {
+	var out []byte
+	if lr.partial {
+		out = append(out, lr.buf...)
+	}
+	if n := lr.br.Buffered(); n > 0 {
+		b, _ := lr.br.Peek(n)
+		out = append(out, b...)
+	}
+	return out
 }
 
 // ActivityReader records when bytes last arrived and whether the reader

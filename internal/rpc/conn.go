@@ -101,7 +101,22 @@ func (c *conn) handle(req *jsonrpc2.Request, nullID bool) {
 		if ctx.Err() != nil {
 			return // closed while queued: nobody to answer, nothing to do
 		}
+		ctx := ctx
+		counted := false
+		if m.name == methodUpgrade {
+			ctx = c.withCaller(ctx, id) // not counted: it waits for the others
+		} else if !c.srv.gate.enter(ctx) {
+			return // held by an upgrade, then closed
+		} else {
+			counted = true
+		}
 		res, err := c.call(ctx, m, params)
+		if counted {
+			// The backend's work is done: an upgrade need not wait for the
+			// reply's write (a peer that stops reading would hold it for
+			// write_timeout); it seals the stream after the frame instead.
+			c.srv.gate.leave()
+		}
 		c.reply(ctx, req.Method, id, res, err)
 	}
 	if !m.slow {

@@ -9,7 +9,10 @@ import (
 )
 
 // Capabilities is every capability the server offers, sorted.
-var Capabilities = []string{api.CapApprovalsV2, api.CapAttach, api.CapClose, api.CapItems, api.CapStructuredHold, api.CapTurns, api.CapAdmin}
+var Capabilities = []string{api.CapApprovalsV2, api.CapAttach, api.CapClose, api.CapItems, api.CapStructuredHold, api.CapTurns, api.CapAdmin, api.CapUpgrade}
+
+// methodUpgrade is daemon.upgrade: not held by the call gate it closes.
+const methodUpgrade = "daemon.upgrade"
 
 // Notification methods and the capability each needs.
 const (
@@ -57,6 +60,7 @@ var methodList = []method{
 	{name: "daemon.shutdown", capability: api.CapAdmin, handle: hShutdown},
 	{name: "daemon.stats", capability: api.CapAdmin, handle: hStats},
 	{name: "daemon.status", handle: hStatus},
+	{name: methodUpgrade, capability: api.CapUpgrade, handle: hUpgrade},
 	{name: "initialize", handle: hInitialize},
 	{name: "rpc.discover", handle: hDiscover},
 }

@@ -33,14 +33,16 @@ var methodTypes = map[string]wireTypes{
 	"daemon.shutdown":      {nil, empty{}},
 	"daemon.stats":         {nil, map[string]any{}},
 	"daemon.status":        {nil, Status{}},
+	"daemon.upgrade":       {api.UpgradeParams{}, api.UpgradeResult{}},
 	"initialize":           {InitializeParams{}, InitializeResult{}},
 	"rpc.discover":         {nil, map[string]any{}},
 }
 
 // notifyTypes are the params of the notifications the server sends.
 var notifyTypes = map[string]any{
-	NotifyEvent:  api.EventNotice{},
-	NotifyLagged: api.LaggedNotice{},
+	NotifyEvent:      api.EventNotice{},
+	NotifyLagged:     api.LaggedNotice{},
+	NotifyRestarting: api.RestartingNotice{},
 }
 
 // eventData maps every journal event type to the Go type of its data

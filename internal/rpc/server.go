@@ -42,7 +42,11 @@ type ServerOptions struct {
 	// OnShutdown runs (in its own goroutine) after daemon.shutdown's reply
 	// was written.
 	OnShutdown func()
-	Logger     *slog.Logger
+	// Upgrade runs daemon.upgrade (nil: refused). It returns only when the
+	// upgrade did not happen; on success the process is replaced and the
+	// next image answers the caller (Caller(ctx)).
+	Upgrade func(ctx context.Context, p api.UpgradeParams) (api.UpgradeResult, error)
+	Logger  *slog.Logger
 }
 
 // Server answers JSON-RPC on accepted connections.
@@ -64,6 +68,10 @@ type Server struct {
 	listeners map[net.Listener]struct{}
 	conns     map[net.Conn]*conn // value nil until framed
 	wg        sync.WaitGroup     // one per accepted connection
+
+	gate   callGate    // calls in flight, held during an upgrade (upgrade.go)
+	accept acceptPause // accepting stopped by an upgrade
+	sealed sealSet     // connections told daemon.restarting
 
 	refusedLoggedAt time.Time // admit.go's log limit
 	refusedSinceLog int
@@ -118,6 +126,9 @@ func (s *Server) Serve(l net.Listener) error {
 			s.mu.Unlock()
 			if closed || errors.Is(err, net.ErrClosed) {
 				return nil
+			}
+			if s.acceptPaused() {
+				continue // an upgrade stopped accepting; it was abandoned
 			}
 			s.log.Warn("accept failed", "err", err.Error(), "retry_in", backoff)
 			time.Sleep(backoff)

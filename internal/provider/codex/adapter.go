@@ -51,6 +51,7 @@ type Adapter struct {
 	approvalN int64                // approvals seen, for their order
 	reading   string               // the method being handled (for anomaly logs)
 	lastEnded string               // provider id of the turn that ended last
+	pause     *pauseReq            // a live upgrade's Pause in progress (handoff.go)
 }
 
 // openTurn binds our turn id to the provider's.
@@ -74,6 +75,13 @@ type approval struct {
 // NewAdapter returns an adapter and starts its reader goroutine on o.Out.
 // The goroutine ends at stdout EOF, on a read error, or when Drain stops it.
 func NewAdapter(o Options) *Adapter {
+	a := newAdapter(o)
+	go a.readLoop()
+	return a
+}
+
+// newAdapter is an adapter whose reader is not started yet.
+func newAdapter(o Options) *Adapter {
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = DefaultRequestTimeout
 	}
@@ -98,7 +106,6 @@ func NewAdapter(o Options) *Adapter {
 		warned:    map[string]bool{},
 		items:     newItemState(),
 	}
-	go a.readLoop()
 	return a
 }
 

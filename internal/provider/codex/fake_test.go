@@ -15,7 +15,7 @@ type fake struct {
 	a     *Adapter
 	rec   *recorder
 	logs  *syncBuffer
-	outW  *io.PipeWriter // the provider's stdout
+	outW  io.WriteCloser // the provider's stdout
 	lines chan []byte    // what the adapter wrote to the provider's stdin
 }
 

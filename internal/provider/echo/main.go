@@ -13,6 +13,9 @@
 //	                 "decline" the turn completes (status "completed") with
 //	                 the single delta "declined" as its answer
 //	/flood N [BYTES] answer with N deltas of BYTES bytes each (default 8)
+//	/numbered        flood deltas are their own number, zero-padded to BYTES
+//	/split FIFO      cut the flood's middle delta line in two: write the first
+//	                 half, open FIFO and read it to its end, write the rest
 //	/orphan          start a descendant in a new session, stdio on /dev/null,
 //	                 that ignores SIGTERM and sleeps forever
 //	/forget          delete this thread's file after the turn, so the next

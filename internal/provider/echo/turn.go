@@ -24,8 +24,10 @@ type directives struct {
 	floodN     int
 	floodBytes int
 	escape     bool
-	forkbomb   int // processes /forkbomb starts
-	hogMiB     int // memory /hog holds
+	forkbomb   int    // processes /forkbomb starts
+	hogMiB     int    // memory /hog holds
+	numbered   bool   // flood deltas carry their number (zero-padded to floodBytes)
+	splitAt    string // a FIFO: the flood's middle delta line is cut in two around reading it
 }
 
 func parseDirectives(text string) directives {
@@ -75,6 +77,13 @@ func parseDirectives(text string) directives {
 		case "/forkbomb":
 			if n, ok := num(i + 1); ok && n > 0 {
 				d.forkbomb = min(n, maxForkbomb)
+				i++
+			}
+		case "/numbered":
+			d.numbered = true
+		case "/split":
+			if i+1 < len(f) {
+				d.splitAt = f[i+1]
 				i++
 			}
 		case "/flood":
@@ -183,11 +192,19 @@ func (s *server) runTurn(th *thread, tu *activeTurn, text string) {
 		deltas = make([]string, d.floodN)
 		for i := range deltas {
 			deltas[i] = chunk
+			if d.numbered {
+				deltas[i] = fmt.Sprintf("%0*d", d.floodBytes, i)
+			}
 		}
-		answer = strings.Repeat(chunk, d.floodN)
+		answer = strings.Join(deltas, "")
 	}
 	for i, delta := range deltas {
-		s.w.send(map[string]any{"method": "item/agentMessage/delta", "params": with("itemId", itemID, "delta", delta)}, d.floodN == 0)
+		msg := map[string]any{"method": "item/agentMessage/delta", "params": with("itemId", itemID, "delta", delta)}
+		if d.splitAt != "" && i == len(deltas)/2 {
+			s.w.sendSplit(msg, d.splitAt, s.log)
+			continue
+		}
+		s.w.send(msg, d.floodN == 0)
 		if d.crash && i == 0 {
 			s.w.flush()
 			s.log.Warn("crashing mid-turn (/crash)", "turn_id", tu.id)

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"log/slog"
+	"os"
 	"sync"
 )
 
@@ -78,4 +80,38 @@ func (w *writer) fail(id json.RawMessage, e rpcError) {
 
 func (w *writer) notify(method string, params any) {
 	w.send(map[string]any{"method": method, "params": params}, true)
+}
+
+// sendSplit writes v's line in two parts: the first half (flushed with
+// everything before it), then, once fifo was opened and read to its end
+// (a test's signal), the rest. A reader of our stdout sees a line cut
+// for as long as the test wants (/split).
+func (w *writer) sendSplit(v any, fifo string, log *slog.Logger) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("echo: marshal: " + err.Error())
+	}
+	b = append(b, '\n')
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return
+	}
+	half := len(b) / 2
+	if _, w.err = w.bw.Write(b[:half]); w.err == nil {
+		w.err = w.bw.Flush()
+	}
+	log.Info("line cut (/split): waiting for the fifo", "fifo", fifo, "written", half)
+	if f, err := os.Open(fifo); err == nil {
+		io.Copy(io.Discard, f)
+		f.Close()
+	} else {
+		log.Warn("/split: open fifo", "err", err)
+	}
+	if w.err == nil {
+		_, w.err = w.bw.Write(b[half:])
+	}
+	if w.err == nil {
+		w.err = w.bw.Flush()
+	}
 }

@@ -32,6 +32,7 @@ export interface SessiondWireTypes {
   ReleaseParams?: ReleaseParams;
   ReleaseResult?: ReleaseResult;
   RespondParams?: RespondParams;
+  RestartingNotice?: RestartingNotice;
   SendParams?: SendParams;
   SendResult?: SendResult;
   SessionCounts?: SessionCounts;
@@ -47,6 +48,8 @@ export interface SessiondWireTypes {
   TurnPlanData?: TurnPlanData;
   TurnStartedData?: TurnStartedData;
   TurnUsageData?: TurnUsageData;
+  UpgradeParams?: UpgradeParams;
+  UpgradeResult?: UpgradeResult;
 }
 /**
  * This interface was referenced by `SessiondWireTypes`'s JSON-Schema
@@ -378,6 +381,14 @@ export interface RespondParams {
 }
 /**
  * This interface was referenced by `SessiondWireTypes`'s JSON-Schema
+ * via the `definition` "RestartingNotice".
+ */
+export interface RestartingNotice {
+  fromVersion: string;
+  toVersion: string;
+}
+/**
+ * This interface was referenced by `SessiondWireTypes`'s JSON-Schema
  * via the `definition` "SendParams".
  */
 export interface SendParams {
@@ -502,6 +513,22 @@ export interface TurnUsageData {
   reasoningTokens: number;
   totalTokens: number;
 }
+/**
+ * This interface was referenced by `SessiondWireTypes`'s JSON-Schema
+ * via the `definition` "UpgradeParams".
+ */
+export interface UpgradeParams {
+  binary?: string;
+}
+/**
+ * This interface was referenced by `SessiondWireTypes`'s JSON-Schema
+ * via the `definition` "UpgradeResult".
+ */
+export interface UpgradeResult {
+  fromVersion: string;
+  pid: number;
+  toVersion: string;
+}
 
 /** Every method: its params, result and the capability it needs ("" = none). */
 export interface Methods {
@@ -521,6 +548,7 @@ export interface Methods {
   "daemon.shutdown": { params: Record<string, never>; result: Record<string, unknown> };
   "daemon.stats": { params: Record<string, never>; result: Record<string, unknown> };
   "daemon.status": { params: Record<string, never>; result: Status };
+  "daemon.upgrade": { params: UpgradeParams; result: UpgradeResult };
   "initialize": { params: InitializeParams; result: InitializeResult };
   "rpc.discover": { params: Record<string, never>; result: Record<string, unknown> };
 }
@@ -545,6 +573,7 @@ export const METHOD_CAPABILITY: { readonly [M in MethodName]: string } = {
   "daemon.shutdown": "daemon.admin.v1",
   "daemon.stats": "daemon.admin.v1",
   "daemon.status": "",
+  "daemon.upgrade": "daemon.upgrade.v1",
   "initialize": "",
   "rpc.discover": "",
 };
@@ -584,10 +613,11 @@ export const ITEM_EVENT_TYPES: readonly EventType[] = ["item.completed","item.de
 export interface Notifications {
   "agentSession.event": EventNotice;
   "agentSession.lagged": LaggedNotice;
+  "daemon.restarting": RestartingNotice;
 }
 
 /** Every capability the server can offer. */
-export const SERVER_CAPABILITIES = ["agent-session.approvals.v2","agent-session.attach.v1","agent-session.close.v1","agent-session.items.v1","agent-session.structured.hold.v1","agent-session.turns.v1","daemon.admin.v1"] as const;
+export const SERVER_CAPABILITIES = ["agent-session.approvals.v2","agent-session.attach.v1","agent-session.close.v1","agent-session.items.v1","agent-session.structured.hold.v1","agent-session.turns.v1","daemon.admin.v1","daemon.upgrade.v1"] as const;
 
 /** Every error the server answers: data.reason -> code. */
 export const ERROR_CODES = {
@@ -614,6 +644,7 @@ export const ERROR_CODES = {
   turn_running: -32017,
   unknown_provider: -32020,
   unsupported_protocol: -32003,
+  upgrade_refused: -32024,
 } as const;
 
 export type ErrorReason = keyof typeof ERROR_CODES;

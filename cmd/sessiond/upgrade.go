@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/host"
+	"github.com/sessiond/sessiond/internal/proc"
+	"github.com/sessiond/sessiond/internal/rpc"
+)
+
+// upgrader runs daemon.upgrade in the old image: check the new binary,
+// quiesce (calls, then the host), write the handoff, re-execute in place.
+// It returns only when the upgrade did not happen; the daemon carries on.
+type upgrader struct {
+	d        *daemon
+	h        *host.Host
+	srv      *rpc.Server
+	stateID  string
+	cgroups  *proc.Cgroups       // cgroup mode's, nil in fallback mode
+	listener func() net.Listener // the one being served, nil before listen
+	quiesce  time.Duration       // bound on in-flight calls and on the host's quiesce
+}
+
+// restartingWrite bounds the daemon.restarting write to each connection.
+const restartingWrite = 500 * time.Millisecond
+
+func refuse(cause string, err error) error {
+	if err != nil {
+		cause += ": " + err.Error()
+	}
+	return &api.Error{Kind: api.KindUpgradeRefused, Msg: "upgrade refused: " + cause, Err: err,
+		Data: map[string]any{"cause": cause}}
+}
+
+func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.UpgradeResult, error) {
+	log := u.d.log
+	bin := p.Binary
+	if bin == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return api.UpgradeResult{}, u.refused(refuse("cannot find the daemon's own executable", err))
+		}
+		bin = exe
+	}
+	toVersion, err := checkBinary(ctx, bin)
+	if err != nil {
+		return api.UpgradeResult{}, u.refused(err)
+	}
+	log.Info("upgrade started", "binary", bin, "from_version", version(), "to_version", toVersion)
+	started := time.Now()
+	qctx, cancel := context.WithTimeout(ctx, u.quiesce)
+	defer cancel()
+	if err := u.srv.PauseCalls(qctx); err != nil {
+		return api.UpgradeResult{}, u.refused(refuse(fmt.Sprintf("calls in flight did not finish within %s", u.quiesce), err))
+	}
+	q, err := u.h.Quiesce(qctx)
+	if err != nil {
+		u.srv.ResumeCalls()
+		return api.UpgradeResult{}, u.refused(refuse("a session cannot be handed over", err))
+	}
+	abandon := func(cause string, err error) (api.UpgradeResult, error) {
+		u.srv.ResumeAccepting()
+		q.Abandon()
+		u.srv.ResumeCalls()
+		return api.UpgradeResult{}, u.refused(refuse(cause, err))
+	}
+	var l net.Listener
+	if u.listener != nil {
+		l = u.listener()
+	}
+	ul, ok := l.(*net.UnixListener)
+	if !ok {
+		return abandon("the daemon is not listening yet", nil)
+	}
+	u.srv.StopAccepting()
+	lfd, err := proc.Inheritable(ul, true)
+	if err != nil {
+		return abandon("listener descriptor", err)
+	}
+	ho := &handoff{Format: handoffFormat, FromVersion: version(), ToVersion: toVersion, PID: os.Getpid(),
+		StateID: u.stateID, WrittenAt: time.Now().UTC(), NotifySocket: u.d.notifySocket,
+		Listener: handoffListener{FD: lfd, Socket: u.d.socket, Activated: u.d.act.listener != nil},
+		Sessions: q.Sessions, CgroupBase: u.cgroups.Base()}
+	var callerConn *net.UnixConn
+	if c, ok := rpc.Caller(ctx); ok && c.Conn != nil && len(c.ID) > 0 {
+		fd, err := proc.Inheritable(c.Conn, true)
+		if err == nil {
+			callerConn = c.Conn
+			ho.Caller = &handoffCaller{FD: fd, Framing: c.Framing.String(), ID: c.ID}
+		}
+	}
+	undoFDs := func() {
+		_, _ = proc.Inheritable(ul, false)
+		if callerConn != nil {
+			_, _ = proc.Inheritable(callerConn, false)
+		}
+	}
+	path, err := writeHandoff(u.d.stateDir, ho)
+	if err != nil {
+		undoFDs()
+		return abandon("write the handoff", err)
+	}
+	if id := q.Exited(); id != "" {
+		// Its exit was reaped here: the new image could not adopt it.
+		os.Remove(path)
+		undoFDs()
+		return abandon("session "+id+"'s provider exited during the upgrade; try again", nil)
+	}
+	u.srv.Restarting(api.RestartingNotice{FromVersion: version(), ToVersion: toVersion}, restartingWrite)
+	log.Info("upgrade: re-executing in place", "binary", bin, "pid", os.Getpid(), "sessions", len(q.Sessions),
+		"handoff", path, "quiesce_ms", time.Since(started).Milliseconds())
+	env := []string{}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, handoffEnv+"=") && !strings.HasPrefix(kv, "NOTIFY_SOCKET=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, handoffEnv+"="+path)
+	if u.d.notifySocket != "" {
+		env = append(env, "NOTIFY_SOCKET="+u.d.notifySocket)
+	}
+	err = syscall.Exec(bin, append([]string{bin}, os.Args[1:]...), env)
+	// Only a failed exec comes back here.
+	os.Remove(path)
+	undoFDs()
+	u.srv.Unseal()
+	return abandon("exec "+bin, err)
+}
+
+func (u *upgrader) refused(err error) error {
+	u.d.log.Warn("upgrade refused; the daemon carries on", "err", err.Error())
+	return err
+}
+
+// checkBinary runs `<bin> version --handoff` and `<bin> version`: the new
+// binary must be executable and read this binary's handoff format. It
+// returns the new binary's version.
+func checkBinary(ctx context.Context, bin string) (string, error) {
+	fi, err := os.Stat(bin)
+	if err != nil {
+		return "", refuse("binary "+api.Quote(bin), err)
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return "", refuse(fmt.Sprintf("binary %s is not an executable file (mode %v)", api.Quote(bin), fi.Mode()), nil)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := proc.Output(ctx, bin, "version", "--handoff")
+	if err != nil {
+		return "", refuse(fmt.Sprintf("%s version --handoff failed (a binary without live upgrade?)", api.Quote(bin)), err)
+	}
+	reads := []string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() && len(reads) < 16 {
+		reads = append(reads, api.Prefix(strings.TrimSpace(sc.Text())))
+	}
+	ok := false
+	for _, f := range reads {
+		ok = ok || f == handoffFormat
+	}
+	if !ok {
+		return "", refuse(fmt.Sprintf("%s reads handoff formats %v, not %s", api.Quote(bin), reads, handoffFormat), nil)
+	}
+	vout, err := proc.Output(ctx, bin, "version")
+	if err != nil {
+		return "", refuse(fmt.Sprintf("%s version failed", api.Quote(bin)), err)
+	}
+	return api.Prefix(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(vout)), "sessiond "))), nil
+}

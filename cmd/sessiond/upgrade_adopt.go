@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/host"
+)
+
+// The new image's side of a live upgrade: read the handoff named by
+// $SESSIOND_HANDOFF, adopt its sessions before anything could reap their
+// children, serve on the inherited socket, and answer the caller of
+// daemon.upgrade once accepting.
+
+// takeHandoff reads the handoff the environment names, if any, and removes
+// the variable (no child inherits it).
+func takeHandoff() (*handoff, error) {
+	path, ok := os.LookupEnv(handoffEnv)
+	os.Unsetenv(handoffEnv)
+	if !ok || path == "" {
+		return nil, nil
+	}
+	h, err := readHandoff(path)
+	if err != nil {
+		return nil, err
+	}
+	syscall.CloseOnExec(h.Listener.FD) // inherited once, by us only
+	if h.Caller != nil {
+		syscall.CloseOnExec(h.Caller.FD)
+	}
+	return h, nil
+}
+
+// adoptHandoff adopts the handoff's sessions into h (before SetSubreaper:
+// the reaper of orphans must never take an adopted child's status).
+func (d *daemon) adoptHandoff(h *host.Host, stateID string) error {
+	ho := d.handoff
+	if ho.StateID != stateID {
+		return fmt.Errorf("%w: written for state id %s, the store is %s", errHandoff, ho.StateID, stateID)
+	}
+	d.log.Info("adopting a live upgrade's sessions", "sessions", len(ho.Sessions), "from_version", ho.FromVersion,
+		"to_version", version())
+	return h.Adopt(context.Background(), ho.Sessions)
+}
+
+// handoffListener is the listening socket inherited through the exec.
+func (d *daemon) inheritedListener() (net.Listener, error) {
+	lh := d.handoff.Listener
+	f := os.NewFile(uintptr(lh.FD), "listener")
+	if f == nil {
+		return nil, fmt.Errorf("%w: listener descriptor %d", errHandoff, lh.FD)
+	}
+	defer f.Close() // FileListener holds a dup
+	l, err := net.FileListener(f)
+	if err != nil {
+		return nil, fmt.Errorf("%w: listener descriptor %d: %w", errHandoff, lh.FD, err)
+	}
+	ul, ok := l.(*net.UnixListener)
+	if !ok {
+		l.Close()
+		return nil, fmt.Errorf("%w: descriptor %d is not a unix listener", errHandoff, lh.FD)
+	}
+	ul.SetUnlinkOnClose(!lh.Activated) // our own socket is removed at shutdown, as before
+	return ul, nil
+}
+
+// answerCaller writes daemon.upgrade's result to the connection that
+// called it and closes it.
+func (d *daemon) answerCaller() {
+	c := d.handoff.Caller
+	if c == nil {
+		return
+	}
+	f := os.NewFile(uintptr(c.FD), "upgrade-caller")
+	if f == nil {
+		return
+	}
+	defer f.Close()
+	res, _ := json.Marshal(api.UpgradeResult{FromVersion: d.handoff.FromVersion, ToVersion: version(), PID: os.Getpid()})
+	body := []byte(`{"jsonrpc":"2.0","id":` + string(c.ID) + `,"result":` + string(res) + `}`)
+	var frame []byte
+	if strings.EqualFold(c.Framing, "header") {
+		frame = append([]byte("Content-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"), body...)
+	} else {
+		frame = append(body, '\n')
+	}
+	if _, err := f.Write(frame); err != nil {
+		d.log.Warn("upgrade: could not answer the caller", "err", err.Error())
+	}
+}

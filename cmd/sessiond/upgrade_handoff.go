@@ -1,0 +1,127 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sessiond/sessiond/internal/host"
+)
+
+// The live upgrade's handoff: one JSON file in the state dir, written by
+// the old image just before it re-executes itself, read (and removed) by
+// the new image before it opens anything else. docs/internals.md ("Live
+// upgrade") says what each field is for.
+
+// handoffFormat is the format this binary writes; handoffFormats are those
+// it reads (`sessiond version --handoff` prints them, one a line). The old
+// image refuses an upgrade to a binary that does not list its format.
+const handoffFormat = "sessiond-handoff/1"
+
+var handoffFormats = []string{handoffFormat}
+
+// handoffEnv names the file the new image adopts.
+const handoffEnv = "SESSIOND_HANDOFF"
+
+// handoffFile is the handoff's name in the state dir.
+const handoffFile = "upgrade-handoff.json"
+
+// maxHandoffBytes bounds the file the new image reads (thousands of
+// sessions with a 1 MiB cut line each would still fit).
+const maxHandoffBytes = 256 << 20
+
+type handoff struct {
+	Format      string    `json:"format"`
+	FromVersion string    `json:"fromVersion"`
+	ToVersion   string    `json:"toVersion"` // what `version` of the new binary said
+	PID         int       `json:"pid"`
+	StateID     string    `json:"stateId"`
+	WrittenAt   time.Time `json:"writtenAt"`
+	// Listener is the listening socket's descriptor (inheritable) and
+	// whether it came from systemd (then it is never unlinked).
+	Listener handoffListener `json:"listener"`
+	// Caller is the connection that called daemon.upgrade: the new image
+	// answers it there, once it accepts.
+	Caller *handoffCaller `json:"caller,omitempty"`
+	// NotifySocket is systemd's NOTIFY_SOCKET, removed from the
+	// environment at start (no child inherits it) and restored for the
+	// new image.
+	NotifySocket string `json:"notifySocket,omitempty"`
+	// CgroupBase is where sessiond-<stateId> is in cgroup mode: the new
+	// image uses it as is (it may have moved itself into a leaf cgroup,
+	// which changes "its own cgroup") and finds the children's cgroups.
+	CgroupBase string                `json:"cgroupBase,omitempty"`
+	Sessions   []host.HandoffSession `json:"sessions"`
+}
+
+type handoffListener struct {
+	FD        int    `json:"fd"`
+	Socket    string `json:"socket"`
+	Activated bool   `json:"activated,omitempty"`
+}
+
+type handoffCaller struct {
+	FD      int             `json:"fd"`
+	Framing string          `json:"framing"` // "lines" | "header"
+	ID      json.RawMessage `json:"id"`
+}
+
+// writeHandoff writes h to the state dir (0600, fsynced) and returns its path.
+func writeHandoff(stateDir string, h *handoff) (string, error) {
+	b, err := json.Marshal(h)
+	if err != nil {
+		return "", fmt.Errorf("handoff: %w", err)
+	}
+	path := filepath.Join(stateDir, handoffFile)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("handoff: %w", err)
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return "", fmt.Errorf("handoff: write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return "", fmt.Errorf("handoff: sync %s: %w", path, err)
+	}
+	return path, f.Close()
+}
+
+// errHandoff means the handoff the new image was given is unusable.
+var errHandoff = errors.New("unusable handoff")
+
+// readHandoff reads and removes the handoff at path.
+func readHandoff(path string) (*handoff, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errHandoff, err)
+	}
+	defer f.Close()
+	defer os.Remove(path) // consumed: a later start must not adopt it again
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errHandoff, err)
+	}
+	if fi.Size() > maxHandoffBytes {
+		return nil, fmt.Errorf("%w: %s is %d bytes (limit %d)", errHandoff, path, fi.Size(), maxHandoffBytes)
+	}
+	var h handoff
+	if err := json.NewDecoder(f).Decode(&h); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", errHandoff, path, err)
+	}
+	known := false
+	for _, f := range handoffFormats {
+		known = known || f == h.Format
+	}
+	if !known {
+		return nil, fmt.Errorf("%w: format %q, this binary reads %v", errHandoff, h.Format, handoffFormats)
+	}
+	if h.PID != os.Getpid() {
+		return nil, fmt.Errorf("%w: written by pid %d, this is %d", errHandoff, h.PID, os.Getpid())
+	}
+	return &h, nil
+}

@@ -1,0 +1,289 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/sessiond/sessiond/internal/api"
+)
+
+// The server's part of a live upgrade (daemon.upgrade): hold new calls and
+// wait for those in flight (PauseCalls), stop accepting while keeping the
+// listening socket (StopAccepting), and tell every connection it is about
+// to close (Restarting). The orchestration is ServerOptions.Upgrade's.
+
+// NotifyRestarting is the last notification a connection gets before a
+// live upgrade closes it.
+const NotifyRestarting = "daemon.restarting"
+
+// UpgradeCaller is the connection that called daemon.upgrade: the next
+// image writes the answer on its descriptor, in its framing, with its id.
+type UpgradeCaller struct {
+	Conn    *net.UnixConn
+	Framing Framing
+	ID      json.RawMessage
+}
+
+// ErrUpgrading means another daemon.upgrade is in progress.
+var ErrUpgrading = errors.New("an upgrade is already in progress")
+
+type ctxKey int
+
+const callerKey ctxKey = 0
+
+// callGate holds new calls during an upgrade and counts those in flight.
+type callGate struct {
+	mu       sync.Mutex
+	paused   bool
+	inflight int
+	resumed  chan struct{} // closed by resume
+	idle     chan struct{} // closed when inflight reaches 0 while paused
+}
+
+func (g *callGate) enter(ctx context.Context) bool {
+	for {
+		g.mu.Lock()
+		if !g.paused {
+			g.inflight++
+			g.mu.Unlock()
+			return true
+		}
+		ch := g.resumed
+		g.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+func (g *callGate) leave() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.inflight--
+	if g.paused && g.inflight == 0 && g.idle != nil {
+		close(g.idle)
+		g.idle = nil
+	}
+}
+
+// PauseCalls holds every new call (they wait, unread calls stay unread)
+// and waits until none is in flight but the caller's own, within ctx;
+// past it the calls go on and the error says how many were running.
+func (s *Server) PauseCalls(ctx context.Context) error {
+	g := &s.gate
+	g.mu.Lock()
+	if g.paused {
+		g.mu.Unlock()
+		return ErrUpgrading
+	}
+	g.paused, g.resumed = true, make(chan struct{})
+	if g.inflight == 0 {
+		g.mu.Unlock()
+		return nil
+	}
+	g.idle = make(chan struct{})
+	idle := g.idle
+	g.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		g.mu.Lock()
+		n := g.inflight
+		g.mu.Unlock()
+		s.ResumeCalls()
+		return fmt.Errorf("%d calls still in flight: %w", n, context.Cause(ctx))
+	}
+}
+
+// ResumeCalls lets held calls run again (an abandoned upgrade).
+func (s *Server) ResumeCalls() {
+	g := &s.gate
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.paused {
+		g.paused, g.idle = false, nil
+		close(g.resumed)
+	}
+}
+
+// acceptPause stops Serve's accept loop without closing the listener.
+type acceptPause struct {
+	mu      sync.Mutex
+	paused  bool
+	resumed chan struct{}
+}
+
+// StopAccepting makes every Serve loop stop accepting (connections wait
+// in the socket's backlog for whoever accepts next) and returns the
+// listeners, still open.
+func (s *Server) StopAccepting() []net.Listener {
+	s.accept.mu.Lock()
+	s.accept.paused, s.accept.resumed = true, make(chan struct{})
+	s.accept.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ls []net.Listener
+	for l := range s.listeners {
+		if d, ok := l.(interface{ SetDeadline(time.Time) error }); ok {
+			_ = d.SetDeadline(time.Unix(1, 0))
+		}
+		ls = append(ls, l)
+	}
+	return ls
+}
+
+// ResumeAccepting undoes StopAccepting.
+func (s *Server) ResumeAccepting() {
+	s.accept.mu.Lock()
+	defer s.accept.mu.Unlock()
+	if !s.accept.paused {
+		return
+	}
+	s.accept.paused = false
+	s.mu.Lock()
+	for l := range s.listeners {
+		if d, ok := l.(interface{ SetDeadline(time.Time) error }); ok {
+			_ = d.SetDeadline(time.Time{})
+		}
+	}
+	s.mu.Unlock()
+	close(s.accept.resumed)
+}
+
+// acceptPaused waits while accepting is stopped; false when the server
+// closed meanwhile. Serve calls it after an Accept error.
+func (s *Server) acceptPaused() (waited bool) {
+	s.accept.mu.Lock()
+	paused, ch := s.accept.paused, s.accept.resumed
+	s.accept.mu.Unlock()
+	if !paused {
+		return false
+	}
+	select {
+	case <-ch:
+	case <-s.ctx.Done():
+	}
+	return true
+}
+
+// Restarting writes daemon.restarting to every framed connection (each
+// write bounded by d) and then lets nothing more be written to them until
+// Unseal: a frame cut by the exec would reach a client half written. It
+// waits at most 2*d for connections busy writing.
+func (s *Server) Restarting(n api.RestartingNotice, d time.Duration) {
+	s.mu.Lock()
+	var conns []*conn
+	for _, c := range s.conns {
+		if c != nil {
+			conns = append(conns, c)
+		}
+	}
+	s.mu.Unlock()
+	b, _ := json.Marshal(notification{JSONRPC: "2.0", Method: NotifyRestarting, Params: n})
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.st.seal(b, d, &s.sealed)
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(2 * d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+// sealSet tracks sealed streams; Unseal releases them.
+type sealSet struct {
+	mu       sync.Mutex
+	unsealed bool
+	streams  []*stream
+}
+
+// seal takes the stream's write lock for good, after writing one last
+// frame with deadline d.
+func (st *stream) seal(body []byte, d time.Duration, set *sealSet) {
+	var frame []byte
+	if st.framing == FramingHeader {
+		frame = append([]byte(fmt.Sprintf("Content-Length: %d\r\n\r\n", len(body))), body...)
+	} else {
+		frame = append(append([]byte(nil), body...), '\n')
+	}
+	st.wmu.Lock()
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	if set.unsealed {
+		st.wmu.Unlock()
+		return
+	}
+	_ = st.conn.SetWriteDeadline(time.Now().Add(d))
+	_, _ = st.conn.Write(frame)
+	set.streams = append(set.streams, st)
+}
+
+// Unseal undoes Restarting after a failed exec: every connection is
+// closed (each was told the daemon restarts; its client reconnects).
+func (s *Server) Unseal() {
+	s.sealed.mu.Lock()
+	s.sealed.unsealed = true
+	streams := s.sealed.streams
+	s.sealed.streams = nil
+	s.sealed.mu.Unlock()
+	for _, st := range streams {
+		st.wmu.Unlock()
+		st.Close()
+	}
+	s.mu.Lock()
+	for nc := range s.conns {
+		nc.Close()
+	}
+	s.mu.Unlock()
+}
+
+// SetUpgrade sets ServerOptions.Upgrade (its runner needs the server).
+func (s *Server) SetUpgrade(f func(ctx context.Context, p api.UpgradeParams) (api.UpgradeResult, error)) {
+	s.o.Upgrade = f
+}
+
+// Caller returns the connection that called daemon.upgrade, from the
+// handler's context.
+func Caller(ctx context.Context) (UpgradeCaller, bool) {
+	c, ok := ctx.Value(callerKey).(UpgradeCaller)
+	return c, ok
+}
+
+func hUpgrade(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
+	var p api.UpgradeParams
+	if err := decodeValid(params, &p); err != nil {
+		return nil, err
+	}
+	if c.srv.o.Upgrade == nil {
+		return nil, api.Errorf(api.KindUpgradeRefused, map[string]any{"cause": "this daemon cannot upgrade"}, "upgrade refused")
+	}
+	return c.srv.o.Upgrade(ctx, p)
+}
+
+// withCaller adds the calling connection to a daemon.upgrade's ctx.
+func (c *conn) withCaller(ctx context.Context, id *jsonrpc2.ID) context.Context {
+	uc, _ := c.st.conn.(*net.UnixConn)
+	var raw json.RawMessage
+	if id != nil {
+		raw, _ = json.Marshal(id)
+	}
+	return context.WithValue(ctx, callerKey, UpgradeCaller{Conn: uc, Framing: c.framing, ID: raw})
+}
