@@ -154,7 +154,9 @@ func (d *daemon) run() error {
 		}
 	}
 	if stop, err := proc.SetSubreaper(log); err != nil {
-		log.Warn("not a child subreaper: detached descendants may escape the tree scan", "err", err.Error())
+		log.Warn("not a child subreaper: recording each child's descendants while it runs instead", "err", err.Error(),
+			"every", recordEvery.String())
+		defer proc.RecordDescendants(recordEvery)()
 	} else {
 		defer stop()
 	}

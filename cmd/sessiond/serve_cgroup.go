@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/proc"
 )
@@ -27,3 +29,7 @@ func (d *daemon) openCgroups(stateID string) (*proc.Cgroups, api.Supervision) {
 	return g, api.Supervision{Mode: st.Mode, Reason: st.Reason, Cgroup: st.Dir, Controllers: st.Controllers,
 		CgroupKill: st.Kill, MemoryMax: st.Memory, PidsMax: st.Pids, Notes: st.Notes}
 }
+
+// recordEvery is how often, without a subreaper (macOS), one pass over the
+// process table records each running child's descendants (proc.RecordDescendants).
+const recordEvery = 2 * time.Second

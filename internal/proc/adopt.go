@@ -151,6 +151,7 @@ func Adopt(h Handoff, g *Cgroups, onLimit func(code string), log *slog.Logger) (
 		process: p, id: h.Identity, sid: h.SID, tags: h.Tags, stdin: files[0], stdout: files[1], errR: files[2],
 		stderr: newRing(DefaultStderrBytes), exited: make(chan struct{}), log: orDiscard(log),
 	}
+	c.record(true)
 	_, _ = io.WriteString(c.stderr, h.StderrTail)
 	copied := make(chan struct{})
 	go func() {

@@ -120,6 +120,28 @@ func helperMain(mode string) int {
 	case "escape-mid":
 		fmt.Println(startGrandchild("orphan-scrubbed"))
 		return 0
+	case "escape-held":
+		// escape, but the intermediate stays until a line on stdin: the
+		// grandchild is a descendant of ours until then
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), "PROC_HELPER=escape-mid-held")
+		in, _ := cmd.StdinPipe()
+		out, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			panic(err)
+		}
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		fmt.Printf("ready %s\n", strings.TrimSpace(line))
+		bufio.NewReader(os.Stdin).ReadString('\n')
+		in.Close()
+		cmd.Wait()
+		fmt.Println("released")
+		io.Copy(io.Discard, os.Stdin)
+		return 0
+	case "escape-mid-held":
+		fmt.Println(startGrandchild("orphan-scrubbed"))
+		io.Copy(io.Discard, os.Stdin)
+		return 0
 	}
 	fmt.Fprintln(os.Stderr, "unknown helper", mode)
 	return 2

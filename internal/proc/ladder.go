@@ -49,6 +49,9 @@ func (x *run) rescan() {
 	}
 	q := x.q
 	q.known = sortedIDs(x.members)
+	if x.child != nil {
+		q.known = append(q.known, x.child.Recorded()...) // without a subreaper: reparented ones too
+	}
 	if x.rootID().PID > 0 {
 		q.known = append(q.known, x.rootID())
 	}

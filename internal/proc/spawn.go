@@ -52,6 +52,9 @@ type Child struct {
 	stderr  *ring
 	cg      *sessionCgroup // cgroup mode: the child's cgroup
 
+	recMu sync.Mutex
+	rec   map[int]Identity // descendants the recorder saw (recorder.go)
+
 	exited chan struct{}
 	exit   Exit // written before exited is closed
 }
@@ -134,6 +137,7 @@ func Spawn(spec Spec) (*Child, error) {
 	if rerr != nil {
 		c.id = Identity{PID: cmd.Process.Pid}
 	}
+	c.record(true)
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
@@ -155,6 +159,7 @@ func (c *Child) wait(errR *os.File, copied <-chan struct{}) {
 	registry.Lock()
 	delete(registry.pids, c.process.Pid)
 	registry.Unlock()
+	c.record(false)
 	c.exit = exitOf(ps)
 	if ps == nil {
 		// Wait failed without a status (only if someone else reaped it)
