@@ -62,21 +62,34 @@ func (g *Cgroups) killMembers(dir string) int {
 			return 1
 		}
 	}
-	rel := g.rel + strings.TrimPrefix(dir, g.dir)
 	n := 0
+	walkMembers(dir, g.rel+strings.TrimPrefix(dir, g.dir), func(pid int, rel string) {
+		if signalInCgroup(pid, rel, syscall.SIGKILL) {
+			n++
+		}
+	})
+	return n
+}
+
+// walkMembers calls fn with every member of dir and of the cgroups below
+// it, with the member's cgroup path as /proc/<pid>/cgroup shows it (rel is
+// dir's). The error is dir's own cgroup.procs being unreadable.
+func walkMembers(dir, rel string, fn func(pid int, rel string)) error {
+	var first error
 	filepath.WalkDir(dir, func(p string, de os.DirEntry, err error) error {
 		if err != nil || !de.IsDir() {
 			return nil
 		}
-		pids, _ := members(p)
+		pids, err := members(p)
+		if err != nil && p == dir {
+			first = err
+		}
 		for _, pid := range pids {
-			if signalInCgroup(pid, rel+strings.TrimPrefix(p, dir), syscall.SIGKILL) {
-				n++
-			}
+			fn(pid, rel+strings.TrimPrefix(p, dir))
 		}
 		return nil
 	})
-	return n
+	return first
 }
 
 // signalInCgroup signals pid through a pidfd opened first and checked to

@@ -155,8 +155,8 @@ func (s *sessionCgroup) remove() error {
 	for _, wd := range s.wds {
 		s.g.w.remove(wd)
 	}
-	if err := os.Remove(s.dir); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove cgroup %s: %w", s.dir, err)
+	if err := removeTree(s.dir); err != nil {
+		return err
 	}
 	s.removed = true
 	return nil
