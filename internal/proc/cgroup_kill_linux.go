@@ -15,6 +15,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// errPopulated: a cgroup still has members once its wait ran out.
+var errPopulated = errors.New("still populated")
+
+// shortPath is at most the last 160 bytes of a cgroup path, for logs and
+// errors (a nested chain can be longer than PATH_MAX).
+func shortPath(p string) string {
+	const keep = 160
+	if len(p) <= keep {
+		return p
+	}
+	return "…" + p[len(p)-keep:]
+}
+
 // killDir empties a cgroup and removes it: cgroup.kill (SIGKILL to each
 // member where the kernel has no cgroup.kill), then a wait for populated 0
 // on the watcher, bounded by d and ctx, then rmdir of it and of any
@@ -45,7 +58,7 @@ func (g *Cgroups) killDir(ctx context.Context, dir string, d time.Duration) erro
 		select {
 		case <-empty:
 		case <-t.C:
-			return fmt.Errorf("cgroup %s still populated %v after SIGKILL", dir, d)
+			return fmt.Errorf("cgroup %s %w %v after SIGKILL", shortPath(dir), errPopulated, d)
 		case <-ctx.Done():
 			return fmt.Errorf("cgroup %s: %w", dir, context.Cause(ctx))
 		}
@@ -126,30 +139,69 @@ func removeTree(dir string) error {
 
 // ReapStale kills and removes every session cgroup a previous run of this
 // state dir left in sessiond-<stateId> (membership survives the daemon's
-// death, so nothing of that run escapes). It returns the cgroups removed;
-// one it cannot empty within d is logged and named in the error.
-func (g *Cgroups) ReapStale(ctx context.Context, d time.Duration) (int, error) {
+// death, so nothing of that run escapes), and every stray in
+// sessiond-<stateId> itself (killStrays). Every cgroup is killed first,
+// then all are waited for together, bounded by d once. It returns the
+// cgroups removed and the processes still alive when d ran out (frozen,
+// or in uninterruptible sleep): the caller must not re-ladder those; their
+// cgroup is left for a later attempt, logged and named in the error.
+func (g *Cgroups) ReapStale(ctx context.Context, d time.Duration) (int, []Identity, error) {
 	des, err := os.ReadDir(g.dir)
 	if err != nil {
-		return 0, fmt.Errorf("read %s: %w", g.dir, err)
+		return 0, nil, fmt.Errorf("read %s: %w", g.dir, err)
 	}
-	n := 0
-	var errs []error
+	deadline := time.Now().Add(d)
+	type stale struct {
+		dir, session string
+		pids         int
+	}
+	var all []stale
 	for _, de := range des {
 		if !de.IsDir() {
 			continue
 		}
-		dir := filepath.Join(g.dir, de.Name())
-		pids, _ := members(dir)
-		if err := g.killDir(ctx, dir, d); err != nil {
-			g.log.Error("stale cgroup not emptied", "cgroup", dir, "session_id", sessionOfCgroup(de.Name()), "err", err)
-			errs = append(errs, err)
+		st := stale{dir: filepath.Join(g.dir, de.Name()), session: sessionOfCgroup(de.Name())}
+		pids, _ := members(st.dir)
+		st.pids = len(pids)
+		g.killMembers(st.dir) // all first: the waits below overlap
+		all = append(all, st)
+	}
+	survivors := g.killStrays(ctx, time.Until(deadline))
+	n := 0
+	var errs []error
+	for _, st := range all {
+		err := g.killDir(ctx, st.dir, max(time.Until(deadline), 0))
+		switch {
+		case errors.Is(err, errPopulated):
+			g.log.Error("stale cgroup not emptied", "cgroup", shortPath(st.dir), "session_id", st.session, "err", err)
+			survivors = append(survivors, cgroupSurvivors(st.dir)...)
+		case err != nil:
+			g.log.Error("stale cgroup emptied but not removed", "cgroup", shortPath(st.dir), "session_id", st.session, "err", err)
+		default:
+			n++
+			g.log.Info("stale cgroup reaped", "cgroup", st.dir, "session_id", st.session, "members", st.pids)
 			continue
 		}
-		n++
-		g.log.Info("stale cgroup reaped", "cgroup", dir, "session_id", sessionOfCgroup(de.Name()), "members", len(pids))
+		errs = append(errs, err)
 	}
-	return n, errors.Join(errs...)
+	return n, survivors, errors.Join(errs...)
+}
+
+// cgroupSurvivors are the identities of the processes in dir and below.
+func cgroupSurvivors(dir string) []Identity {
+	r, err := newStatReader()
+	var out []Identity
+	walkMembers(dir, "", func(pid int, _ string) {
+		id := Identity{PID: pid}
+		if err == nil {
+			id, _, _ = identityOf(r, pid)
+		}
+		out = append(out, id)
+	})
+	if err == nil {
+		r.close()
+	}
+	return out
 }
 
 // reladder is the bounded cleanup's attempt at a cgroup still populated:

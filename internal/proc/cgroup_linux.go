@@ -148,14 +148,23 @@ func limitNotes(l Limits, _ []string, why string) []string {
 	return notes
 }
 
-// Close stops the watcher and removes sessiond-<stateId> when no session
-// cgroup is left in it.
+// Close stops the watcher and removes sessiond-<stateId> when no process
+// is left in it: session cgroups emptied late (a stale one the bounded
+// cleanup emptied) are removed first.
 func (g *Cgroups) Close() {
 	if g == nil {
 		return
 	}
+	if des, err := os.ReadDir(g.dir); err == nil {
+		for _, de := range des {
+			p := filepath.Join(g.dir, de.Name())
+			if ev, err := keyed(filepath.Join(p, "cgroup.events")); de.IsDir() && err == nil && ev["populated"] == 0 {
+				removeTree(p)
+			}
+		}
+	}
 	if err := os.Remove(g.dir); err != nil && !errors.Is(err, os.ErrNotExist) {
-		g.log.Warn("cgroup directory left", "cgroup", g.dir, "err", err)
+		g.log.Warn("cgroup directory left", "cgroup", shortPath(g.dir), "err", err)
 	}
 	g.w.close()
 }

@@ -19,7 +19,7 @@ func openTestCgroups(t *testing.T, l Limits) *Cgroups {
 		t.Fatalf("cgroup mode unavailable: %s", st.Reason)
 	}
 	t.Cleanup(func() {
-		if n, err := g.ReapStale(context.Background(), 20*time.Second); n > 0 || err != nil {
+		if n, _, err := g.ReapStale(context.Background(), 20*time.Second); n > 0 || err != nil {
 			t.Errorf("session cgroups left behind: %d (%v)", n, err)
 		}
 		g.Close()
@@ -77,7 +77,7 @@ func TestCgroupReapStale(t *testing.T) {
 	g := openTestCgroups(t, Limits{})
 	h := spawnHelperIn(t, "escape", g)
 	dir := h.Cgroup()
-	n, err := g.ReapStale(context.Background(), 20*time.Second)
+	n, _, err := g.ReapStale(context.Background(), 20*time.Second)
 	if err != nil || n != 1 {
 		t.Fatalf("ReapStale = %d, %v; want 1, nil", n, err)
 	}

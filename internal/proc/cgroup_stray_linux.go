@@ -20,19 +20,29 @@ func (g *Cgroups) killStrays(ctx context.Context, d time.Duration) []Identity {
 	}
 	var hs []handle
 	defer func() { closeHandles(hs) }()
+	r, rerr := newStatReader()
+	if rerr == nil {
+		defer r.close()
+	}
 	for _, pid := range pids {
 		fd, err := unix.PidfdOpen(pid, 0)
 		if err != nil {
 			continue
 		}
 		// checked after the pidfd is open: a reused pid is never hit
+		id := Identity{PID: pid}
+		if rerr == nil {
+			if full, _, err := identityOf(r, pid); err == nil {
+				id = full
+			}
+		}
 		if !inCgroup(pid, g.rel) || unix.PidfdSendSignal(fd, syscall.SIGKILL, nil, 0) != nil {
 			unix.Close(fd)
 			continue
 		}
 		g.log.Info("signalled", "pid", pid, "signal", "SIGKILL", "via", "stray", "cgroup", g.dir,
 			"why", "a process in the daemon's own cgroup directory left its session's cgroup")
-		hs = append(hs, handle{id: Identity{PID: pid}, fd: fd})
+		hs = append(hs, handle{id: id, fd: fd})
 	}
 	deadline := time.Now().Add(d)
 	for len(hs) > 0 {
