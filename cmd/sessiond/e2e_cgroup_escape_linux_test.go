@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -73,6 +74,32 @@ func TestE2ECgroupNestedMember(t *testing.T) {
 	}
 	if !gone(si.Cgroup) {
 		t.Fatalf("session cgroup %s not removed", si.Cgroup)
+	}
+	d.Stop()
+	if !gone(sup.Cgroup) {
+		t.Fatalf("a clean shutdown left %s", sup.Cgroup)
+	}
+}
+
+// TestE2ECgroupBaseRemoved: sessiond-<stateId> removed while the daemon
+// runs idle (rmdir succeeds on an empty cgroup): the next hold makes it
+// again (logged) and runs its provider in a cgroup of its own.
+func TestE2ECgroupBaseRemoved(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Options{})
+	sup := requireCgroupMode(t, d)
+	if err := os.Remove(sup.Cgroup); err != nil {
+		t.Fatal(err)
+	}
+	s := openCgSession(t, d, "echo")
+	if got := s.turn(t, "hi"); !strings.Contains(got, "hi") {
+		t.Fatalf("answer %q", got)
+	}
+	if si := s.info(t); !strings.HasPrefix(si.Cgroup, sup.Cgroup+"/") || gone(si.Cgroup) {
+		t.Fatalf("session cgroup %q, want one under the recreated %s", si.Cgroup, sup.Cgroup)
+	}
+	waitLog(t, d, "cgroup directory was removed while it ran: recreated")
+	if ex := s.closeExited(t); ex.Tree != "exited" {
+		t.Fatalf("provider.exited %+v", ex)
 	}
 	d.Stop()
 	if !gone(sup.Cgroup) {

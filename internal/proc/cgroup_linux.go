@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,6 +24,7 @@ type Cgroups struct {
 	log    *slog.Logger
 	w      *watcher
 	status CgroupStatus
+	mu     sync.Mutex // serialises recreate
 }
 
 // OpenCgroups finds a writable cgroup v2 directory (o.Root, else the
@@ -74,6 +76,28 @@ func OpenCgroups(o CgroupOptions, log *slog.Logger) (*Cgroups, CgroupStatus) {
 	g.status = CgroupStatus{Mode: ModeCgroup, Reason: "writable cgroup v2 under " + how, Dir: dir,
 		Controllers: enabled, Kill: g.kill, Memory: g.limits.Memory, Pids: g.limits.Pids, Notes: notes}
 	return g, g.status
+}
+
+// recreate makes sessiond-<stateId> again, with the controllers handed
+// down as at start, after something removed it while the daemon ran
+// (rmdir succeeds on an empty cgroup). Logged once per recreation.
+func (g *Cgroups) recreate() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	err := os.Mkdir(g.dir, 0o755)
+	if errors.Is(err, os.ErrExist) {
+		return nil // another create made it meanwhile
+	}
+	if err != nil {
+		return fmt.Errorf("recreate the daemon's cgroup directory: %w", err)
+	}
+	for _, c := range g.status.Controllers {
+		if err := writeCg(filepath.Join(g.dir, "cgroup.subtree_control"), "+"+c); err != nil {
+			g.log.Warn("cgroup controller not enabled again", "cgroup", g.dir, "controller", c, "err", err)
+		}
+	}
+	g.log.Warn("the daemon's cgroup directory was removed while it ran: recreated", "cgroup", g.dir)
+	return nil
 }
 
 // Status is the mode and why.

@@ -36,19 +36,24 @@ func (g *Cgroups) create(t Tags, onLimit func(code string)) (*sessionCgroup, err
 	name := cgroupName(t)
 	s := &sessionCgroup{g: g, dir: filepath.Join(g.dir, name), rel: g.rel + "/" + name,
 		onLimit: onLimit, empty: make(chan struct{}), counts: map[string]int64{}}
-	if err := os.Mkdir(s.dir, 0o755); err != nil {
-		if !errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("cgroup %s: %w", s.dir, err)
+	err := os.Mkdir(s.dir, 0o755)
+	if errors.Is(err, os.ErrNotExist) {
+		// sessiond-<stateId> was removed under us: make it again
+		if err = g.recreate(); err == nil {
+			err = os.Mkdir(s.dir, 0o755)
 		}
+	}
+	if errors.Is(err, os.ErrExist) {
 		// a leftover of the same fence (a spawn that failed before): empty it
 		if err := g.killDir(context.Background(), s.dir, time.Second); err != nil {
 			return nil, err
 		}
-		if err := os.Mkdir(s.dir, 0o755); err != nil {
-			return nil, fmt.Errorf("cgroup %s: %w", s.dir, err)
-		}
+		err = os.Mkdir(s.dir, 0o755)
 	}
-	if err := s.limit(); err != nil {
+	if err != nil {
+		return nil, fmt.Errorf("create session cgroup: %w", err) // err names the path
+	}
+	if err = s.limit(); err != nil {
 		os.Remove(s.dir)
 		return nil, err
 	}
