@@ -106,3 +106,20 @@ func TestCgroupFallbackReason(t *testing.T) {
 		t.Fatalf("fallback created %s", filepath.Join(dir, "sessiond-x"))
 	}
 }
+
+// A configured root that is a file on the cgroup2 file system (an
+// interface file) is "not a directory", not "not writable".
+func TestCgroupRootNotADirectory(t *testing.T) {
+	mounts, err := cgroup2Mounts()
+	if err != nil || len(mounts) == 0 {
+		t.Fatalf("no cgroup2 mount: %v", err)
+	}
+	file := filepath.Join(mounts[0].point, "cgroup.procs")
+	g, st := OpenCgroups(CgroupOptions{Root: file, StateID: "x"}, nil)
+	if g != nil || st.Mode != ModeFallback {
+		t.Fatalf("mode %s, want fallback", st.Mode)
+	}
+	if want := "cgroup_root " + file + " is not a directory"; st.Reason != want {
+		t.Fatalf("reason %q, want %q", st.Reason, want)
+	}
+}
