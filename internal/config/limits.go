@@ -19,7 +19,7 @@ const (
 	MinMemoryLimit = 4 << 20 // 4 MiB: less cannot start a provider
 	// MinPidsLimit: pids.max counts threads, and a Go or Node runtime
 	// starts about ten before it runs any code: less cannot start a provider.
-	MinPidsLimit = 16
+	MinPidsLimit   = 16
 	MaxMemoryLimit = 1 << 50 // 1 PiB
 	MaxPidsLimit   = 4194304 // the kernel's highest pid_max
 	MaxCgroupRoot  = 4096    // bytes of the path
