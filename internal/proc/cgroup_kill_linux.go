@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -119,22 +118,84 @@ func signalInCgroup(pid int, rel string, sig syscall.Signal) bool {
 	return unix.PidfdSendSignal(fd, sig, nil, 0) == nil
 }
 
-// removeTree removes dir and the cgroups below it, deepest first.
+// removeTree removes dir and the cgroups below it, deepest first. It walks
+// with one directory fd at a time, down by name and back up by "..", and
+// removes each cgroup relative to its parent's fd (unlinkat
+// AT_REMOVEDIR): a chain a descendant made deeper than PATH_MAX is
+// removed too. A cgroup already gone is no error; an error names at most
+// a short suffix of the path.
 func removeTree(dir string) error {
-	var dirs []string
-	filepath.WalkDir(dir, func(p string, de os.DirEntry, err error) error {
-		if err == nil && de.IsDir() {
-			dirs = append(dirs, p)
-		}
+	f, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY, 0)
+	if errors.Is(err, os.ErrNotExist) {
 		return nil
-	})
-	sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
-	for _, d := range dirs {
-		if err := os.Remove(d); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("remove cgroup %s: %w", d, err)
+	}
+	if err != nil {
+		return fmt.Errorf("remove cgroup %s: %w", shortPath(dir), err)
+	}
+	var down []string // names from dir to f
+	for {
+		sub, err := firstSubdir(f)
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("remove cgroup %s: read %d levels below: %w", shortPath(dir), len(down), err)
+		}
+		if sub != "" {
+			fd, err := unix.Openat(int(f.Fd()), sub, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				f.Close()
+				return fmt.Errorf("remove cgroup %s: open %d levels below: %w", shortPath(dir), len(down)+1, err)
+			}
+			f.Close()
+			f = os.NewFile(uintptr(fd), sub)
+			down = append(down, sub)
+			continue
+		}
+		if len(down) == 0 {
+			f.Close()
+			if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("remove cgroup %s: %w", shortPath(dir), unwrapPath(err))
+			}
+			return nil
+		}
+		fd, err := unix.Openat(int(f.Fd()), "..", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("remove cgroup %s: open the parent %d levels below: %w", shortPath(dir), len(down), err)
+		}
+		f = os.NewFile(uintptr(fd), "..")
+		name := down[len(down)-1]
+		down = down[:len(down)-1]
+		if err := unix.Unlinkat(fd, name, unix.AT_REMOVEDIR); err != nil && !errors.Is(err, unix.ENOENT) {
+			f.Close()
+			return fmt.Errorf("remove cgroup %s: a cgroup %d levels below: %w", shortPath(dir), len(down)+1, err)
 		}
 	}
-	return nil
+}
+
+// firstSubdir is the name of one directory (a cgroup) in f, "" for none.
+func firstSubdir(f *os.File) (string, error) {
+	if _, err := f.Seek(0, 0); err != nil {
+		return "", err
+	}
+	des, err := f.ReadDir(-1)
+	if err != nil {
+		return "", err
+	}
+	for _, de := range des {
+		if de.IsDir() {
+			return de.Name(), nil
+		}
+	}
+	return "", nil
+}
+
+// unwrapPath drops an *os.PathError's path (the caller names it, short).
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // ReapStale kills and removes every session cgroup a previous run of this

@@ -91,8 +91,20 @@ func (s *sessionCgroup) limit() error {
 			return fmt.Errorf("cgroup %s: write %s: %w", s.dir, w[0], err)
 		}
 	}
+	// Sub-cgroups a descendant may make: bounded, so removal stays cheap
+	// (best effort: a kernel without the files just has no bound).
+	writeCg(filepath.Join(s.dir, "cgroup.max.depth"), fmt.Sprint(MaxSubDepth))
+	writeCg(filepath.Join(s.dir, "cgroup.max.descendants"), fmt.Sprint(MaxSubCgroups))
 	return nil
 }
+
+// Bounds written to each session cgroup's cgroup.max.depth and
+// cgroup.max.descendants: a provider's tree may make sub-cgroups (a
+// container runtime, systemd-run), within these.
+const (
+	MaxSubDepth   = 32
+	MaxSubCgroups = 1024
+)
 
 // open is the directory fd clone3 spawns into (CLONE_INTO_CGROUP).
 func (s *sessionCgroup) open() (*os.File, error) {
