@@ -129,3 +129,21 @@ command = ["/bin/sh", "-c", "setsid sh -c 'exec sleep 3607' </dev/null >/dev/nul
 	thawKill()
 	d2.Stop()
 }
+
+// TestE2ECgroupEscapeUnkillable: a tagged descendant that moved to the
+// root cgroup and cannot be killed (frozen) makes the verdict truthful:
+// provider.exited says tree live, not exited.
+func TestE2ECgroupEscapeUnkillable(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Options{Config: "[ladder]\ngrace = \"100ms\"\nterm_timeout = \"300ms\"\nkill_timeout = \"500ms\"\n"})
+	requireCgroupMode(t, d)
+	s := openCgSession(t, d, "echo")
+	pid := pidAfter(t, s.turn(t, "/cgmove root"), "escaped=")
+	killAfter(t, pid)
+	thawKill := freezeV1(t, pid)
+	ex := s.closeExited(t)
+	if ex.Tree != "live" {
+		t.Fatalf("provider.exited %+v with the frozen escapee %d alive: want tree live", ex, pid)
+	}
+	thawKill()
+	d.Stop()
+}
