@@ -70,6 +70,7 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 	}
 	reap := func(id proc.Identity, tags proc.Tags) proc.Verdict {
 		if stuck[id] {
+			h.log.Info("not laddered again: proven unkillable in this start", "session_id", tags.SessionID, "pid", id.PID)
 			return proc.Verdict{Root: proc.Live, Tree: proc.Live, Survivors: []proc.Identity{id}}
 		}
 		v := proc.Reap(ctx, h.log, id, tags, h.o.Ladder)
