@@ -106,6 +106,10 @@ func (d *daemon) run() error {
 		log.Error("another sessiond is running on this state directory", "state_dir", d.stateDir, "err", err.Error())
 		return err
 	}
+	if errors.Is(err, store.ErrCopyInUse) {
+		log.Error("refusing to start: the state directory is a copy of one in use", "state_dir", d.stateDir, "err", err.Error())
+		return err
+	}
 	var refused *store.RefusalError
 	if errors.As(err, &refused) {
 		// One line naming the file, what is wrong and the fix; the file

@@ -17,6 +17,9 @@ type Limits struct {
 // Bounds of [limits] and cgroup_root.
 const (
 	MinMemoryLimit = 4 << 20 // 4 MiB: less cannot start a provider
+	// MinPidsLimit: pids.max counts threads, and a Go or Node runtime
+	// starts about ten before it runs any code: less cannot start a provider.
+	MinPidsLimit   = 16
 	MaxMemoryLimit = 1 << 50 // 1 PiB
 	MaxPidsLimit   = 4194304 // the kernel's highest pid_max
 	MaxCgroupRoot  = 4096    // bytes of the path
@@ -38,14 +41,14 @@ func applyCgroup(f file, c *Config) error {
 	}
 	if f.Limits.Memory != nil {
 		n, err := ParseSize(*f.Limits.Memory)
-		if err != nil || n < MinMemoryLimit || n > MaxMemoryLimit {
-			return fmt.Errorf("%w: limits.memory = %q: want a size such as \"4GiB\" from 4MiB to 1PiB", ErrBadValue, prefix(*f.Limits.Memory))
+		if err != nil || n != 0 && (n < MinMemoryLimit || n > MaxMemoryLimit) {
+			return fmt.Errorf("%w: limits.memory = %q: want a size such as \"4GiB\" from 4MiB to 1PiB, or 0 for none", ErrBadValue, prefix(*f.Limits.Memory))
 		}
 		c.Limits.Memory = n
 	}
 	if f.Limits.Pids != nil {
-		if *f.Limits.Pids < 1 || *f.Limits.Pids > MaxPidsLimit {
-			return fmt.Errorf("%w: limits.pids = %d: want 1 .. %d", ErrBadValue, *f.Limits.Pids, MaxPidsLimit)
+		if n := *f.Limits.Pids; n != 0 && (n < MinPidsLimit || n > MaxPidsLimit) {
+			return fmt.Errorf("%w: limits.pids = %d: want %d .. %d, or 0 for none", ErrBadValue, n, MinPidsLimit, MaxPidsLimit)
 		}
 		c.Limits.Pids = *f.Limits.Pids
 	}

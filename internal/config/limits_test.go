@@ -14,6 +14,11 @@ func TestCgroupKeys(t *testing.T) {
 	if c.CgroupRoot != "/sys/fs/cgroup/me" || c.Limits.Memory != 4<<30 || c.Limits.Pids != 512 {
 		t.Fatalf("got root %q limits %+v", c.CgroupRoot, c.Limits)
 	}
+	zero := Default()
+	zero.Limits = Limits{Memory: 1, Pids: 1}
+	if err := Parse("[limits]\nmemory = \"0\"\npids = 0\n", &zero); err != nil || zero.Limits != (Limits{}) {
+		t.Fatalf("0 is no limit: err %v, limits %+v", err, zero.Limits)
+	}
 	if d := Default(); d.Limits != (Limits{}) || d.CgroupRoot != "" {
 		t.Fatalf("defaults must set no limit and no root: %+v %q", d.Limits, d.CgroupRoot)
 	}
@@ -23,7 +28,9 @@ func TestCgroupKeys(t *testing.T) {
 		{"[limits]\nmemory = \"4GB\"", "limits.memory"},
 		{"[limits]\nmemory = \"1MiB\"", "from 4MiB"},
 		{"[limits]\nmemory = \"-1\"", "limits.memory"},
-		{"[limits]\npids = 0", "limits.pids = 0: want 1 .. 4194304"},
+		{"[limits]\npids = 1", "limits.pids = 1: want 16 .. 4194304, or 0 for none"},
+		{"[limits]\npids = 15", "limits.pids = 15"},
+		{"[limits]\npids = -1", "limits.pids"},
 		{"[limits]\npids = 5000000", "limits.pids"},
 		{"[limits]\ncpu = 2", "limits.cpu"},
 	} {

@@ -51,15 +51,33 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 		return "reaped", 0, fmt.Errorf("list leases: %w", err)
 	}
 	reaped := 0
+	// stuck: processes proven unkillable in this startup (a ladder ran out
+	// on them). None is laddered again here: each keeps its session's lease
+	// and goes to the bounded cleanup, so listen is not held up by them.
+	stuck := map[proc.Identity]bool{}
 	if h.o.Cgroups != nil {
 		// Membership survives the daemon's death: emptying the crashed
 		// run's session cgroups stops every process it left, detached or
 		// not; the lease loop below then finds the owners gone.
-		n, err := h.o.Cgroups.ReapStale(ctx, h.stopTimeout())
+		n, left, err := h.o.Cgroups.ReapStale(ctx, h.stopTimeout())
 		if err != nil {
 			h.log.Error("stale session cgroups not all emptied", "err", err)
 		}
 		reaped += n
+		for _, id := range left {
+			stuck[id] = true
+		}
+	}
+	reap := func(id proc.Identity, tags proc.Tags) proc.Verdict {
+		if stuck[id] {
+			h.log.Info("not laddered again: proven unkillable in this start", "session_id", tags.SessionID, "pid", id.PID)
+			return proc.Verdict{Root: proc.Live, Tree: proc.Live, Survivors: []proc.Identity{id}}
+		}
+		v := proc.Reap(ctx, h.log, id, tags, h.o.Ladder)
+		for _, s := range v.Survivors {
+			stuck[s] = true
+		}
+		return v
 	}
 	tagged, scanErr := proc.ScanTagged(h.st.StateID)
 	if scanErr != nil {
@@ -83,7 +101,7 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 			oid := proc.Identity{PID: o.PID, StartTicks: o.StartTicks, BootID: o.BootID}
 			switch proc.Probe(oid) {
 			case proc.Alive:
-				v = proc.Reap(ctx, h.log, oid, proc.Tags{SessionID: id, Fence: rec.Fence, StateID: h.st.StateID}, h.o.Ladder)
+				v = reap(oid, proc.Tags{SessionID: id, Fence: rec.Fence, StateID: h.st.StateID})
 				evidence.Kind = lease.EvidenceExitObserved
 				reaped++
 				h.log.Info("orphan reaped", "session_id", id, "fence", rec.Fence, "pid", o.PID, "root", v.Root.String(), "tree", v.Tree.String())
@@ -96,7 +114,7 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 			}
 		}
 		for _, t := range bySession[id] {
-			tv := proc.Reap(ctx, h.log, t.Identity, proc.Tags{SessionID: id, Fence: t.Fence, StateID: h.st.StateID}, h.o.Ladder)
+			tv := reap(t.Identity, proc.Tags{SessionID: id, Fence: t.Fence, StateID: h.st.StateID})
 			reaped++
 			h.log.Info("tagged orphan reaped", "session_id", id, "fence", t.Fence, "pid", t.PID, "root", tv.Root.String())
 			if tv.Root != proc.Exited {
@@ -122,7 +140,7 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 	// Tagged processes of ours that no lease names.
 	for id, ts := range bySession {
 		for _, t := range ts {
-			v := proc.Reap(ctx, h.log, t.Identity, proc.Tags{SessionID: id, Fence: t.Fence, StateID: h.st.StateID}, h.o.Ladder)
+			v := reap(t.Identity, proc.Tags{SessionID: id, Fence: t.Fence, StateID: h.st.StateID})
 			reaped++
 			h.log.Info("tagged orphan reaped", "session_id", id, "pid", t.PID, "root", v.Root.String())
 		}
@@ -131,15 +149,23 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 	// after our scan: scan again until a pass finds none (bounded).
 	for pass := 0; pass < 3 && scanErr == nil; pass++ {
 		late, err := proc.ScanTagged(h.st.StateID)
-		late = slices.DeleteFunc(late, func(t proc.Tagged) bool { return h.adopted(t.SessionID) })
+		late = slices.DeleteFunc(late, func(t proc.Tagged) bool { return h.adopted(t.SessionID) || stuck[t.Identity] })
 		if err != nil || len(late) == 0 {
 			break
 		}
 		for _, t := range late {
-			v := proc.Reap(ctx, h.log, t.Identity, proc.Tags{SessionID: t.SessionID, Fence: t.Fence, StateID: h.st.StateID}, h.o.Ladder)
+			v := reap(t.Identity, proc.Tags{SessionID: t.SessionID, Fence: t.Fence, StateID: h.st.StateID})
 			reaped++
 			h.log.Info("tagged orphan reaped", "session_id", t.SessionID, "pid", t.PID, "root", v.Root.String(), "pass", pass+1)
 		}
+	}
+	if len(stuck) > 0 {
+		ids := make([]proc.Identity, 0, len(stuck))
+		for id := range stuck {
+			ids = append(ids, id)
+		}
+		h.log.Error("processes of a previous run not proven gone; bounded cleanup takes them", "count", len(ids))
+		h.cleanup.Add(proc.Tags{StateID: h.st.StateID}, ids)
 	}
 	h.count(func(c *counters) { c.orphans += reaped })
 	return "reaped", reaped, nil

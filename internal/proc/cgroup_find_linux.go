@@ -127,6 +127,11 @@ func locateConfigured(configured string, mounts []cgMount) (dir, rel string, own
 	if err != nil {
 		return "", "", false, fmt.Errorf("cgroup_root %s: %w", configured, err)
 	}
+	if fi, err := os.Stat(path); err != nil {
+		return "", "", false, fmt.Errorf("cgroup_root %s: %w", configured, err)
+	} else if !fi.IsDir() {
+		return "", "", false, fmt.Errorf("cgroup_root %s is not a directory", configured)
+	}
 	var fs unix.Statfs_t
 	if err := unix.Statfs(path, &fs); err != nil {
 		return "", "", false, fmt.Errorf("cgroup_root %s: statfs: %w", configured, err)

@@ -28,6 +28,7 @@ type Cgroups struct {
 
 	liveMu sync.Mutex
 	live   map[string]bool // session cgroups of children spawned or adopted: never stale
+	mu     sync.Mutex      // serialises recreate
 }
 
 // OpenCgroups finds a writable cgroup v2 directory (o.Root, else the
@@ -91,6 +92,28 @@ func OpenCgroups(o CgroupOptions, log *slog.Logger) (*Cgroups, CgroupStatus) {
 // Base is the directory sessiond-<stateId> is in (handed to the next
 // image by a live upgrade: CgroupOptions.Kept).
 func (g *Cgroups) Base() string { return g.base }
+
+// recreate makes sessiond-<stateId> again, with the controllers handed
+// down as at start, after something removed it while the daemon ran
+// (rmdir succeeds on an empty cgroup). Logged once per recreation.
+func (g *Cgroups) recreate() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	err := os.Mkdir(g.dir, 0o755)
+	if errors.Is(err, os.ErrExist) {
+		return nil // another create made it meanwhile
+	}
+	if err != nil {
+		return fmt.Errorf("recreate the daemon's cgroup directory: %w", err)
+	}
+	for _, c := range g.status.Controllers {
+		if err := writeCg(filepath.Join(g.dir, "cgroup.subtree_control"), "+"+c); err != nil {
+			g.log.Warn("cgroup controller not enabled again", "cgroup", g.dir, "controller", c, "err", err)
+		}
+	}
+	g.log.Warn("the daemon's cgroup directory was removed while it ran: recreated", "cgroup", g.dir)
+	return nil
+}
 
 // Status is the mode and why.
 func (g *Cgroups) Status() CgroupStatus { return g.status }
@@ -164,14 +187,23 @@ func limitNotes(l Limits, _ []string, why string) []string {
 	return notes
 }
 
-// Close stops the watcher and removes sessiond-<stateId> when no session
-// cgroup is left in it.
+// Close stops the watcher and removes sessiond-<stateId> when no process
+// is left in it: session cgroups emptied late (a stale one the bounded
+// cleanup emptied) are removed first.
 func (g *Cgroups) Close() {
 	if g == nil {
 		return
 	}
+	if des, err := os.ReadDir(g.dir); err == nil {
+		for _, de := range des {
+			p := filepath.Join(g.dir, de.Name())
+			if ev, err := keyed(filepath.Join(p, "cgroup.events")); de.IsDir() && err == nil && ev["populated"] == 0 {
+				removeTree(p)
+			}
+		}
+	}
 	if err := os.Remove(g.dir); err != nil && !errors.Is(err, os.ErrNotExist) {
-		g.log.Warn("cgroup directory left", "cgroup", g.dir, "err", err)
+		g.log.Warn("cgroup directory left", "cgroup", shortPath(g.dir), "err", err)
 	}
 	g.w.close()
 }

@@ -20,7 +20,7 @@ func openTestCgroups(t *testing.T, l Limits) *Cgroups {
 		t.Fatalf("cgroup mode unavailable: %s", st.Reason)
 	}
 	t.Cleanup(func() {
-		if n, err := g.ReapStale(context.Background(), 20*time.Second); n > 0 || err != nil {
+		if n, _, err := g.ReapStale(context.Background(), 20*time.Second); n > 0 || err != nil {
 			t.Errorf("session cgroups left behind: %d (%v)", n, err)
 		}
 		g.Close()
@@ -84,7 +84,7 @@ func TestCgroupReapStale(t *testing.T) {
 		t.Fatalf("cgroup mode unavailable: %s", st.Reason)
 	}
 	defer next.Close()
-	n, err := next.ReapStale(context.Background(), 20*time.Second)
+	n, _, err := next.ReapStale(context.Background(), 20*time.Second)
 	if err != nil || n != 1 {
 		t.Fatalf("ReapStale = %d, %v; want 1, nil", n, err)
 	}
@@ -111,5 +111,22 @@ func TestCgroupFallbackReason(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "sessiond-x")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("fallback created %s", filepath.Join(dir, "sessiond-x"))
+	}
+}
+
+// A configured root that is a file on the cgroup2 file system (an
+// interface file) is "not a directory", not "not writable".
+func TestCgroupRootNotADirectory(t *testing.T) {
+	mounts, err := cgroup2Mounts()
+	if err != nil || len(mounts) == 0 {
+		t.Fatalf("no cgroup2 mount: %v", err)
+	}
+	file := filepath.Join(mounts[0].point, "cgroup.procs")
+	g, st := OpenCgroups(CgroupOptions{Root: file, StateID: "x"}, nil)
+	if g != nil || st.Mode != ModeFallback {
+		t.Fatalf("mode %s, want fallback", st.Mode)
+	}
+	if want := "cgroup_root " + file + " is not a directory"; st.Reason != want {
+		t.Fatalf("reason %q, want %q", st.Reason, want)
 	}
 }

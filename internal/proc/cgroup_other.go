@@ -27,10 +27,12 @@ func OpenCgroups(o CgroupOptions, _ *slog.Logger) (*Cgroups, CgroupStatus) {
 	return nil, st
 }
 
-func (g *Cgroups) Status() CgroupStatus                                  { return CgroupStatus{Mode: ModeFallback} }
-func (g *Cgroups) Close()                                                {}
-func (g *Cgroups) Dir() string                                           { return "" }
-func (g *Cgroups) ReapStale(context.Context, time.Duration) (int, error) { return 0, nil }
+func (g *Cgroups) Status() CgroupStatus { return CgroupStatus{Mode: ModeFallback} }
+func (g *Cgroups) Close()               {}
+func (g *Cgroups) Dir() string          { return "" }
+func (g *Cgroups) ReapStale(context.Context, time.Duration) (int, []Identity, error) {
+	return 0, nil, nil
+}
 
 func (spec Spec) intoCgroup(*syscall.SysProcAttr) (*sessionCgroup, *os.File, error) {
 	return nil, nil, nil

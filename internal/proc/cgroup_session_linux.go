@@ -36,19 +36,24 @@ func (g *Cgroups) create(t Tags, onLimit func(code string)) (*sessionCgroup, err
 	name := cgroupName(t)
 	s := &sessionCgroup{g: g, dir: filepath.Join(g.dir, name), rel: g.rel + "/" + name,
 		onLimit: onLimit, empty: make(chan struct{}), counts: map[string]int64{}}
-	if err := os.Mkdir(s.dir, 0o755); err != nil {
-		if !errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("cgroup %s: %w", s.dir, err)
+	err := os.Mkdir(s.dir, 0o755)
+	if errors.Is(err, os.ErrNotExist) {
+		// sessiond-<stateId> was removed under us: make it again
+		if err = g.recreate(); err == nil {
+			err = os.Mkdir(s.dir, 0o755)
 		}
+	}
+	if errors.Is(err, os.ErrExist) {
 		// a leftover of the same fence (a spawn that failed before): empty it
 		if err := g.killDir(context.Background(), s.dir, time.Second); err != nil {
 			return nil, err
 		}
-		if err := os.Mkdir(s.dir, 0o755); err != nil {
-			return nil, fmt.Errorf("cgroup %s: %w", s.dir, err)
-		}
+		err = os.Mkdir(s.dir, 0o755)
 	}
-	if err := s.limit(); err != nil {
+	if err != nil {
+		return nil, fmt.Errorf("create session cgroup: %w", err) // err names the path
+	}
+	if err = s.limit(); err != nil {
 		os.Remove(s.dir)
 		return nil, err
 	}
@@ -141,8 +146,20 @@ func (s *sessionCgroup) limit() error {
 			return fmt.Errorf("cgroup %s: write %s: %w", s.dir, w[0], err)
 		}
 	}
+	// Sub-cgroups a descendant may make: bounded, so removal stays cheap
+	// (best effort: a kernel without the files just has no bound).
+	writeCg(filepath.Join(s.dir, "cgroup.max.depth"), fmt.Sprint(MaxSubDepth))
+	writeCg(filepath.Join(s.dir, "cgroup.max.descendants"), fmt.Sprint(MaxSubCgroups))
 	return nil
 }
+
+// Bounds written to each session cgroup's cgroup.max.depth and
+// cgroup.max.descendants: a provider's tree may make sub-cgroups (a
+// container runtime, systemd-run), within these.
+const (
+	MaxSubDepth   = 32
+	MaxSubCgroups = 1024
+)
 
 // open is the directory fd clone3 spawns into (CLONE_INTO_CGROUP).
 func (s *sessionCgroup) open() (*os.File, error) {
@@ -210,8 +227,8 @@ func (s *sessionCgroup) remove() error {
 	for _, wd := range s.wds {
 		s.g.w.remove(wd)
 	}
-	if err := os.Remove(s.dir); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove cgroup %s: %w", s.dir, err)
+	if err := removeTree(s.dir); err != nil {
+		return err
 	}
 	s.removed = true
 	s.g.setLive(filepath.Base(s.dir), false)

@@ -10,8 +10,16 @@ import (
 // already closed): wait Grace for the root's exit and populated 0; SIGTERM
 // every member, wait TermTimeout; cgroup.kill, wait KillTimeout. The tree
 // is the cgroup's members and exited means populated 0 was read after the
-// child ran in it; then the cgroup is removed.
+// child ran in it; then the cgroup is removed. A descendant can move
+// itself out (as root, or within a delegated subtree): sweepEscapees then
+// stops the strays in sessiond-<stateId> and the session's tagged/grouped
+// processes elsewhere, and the verdict is exited only if they are gone.
 func (c *Child) stopCgroup(ctx context.Context, l Ladder) Verdict {
+	return c.sweepEscapees(ctx, l, c.cgroupLadder(ctx, l))
+}
+
+// cgroupLadder is stopCgroup's ladder on the cgroup's members.
+func (c *Child) cgroupLadder(ctx context.Context, l Ladder) Verdict {
 	s := c.cg
 	signalled := false
 	if c.waitTree(ctx, l.Grace) || ctx.Err() != nil {
@@ -50,27 +58,26 @@ func (c *Child) waitTree(ctx context.Context, d time.Duration) bool {
 	return true
 }
 
-// signalMembers sends sig to every process in the cgroup: the root through
-// its own handle, the others through pidfds checked to be members.
+// signalMembers sends sig to every process in the cgroup and in the
+// cgroups a member created below it: the root through its own handle, the
+// others through pidfds checked to be members.
 func (c *Child) signalMembers(sig syscall.Signal) bool {
-	pids, err := members(c.cg.dir)
-	if err != nil {
-		c.log.Warn("cgroup members unreadable", "session_id", c.tags.SessionID, "cgroup", c.cg.dir, "err", err)
-		return false
-	}
 	any := false
-	for _, pid := range pids {
+	err := walkMembers(c.cg.dir, c.cg.rel, func(pid int, rel string) {
 		ok := false
 		if pid == c.id.PID {
 			ok = c.cmd.Process.Signal(sig) == nil
 		} else {
-			ok = signalInCgroup(pid, c.cg.rel, sig)
+			ok = signalInCgroup(pid, rel, sig)
 		}
 		if ok {
 			any = true
 			c.log.Info("signalled", "session_id", c.tags.SessionID, "pid", pid, "signal", signalName(sig),
 				"root", pid == c.id.PID, "via", "cgroup")
 		}
+	})
+	if err != nil {
+		c.log.Warn("cgroup members unreadable", "session_id", c.tags.SessionID, "cgroup", c.cg.dir, "err", err)
 	}
 	return any
 }

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -209,7 +210,9 @@ func TestOpenFallsBackFromOneDamagedMeta(t *testing.T) {
 		if err != nil {
 			t.Fatalf("meta %d damaged: %v", page, err)
 		}
-		if len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], fmt.Sprintf("meta page %d: checksum", page)) {
+		// (the store is a copy made by the test: its move warning is expected too)
+		metaW := slices.DeleteFunc(slices.Clone(s.Warnings), func(w string) bool { return strings.Contains(w, "moved or copied") })
+		if len(metaW) != 1 || !strings.Contains(metaW[0], fmt.Sprintf("meta page %d: checksum", page)) {
 			t.Errorf("meta %d damaged: warnings %q", page, s.Warnings)
 		}
 		s.Close()

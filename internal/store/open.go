@@ -138,6 +138,13 @@ func (s *Store) finish(dir string, readOnly, fresh bool, replaces []string) erro
 	if readOnly {
 		return nil
 	}
+	w, err := s.checkHome()
+	if err != nil {
+		return err
+	}
+	if w != "" {
+		s.Warnings = append(s.Warnings, w)
+	}
 	m, ok, err := readMarker(dir)
 	if err != nil {
 		return err

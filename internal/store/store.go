@@ -6,6 +6,7 @@
 //	meta/
 //	  schema_version        -> uint64 be
 //	  state_id              -> random id of this state dir (env tag SESSIOND_STATE_ID)
+//	  home                  -> {path, dev, ino} of the file where it was created or last adopted (home.go)
 //	sessions/
 //	  <sessionId>           -> Record (JSON)
 //	leases/

@@ -21,9 +21,16 @@ const maxForkbomb = 4096
 // Stage 1 runs in a new session with stdio on /dev/null and an empty
 // environment (no session tags), starts stage 2 the same way and exits, so
 // stage 2 is no descendant of ours: only a cgroup still knows it is ours.
-func (s *server) spawnEscape() int {
-	cmd := exec.Command("/proc/self/exe", append(append([]string{}, os.Args[1:]...), escapeFlag+"=1")...)
+func (s *server) spawnEscape(cgmove string) int {
+	args := append(append([]string{}, os.Args[1:]...), escapeFlag+"=1")
+	cmd := exec.Command("/proc/self/exe", args...)
 	cmd.Env = []string{}
+	if cgmove != "" {
+		cmd.Args = append(cmd.Args, cgmoveFlag+"="+cgmove)
+		if cgmove == "root" {
+			cmd.Env = os.Environ() // a tagged escapee
+		}
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	out, err := cmd.Output()
 	if err != nil {
@@ -38,9 +45,16 @@ func (s *server) spawnEscape() int {
 // escapeStage runs one stage of an /escape descendant: 1 starts 2 (stdio
 // on /dev/null, empty env, its own session), prints its pid and exits; 2
 // ignores SIGTERM and sleeps forever.
-func escapeStage(stage int) int {
+// With cgmove (an /cgmove descendant), stage 1 then moves stage 2 out of
+// its cgroup (moveCgroup) before it prints the pid; a "sub" stage 2 exits
+// on SIGTERM.
+func escapeStage(stage int, cgmove string) int {
 	if stage >= 2 {
-		signal.Ignore(syscall.SIGTERM, syscall.SIGHUP)
+		if cgmove == "sub" {
+			signal.Ignore(syscall.SIGHUP)
+		} else {
+			signal.Ignore(syscall.SIGTERM, syscall.SIGHUP)
+		}
 		sleepForever()
 	}
 	args := []string{}
@@ -51,10 +65,20 @@ func escapeStage(stage int) int {
 	}
 	cmd := exec.Command("/proc/self/exe", append(args, escapeFlag+"=2")...)
 	cmd.Env = []string{}
+	if cgmove == "root" {
+		cmd.Env = os.Environ()
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "escape stage 1:", err)
 		return exitUsage
+	}
+	if cgmove != "" {
+		if err := moveCgroup(cmd.Process.Pid, cgmove); err != nil {
+			fmt.Fprintln(os.Stderr, "escape stage 1: /cgmove:", err)
+			cmd.Process.Kill()
+			return exitUsage
+		}
 	}
 	fmt.Println(cmd.Process.Pid)
 	return exitOK

@@ -24,6 +24,11 @@
 //	                 intermediate in a new session (stdio on /dev/null, empty
 //	                 env) starts it and exits; it ignores SIGTERM and sleeps
 //	                 forever. The answer ends with " escaped=<pid>"
+//	/cgmove MODE     the same descendant, then moved out of the provider's
+//	                 cgroup: parent (the cgroup above, env scrubbed), root
+//	                 (the cgroup2 root, env and session tags kept) or sub
+//	                 (a new inner/ below it; it exits on SIGTERM). The
+//	                 answer ends with " escaped=<pid>"
 //	/hog N           start a process that allocates and touches N MiB (≤ 4096)
 //	                 and sleeps. The answer ends with " hog=<pid>"
 //	/forkbomb N      start a shell (new session, stdio on /dev/null, env
@@ -68,6 +73,7 @@ type config struct {
 	exitAtStart   bool
 	orphanChild   bool
 	escapeStage   int
+	cgmove        string
 	hogMiB        int
 	slowStart     int
 }
@@ -85,6 +91,7 @@ func Main(args []string, stdin io.Reader, stdout io.Writer) int {
 	fs.IntVar(&cfg.slowStart, "slow-start", 0, "sleep MS milliseconds before reading stdin")
 	fs.BoolVar(&cfg.orphanChild, orphanFlag[2:], false, "internal: be a /orphan descendant")
 	fs.IntVar(&cfg.escapeStage, escapeFlag[2:], 0, "internal: be a stage of an /escape descendant")
+	fs.StringVar(&cfg.cgmove, cgmoveFlag[2:], "", "internal: move an /escape descendant's stage 2 to another cgroup (parent|root|sub)")
 	fs.IntVar(&cfg.hogMiB, hogFlag[2:], 0, "internal: be a /hog process holding this many MiB")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
@@ -93,7 +100,7 @@ func Main(args []string, stdin io.Reader, stdout io.Writer) int {
 		return hog(min(cfg.hogMiB, maxHogMiB))
 	}
 	if cfg.escapeStage > 0 {
-		return escapeStage(cfg.escapeStage)
+		return escapeStage(cfg.escapeStage, cfg.cgmove)
 	}
 	if cfg.orphanChild {
 		signal.Ignore(syscall.SIGTERM)

@@ -24,6 +24,7 @@ type directives struct {
 	floodN     int
 	floodBytes int
 	escape     bool
+	cgmove     string // /cgmove MODE: an /escape descendant moved to another cgroup
 	forkbomb   int    // processes /forkbomb starts
 	hogMiB     int    // memory /hog holds
 	numbered   bool   // flood deltas carry their number (zero-padded to floodBytes)
@@ -69,6 +70,11 @@ func parseDirectives(text string) directives {
 			d.ask = true
 		case "/escape":
 			d.escape = true
+		case "/cgmove":
+			if i+1 < len(f) && cgmoveModes[f[i+1]] {
+				d.cgmove = f[i+1]
+				i++
+			}
 		case "/hog":
 			if n, ok := num(i + 1); ok && n > 0 {
 				d.hogMiB = min(n, maxHogMiB)
@@ -135,7 +141,10 @@ func (s *server) runTurn(th *thread, tu *activeTurn, text string) {
 	}
 	answer := "echo: " + text
 	if d.escape {
-		answer += fmt.Sprintf(" escaped=%d", s.spawnEscape())
+		answer += fmt.Sprintf(" escaped=%d", s.spawnEscape(""))
+	}
+	if d.cgmove != "" {
+		answer += fmt.Sprintf(" escaped=%d", s.spawnEscape(d.cgmove))
 	}
 	if d.hogMiB > 0 {
 		answer += fmt.Sprintf(" hog=%d", s.spawnHog(d.hogMiB))
