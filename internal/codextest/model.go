@@ -70,7 +70,28 @@ func NewModel(t testing.TB, replies ...Reply) *Model {
 		t.Fatalf("model server: %v", err)
 	}
 	t.Cleanup(m.Close)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("model server: %s", m.Summary())
+		}
+	})
 	return m
+}
+
+// Summary is how many requests the model server took and the tail of
+// each one's input (what a failing test shows of the model's side).
+func (m *Model) Summary() string {
+	rs := m.Requests()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d request(s)", len(rs))
+	for i, r := range rs {
+		in := r.Input()
+		if len(in) > 160 {
+			in = "…" + in[len(in)-160:]
+		}
+		fmt.Fprintf(&b, "\n  request %d: input %s", i+1, in)
+	}
+	return b.String()
 }
 
 // StartModel is NewModel outside a test (the benchmark); Close stops it.

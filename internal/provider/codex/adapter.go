@@ -59,6 +59,10 @@ type openTurn struct {
 	ours        string
 	provider    string // empty until turn/start answers or turn/started arrives
 	interrupted bool   // our Interrupt asked for it
+	// failure is the text of a final `error` (willRetry false): codex ends
+	// the turn with its own turn/completed {failed} after it, and only that
+	// ends it here (see onError).
+	failure string
 }
 
 // approval is a server request waiting for Respond.

@@ -38,6 +38,7 @@ type handoffTurn struct {
 	Ours        string `json:"ours"`
 	Provider    string `json:"provider,omitempty"`
 	Interrupted bool   `json:"interrupted,omitempty"`
+	Failure     string `json:"failure,omitempty"`
 }
 
 type handoffApproval struct {
@@ -101,7 +102,7 @@ func (a *Adapter) Pause(ctx context.Context) (provider.Paused, error) {
 	st := handoffState{V: handoffVersion, ThreadID: a.threadID, NextID: a.nextID, ApprovalN: a.approvalN,
 		LastEnded: a.lastEnded, Output: a.items.output, Cut: a.items.cut, Usage: a.items.usage, Open: a.items.open, Warned: a.warned}
 	if t := a.turn; t != nil {
-		st.Turn = &handoffTurn{Ours: t.ours, Provider: t.provider, Interrupted: t.interrupted}
+		st.Turn = &handoffTurn{Ours: t.ours, Provider: t.provider, Interrupted: t.interrupted, Failure: t.failure}
 	}
 	for k, ap := range a.approvals {
 		st.Approvals = append(st.Approvals, handoffApproval{Key: k, RawID: ap.rawID, TurnID: ap.turnID, Method: ap.method,
@@ -159,7 +160,7 @@ func Adopt(o provider.Options, p provider.Paused) (provider.Adapter, error) {
 	a := newAdapter(o)
 	a.threadID, a.nextID, a.approvalN, a.lastEnded = st.ThreadID, st.NextID, st.ApprovalN, st.LastEnded
 	if st.Turn != nil {
-		a.turn = &openTurn{ours: st.Turn.Ours, provider: st.Turn.Provider, interrupted: st.Turn.Interrupted}
+		a.turn = &openTurn{ours: st.Turn.Ours, provider: st.Turn.Provider, interrupted: st.Turn.Interrupted, failure: st.Turn.Failure}
 	}
 	for _, ap := range st.Approvals {
 		a.approvals[ap.Key] = &approval{rawID: ap.RawID, turnID: ap.TurnID, method: ap.Method, kind: ap.Kind,

@@ -207,34 +207,49 @@ func TestBadRequestIDs(t *testing.T) {
 	}
 }
 
-// TestLateTurnCompletedAfterError: codex ends a failed turn with `error`
-// and then its own turn/completed; when that turn/completed arrives after
-// the next turn was started but before turn/start answered, it must not
-// end the new turn (seen with the real codex and a model answering 500).
-func TestLateTurnCompletedAfterError(t *testing.T) {
+// TestFinalErrorAwaitsTurnCompleted: codex ends a failed turn with a final
+// `error` and then its own turn/completed {failed}. Until that turn/completed
+// the turn is still active in codex, which folds a turn/start sent in
+// between into it (seen with the real codex and a model answering 500: the
+// answer carried the old turn's id, the input never reached the model and
+// the new turn never completed). So the `error` must not end the turn: the
+// next send is refused until turn/completed, which carries the error.
+func TestFinalErrorAwaitsTurnCompleted(t *testing.T) {
 	f := newFake(t, nil)
 	f.handshake(t)
 	f.startTurn(t, "t_1", "pt_1")
 	f.send(t, map[string]any{"method": "error", "params": map[string]any{"threadId": "thr_1", "turnId": "pt_1",
 		"error": map[string]any{"message": "500"}, "willRetry": false}})
-	f.rec.waitFor(t, event.TurnCompleted, "t_1")
+	// A line read after the `error` (a notice whatever the turn's state):
+	// once it is emitted, the `error` was handled.
+	f.send(t, map[string]any{"method": "error", "params": map[string]any{"threadId": "thr_1", "turnId": "pt_1",
+		"error": map[string]any{"message": "marker"}, "willRetry": true}})
+	f.rec.waitFor(t, event.ProviderNotice, "")
+	if types := typesOf(f.rec.all()); types != "provider.notice" || !f.a.Busy() {
+		t.Fatalf("after the final error: events %s, busy %v; the turn must stay open until turn/completed", types, f.a.Busy())
+	}
+	if err := f.a.StartTurn(testCtx(t), "t_2", "again"); !errors.Is(err, ErrTurnRunning) {
+		t.Fatalf("a send before codex's turn/completed: %v, want ErrTurnRunning", err)
+	}
+	// codex's own turn/completed; without an error of its own, the one of
+	// the `error` is the turn's.
+	f.send(t, map[string]any{"method": "turn/completed", "params": map[string]any{"threadId": "thr_1",
+		"turn": map[string]any{"id": "pt_1", "status": "failed"}}})
+	got := decode[event.TurnCompletedData](t, f.rec.waitFor(t, event.TurnCompleted, "t_1"))
+	if got != (event.TurnCompletedData{Status: event.StatusFailed, Reason: event.ReasonProviderError, ProviderTurnID: "pt_1", Error: "500"}) {
+		t.Fatalf("t_1 ended %+v", got)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- f.a.StartTurn(context.Background(), "t_2", "again") }()
-	req := f.expect(t, "turn/start")
-	// The old turn's own turn/completed, before turn/start's answer.
-	f.send(t, map[string]any{"method": "turn/completed", "params": map[string]any{"threadId": "thr_1",
-		"turn": map[string]any{"id": "pt_1", "status": "failed", "error": map[string]any{"message": "500"}}}})
-	f.reply(t, req, map[string]any{"turn": map[string]any{"id": "pt_2", "status": "inProgress"}})
+	f.reply(t, f.expect(t, "turn/start"), map[string]any{"turn": map[string]any{"id": "pt_2", "status": "inProgress"}})
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
-	f.send(t, map[string]any{"method": "item/agentMessage/delta", "params": map[string]any{"threadId": "thr_1", "turnId": "pt_2", "itemId": "m", "delta": "ok"}})
 	f.send(t, map[string]any{"method": "turn/completed", "params": map[string]any{"threadId": "thr_1", "turn": map[string]any{"id": "pt_2", "status": "completed"}}})
-	got := decode[event.TurnCompletedData](t, f.rec.waitFor(t, event.TurnCompleted, "t_2"))
-	if got.Status != event.StatusCompleted || got.ProviderTurnID != "pt_2" {
+	if got := decode[event.TurnCompletedData](t, f.rec.waitFor(t, event.TurnCompleted, "t_2")); got.Status != event.StatusCompleted || got.ProviderTurnID != "pt_2" {
 		t.Fatalf("t_2 ended %+v", got)
 	}
-	if types := typesOf(f.rec.all()); types != "turn.completed,message.delta,turn.completed" {
+	if types := typesOf(f.rec.all()); types != "provider.notice,turn.completed,turn.completed" {
 		t.Fatalf("events %s", types)
 	}
 }

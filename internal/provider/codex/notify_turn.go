@@ -41,8 +41,12 @@ func (a *Adapter) onTurnCompleted(p json.RawMessage) {
 	a.completeTurn(n.ThreadID, n.Turn.ID, n.Turn.Status, errorText(n.Turn.Error))
 }
 
-// onError: an error the provider retries is a notice; otherwise it ends
-// the turn failed.
+// onError: an error the provider retries is a notice; a final one is kept
+// as the turn's error and does not end the turn. codex follows it with its
+// own turn/completed {failed}, and until then the turn is still active in
+// codex: a turn/start sent in between is folded into that dying turn (its
+// answer carries the old turn's id, the input is never sent to the model),
+// so the turn must stay open here, refusing the next send, until then.
 func (a *Adapter) onError(p json.RawMessage) {
 	var n turnNote
 	if !a.params("error", p, &n) {
@@ -52,7 +56,15 @@ func (a *Adapter) onError(p json.RawMessage) {
 		a.notice("warning", "retrying", "provider error, retrying: "+errorText(n.Error))
 		return
 	}
-	a.completeTurn(n.ThreadID, n.TurnID, event.StatusFailed, errorText(n.Error))
+	t, ok := a.resolveTurn(n.ThreadID, n.TurnID)
+	if !ok {
+		return
+	}
+	a.mu.Lock()
+	if a.turn != nil && a.turn.ours == t.ours && a.turn.failure == "" {
+		a.turn.failure = errorText(n.Error)
+	}
+	a.mu.Unlock()
 }
 
 func (a *Adapter) onAgentMessageDelta(p json.RawMessage) {

@@ -154,9 +154,12 @@ func TestTurnEndings(t *testing.T) {
 			want: event.TurnCompletedData{Status: "completed", ProviderTurnID: "pt"},
 		},
 		{
-			name:  "final error ends the turn",
-			notes: []msg{{"method": "error", "params": msg{"threadId": "thr_1", "turnId": "pt", "error": msg{"message": "quota"}, "willRetry": false}}},
-			want:  event.TurnCompletedData{Status: "failed", Reason: "provider_error", ProviderTurnID: "pt", Error: "quota"},
+			name: "final error, then the turn's own turn/completed",
+			notes: []msg{
+				{"method": "error", "params": msg{"threadId": "thr_1", "turnId": "pt", "error": msg{"message": "quota"}, "willRetry": false}},
+				{"method": "turn/completed", "params": msg{"threadId": "thr_1", "turn": msg{"id": "pt", "status": "failed"}}},
+			},
+			want: event.TurnCompletedData{Status: "failed", Reason: "provider_error", ProviderTurnID: "pt", Error: "quota"},
 		},
 		{
 			name:  "interrupted by the provider itself",

@@ -72,8 +72,8 @@ func (a *Adapter) resolveTurn(threadID, providerTurnID string) (openTurn, bool) 
 		return openTurn{}, false
 	}
 	if providerTurnID != "" && providerTurnID == a.lastEnded {
-		// codex's own turn/completed after the `error` that ended the turn
-		// here: it must not end (or bind to) the next turn.
+		// a late line of the turn that ended here: it must not end (or
+		// bind to) the next turn.
 		return openTurn{}, false
 	}
 	if t == nil || (t.provider != "" && providerTurnID != "" && providerTurnID != t.provider) {
@@ -117,6 +117,9 @@ func (a *Adapter) completeTurn(threadID, providerTurnID, status, errText string)
 			d.Reason = event.ReasonUserCancel
 		}
 	default:
+		if errText == "" {
+			errText = t.failure // the final `error` before turn/completed
+		}
 		d.Status, d.Reason, d.Error = event.StatusFailed, event.ReasonProviderError, errText
 		if status != event.StatusFailed && errText == "" {
 			d.Error = "unknown turn status " + status
