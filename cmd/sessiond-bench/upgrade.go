@@ -191,8 +191,18 @@ func longestGap(ctx context.Context, c *rpc.Client, ids []string) (time.Duration
 
 // upgradePause reads the last upgrade's pause from the daemon's JSON log:
 // the time of its last "upgrade started" line to that of the "upgrade
-// complete" line after it.
+// complete" line after it (logged just after the answer: it is waited for).
 func upgradePause(logPath string) (time.Duration, error) {
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		d, err := logPause(logPath)
+		if err == nil || time.Now().After(deadline) {
+			return d, err
+		}
+		time.Sleep(time.Millisecond) // another process's log: nothing to wait on but the file
+	}
+}
+
+func logPause(logPath string) (time.Duration, error) {
 	b, err := os.ReadFile(logPath)
 	if err != nil {
 		return 0, err
