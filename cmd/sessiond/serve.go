@@ -100,6 +100,7 @@ type daemon struct {
 func (d *daemon) run() error {
 	log := d.log
 	// 1. The store's flock, before any process is signalled or the socket touched.
+	restoreGC := d.holdGC() // a live upgrade's new image: until it accepts
 	opened := time.Now()
 	st, err := store.Open(d.stateDir, lockTimeout)
 	if errors.Is(err, store.ErrLocked) {
@@ -227,6 +228,7 @@ func (d *daemon) run() error {
 		return err
 	}
 	d.notify("READY=1") // only now: the listen step has run
+	restoreGC()
 	if d.handoff != nil {
 		d.answerCaller()
 		log.Info("upgrade complete", "from_version", d.handoff.FromVersion, "version", version(), "pid", os.Getpid(),

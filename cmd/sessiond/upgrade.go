@@ -141,7 +141,8 @@ func (u *upgrader) refused(err error) error {
 	return err
 }
 
-// checkBinary runs `<bin> version --handoff` and `<bin> version`: the new
+// checkBinary runs `<bin> version --handoff` and, side by side with it,
+// `<bin> version` (killed on a refusal): the new
 // binary must be executable and read this binary's handoff format. It
 // returns the new binary's version.
 func checkBinary(ctx context.Context, bin string) (string, error) {
@@ -154,6 +155,25 @@ func checkBinary(ctx context.Context, bin string) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	// Both run side by side (the check is inside daemon.upgrade's time);
+	// `version` counts only once `version --handoff` passed.
+	type result struct {
+		out []byte
+		err error
+	}
+	vres := make(chan result, 1)
+	vctx, vcancel := context.WithCancel(ctx)
+	go func() {
+		out, err := proc.Output(vctx, bin, "version")
+		vres <- result{out, err}
+	}()
+	var v *result
+	defer func() { // a refusal does not wait for `version`: it is killed
+		vcancel()
+		if v == nil {
+			<-vres
+		}
+	}()
 	out, err := proc.Output(ctx, bin, "version", "--handoff")
 	if err != nil {
 		return "", refuse(fmt.Sprintf("%s version --handoff failed (a binary without live upgrade?)", api.Quote(bin)), err)
@@ -170,9 +190,10 @@ func checkBinary(ctx context.Context, bin string) (string, error) {
 	if !ok {
 		return "", refuse(fmt.Sprintf("%s reads handoff formats %v, not %s", api.Quote(bin), reads, handoffFormat), nil)
 	}
-	vout, err := proc.Output(ctx, bin, "version")
-	if err != nil {
-		return "", refuse(fmt.Sprintf("%s version failed", api.Quote(bin)), err)
+	got := <-vres
+	v = &got
+	if v.err != nil {
+		return "", refuse(fmt.Sprintf("%s version failed", api.Quote(bin)), v.err)
 	}
-	return api.Prefix(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(vout)), "sessiond "))), nil
+	return api.Prefix(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(v.out)), "sessiond "))), nil
 }

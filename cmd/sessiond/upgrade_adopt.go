@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -48,6 +49,27 @@ func (d *daemon) adoptHandoff(h *host.Host, stateID string) error {
 	d.log.Info("adopting a live upgrade's sessions", "sessions", len(ho.Sessions), "from_version", ho.FromVersion,
 		"to_version", version())
 	return h.Adopt(context.Background(), ho.Sessions)
+}
+
+// adoptGCLimit is the heap at which the collector runs while a new image
+// adopts (it is otherwise held off: see holdGC).
+const adoptGCLimit = 512 << 20
+
+// holdGC holds the garbage collector off from the new image's start until
+// it accepts (the returned func restores it): adopting a hundred sessions
+// grows a fresh heap from 4 MB through three collections, each taking a
+// core of the two for milliseconds while daemon.upgrade's caller waits. A
+// heap past adoptGCLimit (a huge handoff) is still collected. No-op
+// without a handoff.
+func (d *daemon) holdGC() (restore func()) {
+	if d.handoff == nil {
+		return func() {}
+	}
+	pct, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(adoptGCLimit)
+	return func() {
+		debug.SetMemoryLimit(limit)
+		debug.SetGCPercent(pct)
+	}
 }
 
 // handoffListener is the listening socket inherited through the exec.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
 
 	"github.com/sessiond/sessiond/internal/lease"
 	"github.com/sessiond/sessiond/internal/proc"
@@ -16,17 +18,40 @@ import (
 // time. Startup then leaves these sessions alone (their leases are live
 // and their children are ours). Any error means the image cannot take
 // over: the caller exits and the next start reaps as after a crash.
+//
+// Sessions are adopted side by side (adoptWorkers at a time): each waits
+// on its own store reads, /proc and cgroup files, and the new image
+// accepts only once all are adopted.
 func (h *Host) Adopt(ctx context.Context, sessions []HandoffSession) error {
-	for _, s := range sessions {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := h.adoptOne(s); err != nil {
-			return fmt.Errorf("adopt session %s: %w", s.ID, err)
-		}
+	work := make(chan HandoffSession)
+	errs := make([]error, min(adoptWorkers(), len(sessions)))
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := range work {
+				if errs[i] != nil {
+					continue // drain: the image exits anyway
+				}
+				if err := ctx.Err(); err != nil {
+					errs[i] = err
+				} else if err := h.adoptOne(s); err != nil {
+					errs[i] = fmt.Errorf("adopt session %s: %w", s.ID, err)
+				}
+			}
+		}()
 	}
-	return nil
+	for _, s := range sessions {
+		work <- s
+	}
+	close(work)
+	wg.Wait()
+	return errors.Join(errs...)
 }
+
+// adoptWorkers is how many sessions Adopt adopts at a time.
+func adoptWorkers() int { return 2 * runtime.GOMAXPROCS(0) }
 
 func (h *Host) adoptOne(s HandoffSession) error {
 	rec, err := h.record(s.ID)

@@ -146,8 +146,10 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 		}
 	}
 	// A process being stopped may have forked one more tagged descendant
-	// after our scan: scan again until a pass finds none (bounded).
-	for pass := 0; pass < 3 && scanErr == nil; pass++ {
+	// after our scan: scan again until a pass finds none (bounded). When
+	// nothing was stopped (a live upgrade's start, a clean one) nothing
+	// can have forked since the scan.
+	for pass := 0; pass < 3 && scanErr == nil && reaped > 0; pass++ {
 		late, err := proc.ScanTagged(h.st.StateID)
 		late = slices.DeleteFunc(late, func(t proc.Tagged) bool { return h.adopted(t.SessionID) || stuck[t.Identity] })
 		if err != nil || len(late) == 0 {

@@ -150,6 +150,7 @@ func Spawn(spec Spec) (*Child, error) {
 func (c *Child) wait(errR *os.File, copied <-chan struct{}) {
 	var ps *os.ProcessState
 	var err error
+	awaitExit(c.process) // no thread parked in waitid per child
 	if c.cmd != nil {
 		err = c.cmd.Wait()
 		ps = c.cmd.ProcessState
