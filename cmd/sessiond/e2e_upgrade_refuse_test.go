@@ -3,6 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -56,5 +59,42 @@ func TestE2EUpgradeQuiesceRefusal(t *testing.T) {
 	}
 	if st := d.Status(t); st.Version != upgradeVersion {
 		t.Fatalf("after the upgrade: version %s", st.Version)
+	}
+}
+
+// TestE2EUpgradeKeepsStoreLock: the store's flock is held across the
+// exec (the new image runs on the descriptor the old one handed over): in
+// the exec's window (a wrapper runs in the daemon's pid before the real
+// binary) nobody else can take it, so a second serve never gets it. After
+// the upgrade the sessions still run and a second serve on the same state
+// dir exits non-zero naming the other.
+func TestE2EUpgradeKeepsStoreLock(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "lock")
+	next := script(t, `case "$1" in version) exec "$REAL" "$@";; esac
+if flock -n -x "$(dirname "$SESSIOND_HANDOFF")/sessiond.db" true; then echo free >`+marker+`; else echo held >`+marker+`; fi
+exec "$REAL" "$@"`)
+	d := daemontest.Start(t, daemontest.Options{})
+	c := d.Client(t)
+	id, pid := liveSession(t, c)
+	if err := c.Call(ctxN(t, 60*time.Second), "daemon.upgrade", api.UpgradeParams{Binary: next}, nil); err != nil {
+		t.Fatalf("upgrade: %v\n%s", err, d.Log.String())
+	}
+	if b, err := os.ReadFile(marker); err != nil || strings.TrimSpace(string(b)) != "held" {
+		t.Fatalf("the store's flock during the exec: %q (%v); want held", b, err)
+	}
+	dup := exec.Command(daemontest.Binary(t), "serve", "--socket", filepath.Join(t.TempDir(), "dup.sock"), "--state-dir", d.StateDir,
+		"--config", d.ConfigPath, "--log-format", "json")
+	out, err := dup.CombinedOutput()
+	if dup.ProcessState == nil || dup.ProcessState.ExitCode() == 0 || !strings.Contains(string(out), "another sessiond is running") {
+		t.Fatalf("a second serve on the same state dir: %v\n%s", err, out)
+	}
+	var s api.SessionInfo
+	if err := d.Client(t).Call(ctx10(t), "agentSession.get", api.SessionParams{SessionID: id}, &s); err != nil || s.PID != pid || s.State != "live" {
+		t.Fatalf("session after the upgrade: %+v %v; want pid %d live", s, err, pid)
+	}
+	send(t, d.Client(t), id, "still here")
+	evs := waitJournal(t, func() *rpc.Client { return d.Client(t) }, id, "turn.completed", turnDone)
+	if got := deltaText(t, evs); got != "echo: still here" {
+		t.Fatalf("after the upgrade the turn answered %q", got)
 	}
 }

@@ -101,7 +101,7 @@ func (d *daemon) run() error {
 	log := d.log
 	// 1. The store's flock, before any process is signalled or the socket touched.
 	opened := time.Now()
-	st, err := store.Open(d.stateDir, lockTimeout)
+	st, err := d.openStore()
 	if errors.Is(err, store.ErrLocked) {
 		log.Error("another sessiond is running on this state directory", "state_dir", d.stateDir, "err", err.Error())
 		return err
@@ -187,7 +187,7 @@ func (d *daemon) run() error {
 	})
 	served := make(chan error, 1)
 	var serving atomic.Pointer[net.Listener]
-	up := &upgrader{d: d, h: h, srv: srv, stateID: st.StateID, cgroups: cgroups, quiesce: d.cfg.StepTimeout, listener: func() net.Listener {
+	up := &upgrader{d: d, h: h, srv: srv, stateID: st.StateID, cgroups: cgroups, store: st.File(), quiesce: d.cfg.StepTimeout, listener: func() net.Listener {
 		if p := serving.Load(); p != nil {
 			return *p
 		}

@@ -26,6 +26,7 @@ type upgrader struct {
 	srv      *rpc.Server
 	stateID  string
 	cgroups  *proc.Cgroups       // cgroup mode's, nil in fallback mode
+	store    *os.File            // the store's locked descriptor, handed over
 	listener func() net.Listener // the one being served, nil before listen
 	quiesce  time.Duration       // bound on in-flight calls and on the host's quiesce
 }
@@ -86,10 +87,15 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 	if err != nil {
 		return abandon("listener descriptor", err)
 	}
+	sfd, err := proc.Inheritable(u.store, true)
+	if err != nil {
+		_, _ = proc.Inheritable(ul, false)
+		return abandon("store descriptor", err)
+	}
 	ho := &handoff{Format: handoffFormat, FromVersion: version(), ToVersion: toVersion, PID: os.Getpid(),
 		StateID: u.stateID, WrittenAt: time.Now().UTC(), NotifySocket: u.d.notifySocket,
 		Listener: handoffListener{FD: lfd, Socket: u.d.socket, Activated: u.d.act.listener != nil},
-		Sessions: q.Sessions, CgroupBase: u.cgroups.Base()}
+		Sessions: q.Sessions, CgroupBase: u.cgroups.Base(), StoreFD: sfd}
 	var callerConn *net.UnixConn
 	if c, ok := rpc.Caller(ctx); ok && c.Conn != nil && len(c.ID) > 0 {
 		fd, err := proc.Inheritable(c.Conn, true)
@@ -100,6 +106,7 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 	}
 	undoFDs := func() {
 		_, _ = proc.Inheritable(ul, false)
+		_, _ = proc.Inheritable(u.store, false)
 		if callerConn != nil {
 			_, _ = proc.Inheritable(callerConn, false)
 		}

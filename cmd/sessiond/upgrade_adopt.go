@@ -12,6 +12,7 @@ import (
 
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/host"
+	"github.com/sessiond/sessiond/internal/store"
 )
 
 // The new image's side of a live upgrade: read the handoff named by
@@ -32,6 +33,9 @@ func takeHandoff() (*handoff, error) {
 		return nil, err
 	}
 	syscall.CloseOnExec(h.Listener.FD) // inherited once, by us only
+	if h.StoreFD > 2 {
+		syscall.CloseOnExec(h.StoreFD)
+	}
 	if h.Caller != nil {
 		syscall.CloseOnExec(h.Caller.FD)
 	}
@@ -94,4 +98,17 @@ func (d *daemon) answerCaller() {
 	if _, err := f.Write(frame); err != nil {
 		d.log.Warn("upgrade: could not answer the caller", "err", err.Error())
 	}
+}
+
+// openStore opens the store: after a live upgrade on the descriptor the
+// old image handed over (its flock was never released), else as usual.
+func (d *daemon) openStore() (*store.Store, error) {
+	if d.handoff == nil || d.handoff.StoreFD <= 2 {
+		return store.Open(d.stateDir, lockTimeout)
+	}
+	f := os.NewFile(uintptr(d.handoff.StoreFD), "store")
+	if f == nil {
+		return nil, fmt.Errorf("%w: store descriptor %d", errHandoff, d.handoff.StoreFD)
+	}
+	return store.OpenInherited(d.stateDir, f, lockTimeout)
 }

@@ -43,6 +43,10 @@ type handoff struct {
 	// Listener is the listening socket's descriptor (inheritable) and
 	// whether it came from systemd (then it is never unlinked).
 	Listener handoffListener `json:"listener"`
+	// StoreFD is the store's locked descriptor (inheritable): the new
+	// image runs bbolt on the same open file, so the flock is held across
+	// the exec and a second serve waiting for it never gets it.
+	StoreFD int `json:"storeFd,omitempty"`
 	// Caller is the connection that called daemon.upgrade: the new image
 	// answers it there, once it accepts.
 	Caller *handoffCaller `json:"caller,omitempty"`
