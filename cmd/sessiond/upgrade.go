@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/host"
@@ -98,17 +101,21 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 		Sessions: q.Sessions, CgroupBase: u.cgroups.Base(), StoreFD: sfd}
 	var callerConn *net.UnixConn
 	if c, ok := rpc.Caller(ctx); ok && c.Conn != nil && len(c.ID) > 0 {
-		fd, err := proc.Inheritable(c.Conn, true)
-		if err == nil {
+		// A dup made for the new image: the connection's own descriptor
+		// may be closed (the caller hung up) and its number reused.
+		if fd, err := dupInheritable(c.Conn); err == nil {
 			callerConn = c.Conn
 			ho.Caller = &handoffCaller{FD: fd, Framing: c.Framing.String(), ID: c.ID}
+		} else {
+			log.Warn("upgrade: the caller's connection cannot be handed over; it is not answered", "err", err.Error())
 		}
 	}
 	undoFDs := func() {
 		_, _ = proc.Inheritable(ul, false)
 		_, _ = proc.Inheritable(u.store, false)
-		if callerConn != nil {
-			_, _ = proc.Inheritable(callerConn, false)
+		if ho.Caller != nil {
+			unix.Close(ho.Caller.FD)
+			ho.Caller = nil
 		}
 	}
 	path, err := writeHandoff(u.d.stateDir, ho)
@@ -122,7 +129,19 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 		undoFDs()
 		return abandon("session "+id+"'s provider exited during the upgrade; try again", nil)
 	}
-	u.srv.Restarting(api.RestartingNotice{FromVersion: version(), ToVersion: toVersion}, restartingWrite)
+	dropped := u.srv.Restarting(api.RestartingNotice{FromVersion: version(), ToVersion: toVersion}, restartingWrite)
+	if ho.Caller != nil && slices.Contains(dropped, net.Conn(callerConn)) {
+		// Busy writing (or its notification cut): an answer written after
+		// it would reach the caller inside a frame.
+		log.Warn("upgrade: the caller's connection was still being written to; the new image does not answer it")
+		unix.Close(ho.Caller.FD)
+		ho.Caller, callerConn = nil, nil
+		if path, err = writeHandoff(u.d.stateDir, ho); err != nil {
+			undoFDs()
+			u.srv.Unseal(nil)
+			return abandon("write the handoff", err)
+		}
+	}
 	log.Info("upgrade: re-executing in place", "binary", bin, "pid", os.Getpid(), "sessions", len(q.Sessions),
 		"handoff", path, "quiesce_ms", time.Since(started).Milliseconds())
 	env := []string{}
@@ -139,7 +158,7 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 	// Only a failed exec comes back here.
 	os.Remove(path)
 	undoFDs()
-	u.srv.Unseal()
+	u.srv.Unseal(callerConn) // the caller gets upgrade_refused
 	return abandon("exec "+bin, err)
 }
 
@@ -182,4 +201,19 @@ func checkBinary(ctx context.Context, bin string) (string, error) {
 		return "", refuse(fmt.Sprintf("%s version failed", api.Quote(bin)), err)
 	}
 	return api.Prefix(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(vout)), "sessiond "))), nil
+}
+
+// dupInheritable duplicates c's descriptor, inheritable (dup clears
+// close-on-exec), for the next image.
+func dupInheritable(c syscall.Conn) (int, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	fd := -1
+	var derr error
+	if err := rc.Control(func(u uintptr) { fd, derr = unix.Dup(int(u)) }); err != nil {
+		return -1, err
+	}
+	return fd, derr
 }

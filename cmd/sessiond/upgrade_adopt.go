@@ -9,8 +9,12 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/config"
 	"github.com/sessiond/sessiond/internal/host"
 	"github.com/sessiond/sessiond/internal/store"
 )
@@ -76,17 +80,20 @@ func (d *daemon) inheritedListener() (net.Listener, error) {
 }
 
 // answerCaller writes daemon.upgrade's result to the connection that
-// called it and closes it.
+// called it and closes it, off the daemon's path (a caller that stopped
+// reading must not hold the new image): the write is bounded by
+// write_timeout. The descriptor is used only if it is a connected unix
+// stream socket; anything else is left alone.
 func (d *daemon) answerCaller() {
 	c := d.handoff.Caller
 	if c == nil {
 		return
 	}
-	f := os.NewFile(uintptr(c.FD), "upgrade-caller")
-	if f == nil {
+	conn, err := callerConn(c.FD)
+	if err != nil {
+		d.log.Warn("upgrade: the caller's descriptor is not answered", "fd", c.FD, "err", err.Error())
 		return
 	}
-	defer f.Close()
 	res, _ := json.Marshal(api.UpgradeResult{FromVersion: d.handoff.FromVersion, ToVersion: version(), PID: os.Getpid()})
 	body := []byte(`{"jsonrpc":"2.0","id":` + string(c.ID) + `,"result":` + string(res) + `}`)
 	var frame []byte
@@ -95,9 +102,45 @@ func (d *daemon) answerCaller() {
 	} else {
 		frame = append(body, '\n')
 	}
-	if _, err := f.Write(frame); err != nil {
-		d.log.Warn("upgrade: could not answer the caller", "err", err.Error())
+	timeout := d.cfg.WriteTimeout
+	if timeout <= 0 {
+		timeout = config.DefaultWriteTimeout
 	}
+	go func() {
+		defer conn.Close()
+		_ = conn.SetWriteDeadline(time.Now().Add(timeout))
+		if _, err := conn.Write(frame); err != nil {
+			d.log.Warn("upgrade: could not answer the caller", "err", err.Error())
+		}
+	}()
+}
+
+// callerConn wraps fd, the caller's connection handed over, after
+// checking it is a connected unix stream socket (not a listener); on
+// success fd is closed (the conn holds a dup).
+func callerConn(fd int) (net.Conn, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return nil, fmt.Errorf("descriptor %d is not a socket (mode %#o, %v)", fd, st.Mode, err)
+	}
+	for _, o := range []struct {
+		name      string
+		opt, want int
+	}{{"SO_DOMAIN", unix.SO_DOMAIN, unix.AF_UNIX}, {"SO_TYPE", unix.SO_TYPE, unix.SOCK_STREAM}, {"SO_ACCEPTCONN", unix.SO_ACCEPTCONN, 0}} {
+		if v, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, o.opt); err != nil || v != o.want {
+			return nil, fmt.Errorf("descriptor %d: %s is %d, want %d (%v)", fd, o.name, v, o.want, err)
+		}
+	}
+	if _, err := unix.Getpeername(fd); err != nil {
+		return nil, fmt.Errorf("descriptor %d is not connected: %w", fd, err)
+	}
+	f := os.NewFile(uintptr(fd), "upgrade-caller")
+	defer f.Close()
+	conn, err := net.FileConn(f)
+	if err != nil {
+		return nil, fmt.Errorf("descriptor %d: %w", fd, err)
+	}
+	return conn, nil
 }
 
 // openStore opens the store: after a live upgrade on the descriptor the
