@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -96,5 +97,41 @@ exec "$REAL" "$@"`)
 	evs := waitJournal(t, func() *rpc.Client { return d.Client(t) }, id, "turn.completed", turnDone)
 	if got := deltaText(t, evs); got != "echo: still here" {
 		t.Fatalf("after the upgrade the turn answered %q", got)
+	}
+}
+
+// TestE2EUpgradeHandoffPathOccupied: a FIFO (or a symlink) at the
+// handoff's path is neither opened nor followed: the handoff is written to
+// a new file renamed over it, and the upgrade completes.
+func TestE2EUpgradeHandoffPathOccupied(t *testing.T) {
+	v2 := daemontest.BinaryVersion(t, upgradeVersion)
+	d := daemontest.Start(t, daemontest.Options{})
+	c := d.Client(t)
+	id, pid := liveSession(t, c)
+	path := filepath.Join(d.StateDir, handoffFile)
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var res api.UpgradeResult
+	if err := c.Call(ctxN(t, 60*time.Second), "daemon.upgrade", api.UpgradeParams{Binary: v2}, &res); err != nil {
+		t.Fatalf("upgrade with a FIFO at %s: %v\n%s", path, err, d.Log.String())
+	}
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, path); err != nil {
+		t.Fatal(err)
+	}
+	c = d.Client(t)
+	if err := c.Call(ctxN(t, 60*time.Second), "daemon.upgrade", api.UpgradeParams{Binary: v2}, &res); err != nil {
+		t.Fatalf("upgrade with a symlink at %s: %v\n%s", path, err, d.Log.String())
+	}
+	if b, err := os.ReadFile(victim); err != nil || string(b) != "keep" {
+		t.Fatalf("the symlink's target was written: %q %v", b, err)
+	}
+	var s api.SessionInfo
+	if err := d.Client(t).Call(ctx10(t), "agentSession.get", api.SessionParams{SessionID: id}, &s); err != nil || s.PID != pid || s.State != "live" {
+		t.Fatalf("session after the upgrades: %+v %v; want pid %d live", s, err, pid)
 	}
 }
