@@ -135,3 +135,32 @@ func TestE2EUpgradeHandoffPathOccupied(t *testing.T) {
 		t.Fatalf("session after the upgrades: %+v %v; want pid %d live", s, err, pid)
 	}
 }
+
+// TestE2EUpgradeExecFails: the binary is gone by the time of the exec (it
+// deletes itself after answering `version`): the caller gets
+// upgrade_refused on its connection, which stays open, and the daemon
+// serves on as before.
+func TestE2EUpgradeExecFails(t *testing.T) {
+	next := script(t, `case "$1 $2" in "version ") rm -f "$0"; exec "$REAL" "$@";; esac; exec "$REAL" "$@"`)
+	d := daemontest.Start(t, daemontest.Options{})
+	c := d.Client(t)
+	before := d.Status(t)
+	id, pid := liveSession(t, c)
+	err := c.Call(ctxN(t, 60*time.Second), "daemon.upgrade", api.UpgradeParams{Binary: next}, nil)
+	var re *rpc.Error
+	if !errors.As(err, &re) || re.Reason != "upgrade_refused" || !strings.Contains(fmt.Sprint(re.Data["cause"]), "exec") {
+		t.Fatalf("upgrade to a binary gone at the exec: %v (%v)", err, dataOf(re))
+	}
+	var s api.SessionInfo
+	if err := c.Call(ctx10(t), "agentSession.get", api.SessionParams{SessionID: id}, &s); err != nil || s.PID != pid {
+		t.Fatalf("the caller's connection after the refusal: pid %d (want %d) %v", s.PID, pid, err)
+	}
+	send(t, c, id, "still here")
+	evs := waitJournal(t, func() *rpc.Client { return c }, id, "turn.completed", turnDone)
+	if got := deltaText(t, evs); got != "echo: still here" {
+		t.Fatalf("after the refusal the turn answered %q", got)
+	}
+	if after := d.Status(t); after.PID != before.PID || after.StartedAt != before.StartedAt {
+		t.Fatalf("daemon changed: %+v -> %+v", before, after)
+	}
+}
