@@ -164,3 +164,37 @@ func TestE2EUpgradeExecFails(t *testing.T) {
 		t.Fatalf("daemon changed: %+v -> %+v", before, after)
 	}
 }
+
+// TestE2EUpgradeCheckBounded: the new binary's `version --handoff` is
+// bounded in time (one that leaves a child holding its output is killed
+// with its whole process group, the child too) and in size (64 KiB: past
+// it the upgrade is refused, however good the lines).
+func TestE2EUpgradeCheckBounded(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Options{})
+	c := d.Client(t)
+	pidFile := filepath.Join(t.TempDir(), "child")
+	hang := script(t, `case "$1 $2" in "version --handoff") sleep 600 & echo $! >`+pidFile+`; wait;; esac; exec "$REAL" "$@"`)
+	huge := script(t, `case "$1 $2" in "version --handoff") yes sessiond-handoff/1 | head -c 1000000; exit 0;; esac; exec "$REAL" "$@"`)
+	for _, tc := range []struct{ name, bin, cause string }{
+		{"hang", hang, "version --handoff failed"},
+		{"huge", huge, "more than 65536 bytes"},
+	} {
+		err := c.Call(ctxN(t, 60*time.Second), "daemon.upgrade", api.UpgradeParams{Binary: tc.bin}, nil)
+		var re *rpc.Error
+		if !errors.As(err, &re) || re.Reason != "upgrade_refused" || !strings.Contains(fmt.Sprint(re.Data["cause"]), tc.cause) {
+			t.Fatalf("%s: %v (%v); want upgrade_refused naming %q", tc.name, err, dataOf(re), tc.cause)
+		}
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	fmt.Sscan(string(b), &pid)
+	for deadline := time.Now().Add(20 * time.Second); syscall.Kill(pid, 0) == nil; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the check's child %d still runs", pid)
+		}
+		time.Sleep(10 * time.Millisecond) // another process's exit (reaped by the daemon): nothing to wait on
+	}
+}

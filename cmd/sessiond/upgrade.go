@@ -167,6 +167,10 @@ func (u *upgrader) refused(err error) error {
 	return err
 }
 
+// maxVersionOutput bounds what the new binary's `version` and `version
+// --handoff` may print.
+const maxVersionOutput = 64 << 10
+
 // checkBinary runs `<bin> version --handoff` and `<bin> version`: the new
 // binary must be executable and read this binary's handoff format. It
 // returns the new binary's version.
@@ -180,7 +184,7 @@ func checkBinary(ctx context.Context, bin string) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	out, err := proc.Output(ctx, bin, "version", "--handoff")
+	out, err := proc.Output(ctx, maxVersionOutput, bin, "version", "--handoff")
 	if err != nil {
 		return "", refuse(fmt.Sprintf("%s version --handoff failed (a binary without live upgrade?)", api.Quote(bin)), err)
 	}
@@ -189,6 +193,9 @@ func checkBinary(ctx context.Context, bin string) (string, error) {
 	for sc.Scan() && len(reads) < 16 {
 		reads = append(reads, api.Prefix(strings.TrimSpace(sc.Text())))
 	}
+	if err := sc.Err(); err != nil {
+		return "", refuse(fmt.Sprintf("%s version --handoff", api.Quote(bin)), err)
+	}
 	ok := false
 	for _, f := range reads {
 		ok = ok || f == handoffFormat
@@ -196,7 +203,7 @@ func checkBinary(ctx context.Context, bin string) (string, error) {
 	if !ok {
 		return "", refuse(fmt.Sprintf("%s reads handoff formats %v, not %s", api.Quote(bin), reads, handoffFormat), nil)
 	}
-	vout, err := proc.Output(ctx, bin, "version")
+	vout, err := proc.Output(ctx, maxVersionOutput, bin, "version")
 	if err != nil {
 		return "", refuse(fmt.Sprintf("%s version failed", api.Quote(bin)), err)
 	}
