@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -79,5 +81,52 @@ exec "$REAL" "$@"`)
 	evs := waitJournal(t, func() *rpc.Client { return c2 }, id, "turn.completed", turnDone)
 	if got := deltaText(t, evs); got != "echo: after" {
 		t.Fatalf("after the upgrade the turn answered %q", got)
+	}
+}
+
+// TestE2EUpgradeShutdownDuringQuiesce: SIGTERM while a live upgrade waits
+// for a call in flight (a hold whose child starts slowly): the upgrade is
+// abandoned before the exec (upgrade_refused, "shutting down") and the
+// shutdown runs whole: the daemon exits 0 and no child is left.
+func TestE2EUpgradeShutdownDuringQuiesce(t *testing.T) {
+	v2 := daemontest.BinaryVersion(t, upgradeVersion)
+	cfg := fmt.Sprintf("step_timeout = \"60s\"\n[providers.slow]\ncommand = [%q, \"provider\", \"echo\", \"--slow-start\", \"8000\"]\n",
+		daemontest.Binary(t))
+	d := daemontest.Start(t, daemontest.Options{Config: cfg})
+	c := d.Client(t)
+	var s api.SessionInfo
+	if err := c.Call(ctx10(t), "agentSession.create", api.CreateParams{Provider: "slow", Cwd: t.TempDir()}, &s); err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan error, 1)
+	hc := d.Client(t)
+	go func() {
+		held <- hc.Call(ctxN(t, 60*time.Second), "agentSession.hold", api.HoldParams{SessionID: s.SessionID, HolderID: "t"}, nil)
+	}()
+	for deadline := time.Now().Add(20 * time.Second); len(daemontest.TaggedProcesses(d.StateID)) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow child never started")
+		}
+		time.Sleep(10 * time.Millisecond) // another process appearing: nothing to wait on
+	}
+	upgraded := make(chan error, 1)
+	go func() {
+		upgraded <- c.Call(ctxN(t, 90*time.Second), "daemon.upgrade", api.UpgradeParams{Binary: v2}, nil)
+	}()
+	waitLog(t, d, `"msg":"upgrade started"`)
+	d.Cmd.Process.Signal(syscall.SIGTERM)
+	if code := d.Wait(90 * time.Second); code != 0 {
+		t.Fatalf("exit %d after SIGTERM during the upgrade:\n%s", code, d.Log.String())
+	}
+	err := <-upgraded
+	<-held
+	if !strings.Contains(d.Log.String(), "re-executing in place") { // else the signal came after the exec: the new image stopped
+		var re *rpc.Error
+		if !errors.As(err, &re) || re.Reason != "upgrade_refused" || !strings.Contains(fmt.Sprint(re.Data["cause"]), "shutting down") {
+			t.Fatalf("the upgrade interrupted by a shutdown: %v (%v)\n%s", err, dataOf(re), d.Log.String())
+		}
+	}
+	if pids := daemontest.TaggedProcesses(d.StateID); len(pids) != 0 {
+		t.Fatalf("children left after the shutdown: %v", pids)
 	}
 }

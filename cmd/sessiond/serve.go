@@ -92,6 +92,8 @@ type daemon struct {
 	notifySocket string
 	// handoff is the live upgrade this image takes over (nil: a plain start).
 	handoff *handoff
+	// phase keeps a live upgrade and a shutdown apart (upgrade_gate.go).
+	phase upgradeGate
 }
 
 // run is the daemon's life: flock first, then startup (reap, restore,
@@ -183,7 +185,7 @@ func (d *daemon) run() error {
 		InitializeTimeout: d.cfg.InitializeTimeout,
 		Version:           version(), Socket: d.socket, StateDir: d.stateDir, StateID: st.StateID, StartedAt: time.Now(),
 		Supervision: supervision,
-		OnShutdown:  func() { once.Do(func() { close(shutdown) }) }, Logger: log,
+		OnShutdown:  func() { d.phase.markShutdown(); once.Do(func() { close(shutdown) }) }, Logger: log,
 	})
 	served := make(chan error, 1)
 	var serving atomic.Pointer[net.Listener]
@@ -240,7 +242,8 @@ func (d *daemon) run() error {
 	case serveErr = <-served:
 		log.Error("listener failed", "err", fmt.Sprint(serveErr))
 	}
-	beginShutdown() // from here on a signal is answered with a log line only
+	d.phase.beginShutdown() // a running upgrade aborts first
+	beginShutdown()         // from here on a signal is answered with a log line only
 	d.notify("STOPPING=1")
 	// Cancel writes to every child first (the server's close waits for
 	// in-flight calls, and a send may be blocked on a child that stopped

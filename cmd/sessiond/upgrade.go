@@ -55,6 +55,14 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 		}
 		bin = exe
 	}
+	if ok, shutting := u.d.phase.startUpgrade(); !ok {
+		if shutting {
+			return api.UpgradeResult{}, u.refused(refuse("the daemon is shutting down", nil))
+		}
+		return api.UpgradeResult{}, u.refused(&api.Error{Kind: api.KindUpgradeRefused, Msg: "upgrade refused: " + rpc.ErrUpgrading.Error(),
+			Err: rpc.ErrUpgrading, Data: map[string]any{"cause": rpc.ErrUpgrading.Error()}})
+	}
+	defer u.d.phase.endUpgrade() // only a failed upgrade returns
 	toVersion, err := checkBinary(ctx, bin)
 	if err != nil {
 		return api.UpgradeResult{}, u.refused(err)
@@ -129,6 +137,11 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 		undoFDs()
 		return abandon("session "+id+"'s provider exited during the upgrade; try again", nil)
 	}
+	if u.d.phase.shuttingDown() {
+		os.Remove(path)
+		undoFDs()
+		return abandon("the daemon is shutting down", nil)
+	}
 	dropped := u.srv.Restarting(api.RestartingNotice{FromVersion: version(), ToVersion: toVersion}, restartingWrite)
 	if ho.Caller != nil && slices.Contains(dropped, net.Conn(callerConn)) {
 		// Busy writing (or its notification cut): an answer written after
@@ -154,10 +167,14 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 	if u.d.notifySocket != "" {
 		env = append(env, "NOTIFY_SOCKET="+u.d.notifySocket)
 	}
-	err = syscall.Exec(bin, append([]string{bin}, os.Args[1:]...), env)
-	// Only a failed exec comes back here.
+	ran, err := u.d.phase.execLocked(func() error { return syscall.Exec(bin, append([]string{bin}, os.Args[1:]...), env) })
+	// Only a failed or abandoned exec comes back here.
 	os.Remove(path)
 	undoFDs()
+	if !ran {
+		u.srv.Unseal(callerConn)
+		return abandon("the daemon is shutting down", nil)
+	}
 	u.srv.Unseal(callerConn) // the caller gets upgrade_refused
 	return abandon("exec "+bin, err)
 }
