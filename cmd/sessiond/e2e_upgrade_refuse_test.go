@@ -198,3 +198,34 @@ func TestE2EUpgradeCheckBounded(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // another process's exit (reaped by the daemon): nothing to wait on
 	}
 }
+
+// TestE2EHandoffEnvAtPlainStart: SESSIOND_HANDOFF in a plain start's
+// environment naming something that is not this daemon's handoff (a file
+// elsewhere, one in the state dir written by another pid, a FIFO there)
+// is ignored with a warning: the daemon starts, nothing hangs, and the
+// file is left where it is.
+func TestE2EHandoffEnvAtPlainStart(t *testing.T) {
+	state := t.TempDir()
+	other := filepath.Join(t.TempDir(), "precious.json")
+	stale := filepath.Join(state, handoffFile)
+	fifo := filepath.Join(state, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{other, stale} {
+		if err := os.WriteFile(p, []byte(`{"format":"sessiond-handoff/1","pid":1}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{other, stale, fifo} {
+		d := daemontest.Start(t, daemontest.Options{StateDir: state, Env: []string{handoffEnv + "=" + p}})
+		if !strings.Contains(d.Log.String(), "not a live upgrade of this daemon") {
+			t.Errorf("%s: no warning:\n%s", p, d.Log.String())
+		}
+		d.Status(t)
+		d.Stop()
+		if _, err := os.Lstat(p); err != nil {
+			t.Fatalf("%s was removed: %v", p, err)
+		}
+	}
+}

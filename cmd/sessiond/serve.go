@@ -45,11 +45,6 @@ func serve(args []string, stderr io.Writer) int {
 		return exitUsage
 	}
 	notifySocket := os.Getenv("NOTIFY_SOCKET") // a live upgrade hands it to the next image
-	ho, err := takeHandoff()
-	if err != nil {
-		log.Error("cannot adopt the live upgrade's handoff; exiting (the next start reaps as after a crash)", "err", err.Error())
-		return exitError
-	}
 	act, err := readActivation(log)
 	if err != nil {
 		log.Error(activationError(err), "err", err.Error())
@@ -64,6 +59,11 @@ func serve(args []string, stderr io.Writer) int {
 	stateDir, err := config.StateDir(*stateFlag, os.Getenv)
 	if err != nil {
 		log.Error("no state directory", "err", err.Error())
+		return exitError
+	}
+	ho, err := takeHandoff(stateDir, log)
+	if err != nil {
+		log.Error("cannot adopt the live upgrade's handoff; exiting (the next start reaps as after a crash)", "err", err.Error())
 		return exitError
 	}
 	d := &daemon{cfg: cfg, stateDir: stateDir, socket: rpc.SocketPath(*socket, os.Getenv), log: log, config: cfgPath, act: act,

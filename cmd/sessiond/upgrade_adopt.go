@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,11 +28,19 @@ import (
 // daemon.upgrade once accepting.
 
 // takeHandoff reads the handoff the environment names, if any, and removes
-// the variable (no child inherits it).
-func takeHandoff() (*handoff, error) {
+// the variable (no child inherits it). A handoff is honoured only if it is
+// a regular file (not a symlink, FIFO or device) in stateDir, owned by
+// this user, and was written by this pid; anything else is ignored with a
+// warning and left where it is. An honoured file that cannot be adopted
+// is an error (the next start reaps as after a crash).
+func takeHandoff(stateDir string, log *slog.Logger) (*handoff, error) {
 	path, ok := os.LookupEnv(handoffEnv)
 	os.Unsetenv(handoffEnv)
 	if !ok || path == "" {
+		return nil, nil
+	}
+	if why := foreignHandoff(stateDir, path); why != "" {
+		log.Warn("ignoring "+handoffEnv+": not a live upgrade of this daemon", "path", api.Prefix(path), "why", why)
 		return nil, nil
 	}
 	h, err := readHandoff(path)
@@ -44,6 +55,41 @@ func takeHandoff() (*handoff, error) {
 		syscall.CloseOnExec(h.Caller.FD)
 	}
 	return h, nil
+}
+
+// foreignHandoff says why path is not a handoff this process may adopt
+// (nor delete), or "". It never opens anything but a regular file, and
+// that without blocking.
+func foreignHandoff(stateDir, path string) string {
+	if filepath.Clean(filepath.Dir(path)) != filepath.Clean(stateDir) {
+		return "not in the state directory " + stateDir
+	}
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err.Error()
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.Mode().IsRegular():
+		return fmt.Sprintf("not a regular file (%v)", fi.Mode().Type())
+	case !ok || int(st.Uid) != os.Getuid():
+		return "not owned by this user"
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	var h struct {
+		PID int `json:"pid"`
+	}
+	if err := json.NewDecoder(io.LimitReader(f, maxHandoffBytes)).Decode(&h); err != nil {
+		return "unreadable: " + err.Error()
+	}
+	if h.PID != os.Getpid() {
+		return fmt.Sprintf("written by pid %d, this is %d", h.PID, os.Getpid())
+	}
+	return ""
 }
 
 // adoptHandoff adopts the handoff's sessions into h (before SetSubreaper:
