@@ -184,6 +184,10 @@ func TestE2EUpgradeCheckBounded(t *testing.T) {
 		if !errors.As(err, &re) || re.Reason != "upgrade_refused" || !strings.Contains(fmt.Sprint(re.Data["cause"]), tc.cause) {
 			t.Fatalf("%s: %v (%v); want upgrade_refused naming %q", tc.name, err, dataOf(re), tc.cause)
 		}
+		// The cause names the whole path and is said once.
+		if cause := fmt.Sprint(re.Data["cause"]); !strings.Contains(cause, tc.bin) || strings.Count(re.Message, tc.cause) != 1 {
+			t.Fatalf("%s: cause %q, message %q: want the path %s and the cause once", tc.name, cause, re.Message, tc.bin)
+		}
 	}
 	b, err := os.ReadFile(pidFile)
 	if err != nil {

@@ -37,13 +37,19 @@ type upgrader struct {
 // restartingWrite bounds the daemon.restarting write to each connection.
 const restartingWrite = 500 * time.Millisecond
 
-func refuse(cause string, err error) error {
+// refuse is upgrade_refused: data.cause is the whole cause (err
+// included), the message says it once (err is wrapped, not repeated).
+func refuse(what string, err error) error {
+	cause := what
 	if err != nil {
 		cause += ": " + err.Error()
 	}
-	return &api.Error{Kind: api.KindUpgradeRefused, Msg: "upgrade refused: " + cause, Err: err,
+	return &api.Error{Kind: api.KindUpgradeRefused, Msg: "upgrade refused: " + what, Err: err,
 		Data: map[string]any{"cause": cause}}
 }
+
+// quoteBin quotes the binary's path for a cause: long enough to name it.
+func quoteBin(bin string) string { return fmt.Sprintf("%q", api.Truncate(bin, 256)) }
 
 func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.UpgradeResult, error) {
 	log := u.d.log
@@ -194,16 +200,16 @@ const maxVersionOutput = 64 << 10
 func checkBinary(ctx context.Context, bin string) (string, error) {
 	fi, err := os.Stat(bin)
 	if err != nil {
-		return "", refuse("binary "+api.Quote(bin), err)
+		return "", refuse("binary "+quoteBin(bin), err)
 	}
 	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
-		return "", refuse(fmt.Sprintf("binary %s is not an executable file (mode %v)", api.Quote(bin), fi.Mode()), nil)
+		return "", refuse(fmt.Sprintf("binary %s is not an executable file (mode %v)", quoteBin(bin), fi.Mode()), nil)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	out, err := proc.Output(ctx, maxVersionOutput, bin, "version", "--handoff")
 	if err != nil {
-		return "", refuse(fmt.Sprintf("%s version --handoff failed (a binary without live upgrade?)", api.Quote(bin)), err)
+		return "", refuse(fmt.Sprintf("%s version --handoff failed (a binary without live upgrade?)", quoteBin(bin)), err)
 	}
 	reads := []string{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
@@ -211,18 +217,18 @@ func checkBinary(ctx context.Context, bin string) (string, error) {
 		reads = append(reads, api.Prefix(strings.TrimSpace(sc.Text())))
 	}
 	if err := sc.Err(); err != nil {
-		return "", refuse(fmt.Sprintf("%s version --handoff", api.Quote(bin)), err)
+		return "", refuse(fmt.Sprintf("%s version --handoff", quoteBin(bin)), err)
 	}
 	ok := false
 	for _, f := range reads {
 		ok = ok || f == handoffFormat
 	}
 	if !ok {
-		return "", refuse(fmt.Sprintf("%s reads handoff formats %v, not %s", api.Quote(bin), reads, handoffFormat), nil)
+		return "", refuse(fmt.Sprintf("%s reads handoff formats %v, not %s", quoteBin(bin), reads, handoffFormat), nil)
 	}
 	vout, err := proc.Output(ctx, maxVersionOutput, bin, "version")
 	if err != nil {
-		return "", refuse(fmt.Sprintf("%s version failed", api.Quote(bin)), err)
+		return "", refuse(fmt.Sprintf("%s version failed", quoteBin(bin)), err)
 	}
 	return api.Prefix(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(vout)), "sessiond "))), nil
 }
