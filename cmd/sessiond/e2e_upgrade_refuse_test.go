@@ -232,4 +232,11 @@ func TestE2EHandoffEnvAtPlainStart(t *testing.T) {
 			t.Fatalf("%s was removed: %v", p, err)
 		}
 	}
+	// Without the variable, a leftover handoff in the state dir (its new
+	// image died before reading it) is removed at start.
+	d := daemontest.Start(t, daemontest.Options{StateDir: state})
+	d.Stop()
+	if _, err := os.Lstat(stale); err == nil {
+		t.Fatalf("the leftover %s was not removed:\n%s", stale, d.Log.String())
+	}
 }

@@ -36,6 +36,9 @@ import (
 func takeHandoff(stateDir string, log *slog.Logger) (*handoff, error) {
 	path, ok := os.LookupEnv(handoffEnv)
 	os.Unsetenv(handoffEnv)
+	if !ok {
+		removeStaleHandoff(stateDir, log)
+	}
 	if !ok || path == "" {
 		return nil, nil
 	}
@@ -55,6 +58,24 @@ func takeHandoff(stateDir string, log *slog.Logger) (*handoff, error) {
 		syscall.CloseOnExec(h.Caller.FD)
 	}
 	return h, nil
+}
+
+// removeStaleHandoff removes a handoff left in stateDir by a new image
+// that died before reading it (a plain start adopts nothing): only a
+// regular file of this user, never what a symlink points to.
+func removeStaleHandoff(stateDir string, log *slog.Logger) {
+	path := filepath.Join(stateDir, handoffFile)
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !fi.Mode().IsRegular() || !ok || int(st.Uid) != os.Getuid() {
+		log.Warn("a leftover live upgrade handoff is not a regular file of this user; left alone", "path", path)
+		return
+	}
+	if err := os.Remove(path); err == nil {
+		log.Info("removed a leftover live upgrade handoff (its new image died before reading it)", "path", path)
+	}
 }
 
 // foreignHandoff says why path is not a handoff this process may adopt
