@@ -243,7 +243,10 @@ func (d *daemon) run() error {
 		log.Error("listener failed", "err", fmt.Sprint(serveErr))
 	}
 	d.phase.beginShutdown() // a running upgrade aborts first
-	beginShutdown()         // from here on a signal is answered with a log line only
+	wctx, wcancel := context.WithTimeout(context.Background(), max(d.cfg.WriteTimeout, time.Second))
+	srv.WaitUpgradeAnswered(wctx) // its caller gets upgrade_refused
+	wcancel()
+	beginShutdown() // from here on a signal is answered with a log line only
 	d.notify("STOPPING=1")
 	// Cancel writes to every child first (the server's close waits for
 	// in-flight calls, and a send may be blocked on a child that stopped

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -125,4 +126,40 @@ func (s *Server) Unseal(keep net.Conn) {
 		}
 	}
 	s.mu.Unlock()
+}
+
+// upgradeCalls counts daemon.upgrade calls until their answer is written.
+type upgradeCalls struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n reaches 0; nil while n is 0
+}
+
+func (u *upgradeCalls) add(d int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.n == 0 && d > 0 {
+		u.idle = make(chan struct{})
+	}
+	u.n += d
+	if u.n == 0 && u.idle != nil {
+		close(u.idle)
+		u.idle = nil
+	}
+}
+
+// WaitUpgradeAnswered waits (within ctx) until every daemon.upgrade call
+// has been answered: a shutdown that aborted an upgrade lets its refusal
+// reach the caller before closing connections.
+func (s *Server) WaitUpgradeAnswered(ctx context.Context) {
+	s.upg.mu.Lock()
+	idle := s.upg.idle
+	s.upg.mu.Unlock()
+	if idle == nil {
+		return
+	}
+	select {
+	case <-idle:
+	case <-ctx.Done():
+	}
 }
