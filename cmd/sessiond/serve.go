@@ -45,11 +45,6 @@ func serve(args []string, stderr io.Writer) int {
 		return exitUsage
 	}
 	notifySocket := os.Getenv("NOTIFY_SOCKET") // a live upgrade hands it to the next image
-	ho, err := takeHandoff()
-	if err != nil {
-		log.Error("cannot adopt the live upgrade's handoff; exiting (the next start reaps as after a crash)", "err", err.Error())
-		return exitError
-	}
 	act, err := readActivation(log)
 	if err != nil {
 		log.Error(activationError(err), "err", err.Error())
@@ -64,6 +59,11 @@ func serve(args []string, stderr io.Writer) int {
 	stateDir, err := config.StateDir(*stateFlag, os.Getenv)
 	if err != nil {
 		log.Error("no state directory", "err", err.Error())
+		return exitError
+	}
+	ho, err := takeHandoff(stateDir, log)
+	if err != nil {
+		log.Error("cannot adopt the live upgrade's handoff; exiting (the next start reaps as after a crash)", "err", err.Error())
 		return exitError
 	}
 	d := &daemon{cfg: cfg, stateDir: stateDir, socket: rpc.SocketPath(*socket, os.Getenv), log: log, config: cfgPath, act: act,
@@ -92,6 +92,8 @@ type daemon struct {
 	notifySocket string
 	// handoff is the live upgrade this image takes over (nil: a plain start).
 	handoff *handoff
+	// phase keeps a live upgrade and a shutdown apart (upgrade_gate.go).
+	phase upgradeGate
 }
 
 // run is the daemon's life: flock first, then startup (reap, restore,
@@ -102,7 +104,7 @@ func (d *daemon) run() error {
 	// 1. The store's flock, before any process is signalled or the socket touched.
 	restoreGC := d.holdGC() // a live upgrade's new image: until it accepts
 	opened := time.Now()
-	st, err := store.Open(d.stateDir, lockTimeout)
+	st, err := d.openStore()
 	if errors.Is(err, store.ErrLocked) {
 		log.Error("another sessiond is running on this state directory", "state_dir", d.stateDir, "err", err.Error())
 		return err
@@ -184,11 +186,11 @@ func (d *daemon) run() error {
 		InitializeTimeout: d.cfg.InitializeTimeout,
 		Version:           version(), Socket: d.socket, StateDir: d.stateDir, StateID: st.StateID, StartedAt: time.Now(),
 		Supervision: supervision,
-		OnShutdown:  func() { once.Do(func() { close(shutdown) }) }, Logger: log,
+		OnShutdown:  func() { d.phase.markShutdown(); once.Do(func() { close(shutdown) }) }, Logger: log,
 	})
 	served := make(chan error, 1)
 	var serving atomic.Pointer[net.Listener]
-	up := &upgrader{d: d, h: h, srv: srv, stateID: st.StateID, cgroups: cgroups, quiesce: d.cfg.StepTimeout, listener: func() net.Listener {
+	up := &upgrader{d: d, h: h, srv: srv, stateID: st.StateID, cgroups: cgroups, store: st.File(), quiesce: d.cfg.StepTimeout, listener: func() net.Listener {
 		if p := serving.Load(); p != nil {
 			return *p
 		}
@@ -242,6 +244,10 @@ func (d *daemon) run() error {
 	case serveErr = <-served:
 		log.Error("listener failed", "err", fmt.Sprint(serveErr))
 	}
+	d.phase.beginShutdown() // a running upgrade aborts first
+	wctx, wcancel := context.WithTimeout(context.Background(), max(d.cfg.WriteTimeout, time.Second))
+	srv.WaitUpgradeAnswered(wctx) // its caller gets upgrade_refused
+	wcancel()
 	beginShutdown() // from here on a signal is answered with a log line only
 	d.notify("STOPPING=1")
 	// Cancel writes to every child first (the server's close waits for

@@ -27,6 +27,7 @@ func (d *daemon) handleSignals() (ctx context.Context, beginShutdown, stop func(
 			case s := <-sigs:
 				if ctx.Err() == nil {
 					d.log.Info("signal received, shutting down", "signal", s.String())
+					d.phase.markShutdown() // a live upgrade not yet exec'd aborts
 					cancel()
 					continue
 				}

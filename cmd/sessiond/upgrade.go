@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/host"
@@ -26,6 +29,7 @@ type upgrader struct {
 	srv      *rpc.Server
 	stateID  string
 	cgroups  *proc.Cgroups       // cgroup mode's, nil in fallback mode
+	store    *os.File            // the store's locked descriptor, handed over
 	listener func() net.Listener // the one being served, nil before listen
 	quiesce  time.Duration       // bound on in-flight calls and on the host's quiesce
 }
@@ -33,13 +37,19 @@ type upgrader struct {
 // restartingWrite bounds the daemon.restarting write to each connection.
 const restartingWrite = 500 * time.Millisecond
 
-func refuse(cause string, err error) error {
+// refuse is upgrade_refused: data.cause is the whole cause (err
+// included), the message says it once (err is wrapped, not repeated).
+func refuse(what string, err error) error {
+	cause := what
 	if err != nil {
 		cause += ": " + err.Error()
 	}
-	return &api.Error{Kind: api.KindUpgradeRefused, Msg: "upgrade refused: " + cause, Err: err,
+	return &api.Error{Kind: api.KindUpgradeRefused, Msg: "upgrade refused: " + what, Err: err,
 		Data: map[string]any{"cause": cause}}
 }
+
+// quoteBin quotes the binary's path for a cause: long enough to name it.
+func quoteBin(bin string) string { return fmt.Sprintf("%q", api.Truncate(bin, 256)) }
 
 func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.UpgradeResult, error) {
 	log := u.d.log
@@ -51,6 +61,14 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 		}
 		bin = exe
 	}
+	if ok, shutting := u.d.phase.startUpgrade(); !ok {
+		if shutting {
+			return api.UpgradeResult{}, u.refused(refuse("the daemon is shutting down", nil))
+		}
+		return api.UpgradeResult{}, u.refused(&api.Error{Kind: api.KindUpgradeRefused, Msg: "upgrade refused: " + rpc.ErrUpgrading.Error(),
+			Err: rpc.ErrUpgrading, Data: map[string]any{"cause": rpc.ErrUpgrading.Error()}})
+	}
+	defer u.d.phase.endUpgrade() // only a failed upgrade returns
 	toVersion, err := checkBinary(ctx, bin)
 	if err != nil {
 		return api.UpgradeResult{}, u.refused(err)
@@ -86,22 +104,32 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 	if err != nil {
 		return abandon("listener descriptor", err)
 	}
+	sfd, err := proc.Inheritable(u.store, true)
+	if err != nil {
+		_, _ = proc.Inheritable(ul, false)
+		return abandon("store descriptor", err)
+	}
 	ho := &handoff{Format: handoffFormat, FromVersion: version(), ToVersion: toVersion, PID: os.Getpid(),
 		StateID: u.stateID, WrittenAt: time.Now().UTC(), NotifySocket: u.d.notifySocket,
 		Listener: handoffListener{FD: lfd, Socket: u.d.socket, Activated: u.d.act.listener != nil},
-		Sessions: q.Sessions, CgroupBase: u.cgroups.Base()}
+		Sessions: q.Sessions, CgroupBase: u.cgroups.Base(), StoreFD: sfd}
 	var callerConn *net.UnixConn
 	if c, ok := rpc.Caller(ctx); ok && c.Conn != nil && len(c.ID) > 0 {
-		fd, err := proc.Inheritable(c.Conn, true)
-		if err == nil {
+		// A dup made for the new image: the connection's own descriptor
+		// may be closed (the caller hung up) and its number reused.
+		if fd, err := dupInheritable(c.Conn); err == nil {
 			callerConn = c.Conn
 			ho.Caller = &handoffCaller{FD: fd, Framing: c.Framing.String(), ID: c.ID}
+		} else {
+			log.Warn("upgrade: the caller's connection cannot be handed over; it is not answered", "err", err.Error())
 		}
 	}
 	undoFDs := func() {
 		_, _ = proc.Inheritable(ul, false)
-		if callerConn != nil {
-			_, _ = proc.Inheritable(callerConn, false)
+		_, _ = proc.Inheritable(u.store, false)
+		if ho.Caller != nil {
+			unix.Close(ho.Caller.FD)
+			ho.Caller = nil
 		}
 	}
 	path, err := writeHandoff(u.d.stateDir, ho)
@@ -115,7 +143,24 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 		undoFDs()
 		return abandon("session "+id+"'s provider exited during the upgrade; try again", nil)
 	}
-	u.srv.Restarting(api.RestartingNotice{FromVersion: version(), ToVersion: toVersion}, restartingWrite)
+	if u.d.phase.shuttingDown() {
+		os.Remove(path)
+		undoFDs()
+		return abandon("the daemon is shutting down", nil)
+	}
+	dropped := u.srv.Restarting(api.RestartingNotice{FromVersion: version(), ToVersion: toVersion}, restartingWrite)
+	if ho.Caller != nil && slices.Contains(dropped, net.Conn(callerConn)) {
+		// Busy writing (or its notification cut): an answer written after
+		// it would reach the caller inside a frame.
+		log.Warn("upgrade: the caller's connection was still being written to; the new image does not answer it")
+		unix.Close(ho.Caller.FD)
+		ho.Caller, callerConn = nil, nil
+		if path, err = writeHandoff(u.d.stateDir, ho); err != nil {
+			undoFDs()
+			u.srv.Unseal(nil)
+			return abandon("write the handoff", err)
+		}
+	}
 	log.Info("upgrade: re-executing in place", "binary", bin, "pid", os.Getpid(), "sessions", len(q.Sessions),
 		"handoff", path, "quiesce_ms", time.Since(started).Milliseconds())
 	env := []string{}
@@ -128,11 +173,15 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 	if u.d.notifySocket != "" {
 		env = append(env, "NOTIFY_SOCKET="+u.d.notifySocket)
 	}
-	err = syscall.Exec(bin, append([]string{bin}, os.Args[1:]...), env)
-	// Only a failed exec comes back here.
+	ran, err := u.d.phase.execLocked(func() error { return syscall.Exec(bin, append([]string{bin}, os.Args[1:]...), env) })
+	// Only a failed or abandoned exec comes back here.
 	os.Remove(path)
 	undoFDs()
-	u.srv.Unseal()
+	if !ran {
+		u.srv.Unseal(callerConn)
+		return abandon("the daemon is shutting down", nil)
+	}
+	u.srv.Unseal(callerConn) // the caller gets upgrade_refused
 	return abandon("exec "+bin, err)
 }
 
@@ -141,6 +190,10 @@ func (u *upgrader) refused(err error) error {
 	return err
 }
 
+// maxVersionOutput bounds what the new binary's `version` and `version
+// --handoff` may print.
+const maxVersionOutput = 64 << 10
+
 // checkBinary runs `<bin> version --handoff` and, side by side with it,
 // `<bin> version` (killed on a refusal): the new
 // binary must be executable and read this binary's handoff format. It
@@ -148,10 +201,10 @@ func (u *upgrader) refused(err error) error {
 func checkBinary(ctx context.Context, bin string) (string, error) {
 	fi, err := os.Stat(bin)
 	if err != nil {
-		return "", refuse("binary "+api.Quote(bin), err)
+		return "", refuse("binary "+quoteBin(bin), err)
 	}
 	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
-		return "", refuse(fmt.Sprintf("binary %s is not an executable file (mode %v)", api.Quote(bin), fi.Mode()), nil)
+		return "", refuse(fmt.Sprintf("binary %s is not an executable file (mode %v)", quoteBin(bin), fi.Mode()), nil)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -164,7 +217,7 @@ func checkBinary(ctx context.Context, bin string) (string, error) {
 	vres := make(chan result, 1)
 	vctx, vcancel := context.WithCancel(ctx)
 	go func() {
-		out, err := proc.Output(vctx, bin, "version")
+		out, err := proc.Output(vctx, maxVersionOutput, bin, "version")
 		vres <- result{out, err}
 	}()
 	var v *result
@@ -174,26 +227,44 @@ func checkBinary(ctx context.Context, bin string) (string, error) {
 			<-vres
 		}
 	}()
-	out, err := proc.Output(ctx, bin, "version", "--handoff")
+	out, err := proc.Output(ctx, maxVersionOutput, bin, "version", "--handoff")
 	if err != nil {
-		return "", refuse(fmt.Sprintf("%s version --handoff failed (a binary without live upgrade?)", api.Quote(bin)), err)
+		return "", refuse(fmt.Sprintf("%s version --handoff failed (a binary without live upgrade?)", quoteBin(bin)), err)
 	}
 	reads := []string{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() && len(reads) < 16 {
 		reads = append(reads, api.Prefix(strings.TrimSpace(sc.Text())))
 	}
+	if err := sc.Err(); err != nil {
+		return "", refuse(fmt.Sprintf("%s version --handoff", quoteBin(bin)), err)
+	}
 	ok := false
 	for _, f := range reads {
 		ok = ok || f == handoffFormat
 	}
 	if !ok {
-		return "", refuse(fmt.Sprintf("%s reads handoff formats %v, not %s", api.Quote(bin), reads, handoffFormat), nil)
+		return "", refuse(fmt.Sprintf("%s reads handoff formats %v, not %s", quoteBin(bin), reads, handoffFormat), nil)
 	}
 	got := <-vres
 	v = &got
 	if v.err != nil {
-		return "", refuse(fmt.Sprintf("%s version failed", api.Quote(bin)), v.err)
+		return "", refuse(fmt.Sprintf("%s version failed", quoteBin(bin)), v.err)
 	}
 	return api.Prefix(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(v.out)), "sessiond "))), nil
+}
+
+// dupInheritable duplicates c's descriptor, inheritable (dup clears
+// close-on-exec), for the next image.
+func dupInheritable(c syscall.Conn) (int, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	fd := -1
+	var derr error
+	if err := rc.Control(func(u uintptr) { fd, derr = unix.Dup(int(u)) }); err != nil {
+		return -1, err
+	}
+	return fd, derr
 }

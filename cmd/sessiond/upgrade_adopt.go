@@ -4,15 +4,23 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/config"
 	"github.com/sessiond/sessiond/internal/host"
+	"github.com/sessiond/sessiond/internal/store"
 )
 
 // The new image's side of a live upgrade: read the handoff named by
@@ -21,11 +29,22 @@ import (
 // daemon.upgrade once accepting.
 
 // takeHandoff reads the handoff the environment names, if any, and removes
-// the variable (no child inherits it).
-func takeHandoff() (*handoff, error) {
+// the variable (no child inherits it). A handoff is honoured only if it is
+// a regular file (not a symlink, FIFO or device) in stateDir, owned by
+// this user, and was written by this pid; anything else is ignored with a
+// warning and left where it is. An honoured file that cannot be adopted
+// is an error (the next start reaps as after a crash).
+func takeHandoff(stateDir string, log *slog.Logger) (*handoff, error) {
 	path, ok := os.LookupEnv(handoffEnv)
 	os.Unsetenv(handoffEnv)
+	if !ok {
+		removeStaleHandoff(stateDir, log)
+	}
 	if !ok || path == "" {
+		return nil, nil
+	}
+	if why := foreignHandoff(stateDir, path); why != "" {
+		log.Warn("ignoring "+handoffEnv+": not a live upgrade of this daemon", "path", api.Prefix(path), "why", why)
 		return nil, nil
 	}
 	h, err := readHandoff(path)
@@ -33,10 +52,66 @@ func takeHandoff() (*handoff, error) {
 		return nil, err
 	}
 	syscall.CloseOnExec(h.Listener.FD) // inherited once, by us only
+	if h.StoreFD > 2 {
+		syscall.CloseOnExec(h.StoreFD)
+	}
 	if h.Caller != nil {
 		syscall.CloseOnExec(h.Caller.FD)
 	}
 	return h, nil
+}
+
+// removeStaleHandoff removes a handoff left in stateDir by a new image
+// that died before reading it (a plain start adopts nothing): only a
+// regular file of this user, never what a symlink points to.
+func removeStaleHandoff(stateDir string, log *slog.Logger) {
+	path := filepath.Join(stateDir, handoffFile)
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !fi.Mode().IsRegular() || !ok || int(st.Uid) != os.Getuid() {
+		log.Warn("a leftover live upgrade handoff is not a regular file of this user; left alone", "path", path)
+		return
+	}
+	if err := os.Remove(path); err == nil {
+		log.Info("removed a leftover live upgrade handoff (its new image died before reading it)", "path", path)
+	}
+}
+
+// foreignHandoff says why path is not a handoff this process may adopt
+// (nor delete), or "". It never opens anything but a regular file, and
+// that without blocking.
+func foreignHandoff(stateDir, path string) string {
+	if filepath.Clean(filepath.Dir(path)) != filepath.Clean(stateDir) {
+		return "not in the state directory " + stateDir
+	}
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err.Error()
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.Mode().IsRegular():
+		return fmt.Sprintf("not a regular file (%v)", fi.Mode().Type())
+	case !ok || int(st.Uid) != os.Getuid():
+		return "not owned by this user"
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	var h struct {
+		PID int `json:"pid"`
+	}
+	if err := json.NewDecoder(io.LimitReader(f, maxHandoffBytes)).Decode(&h); err != nil {
+		return "unreadable: " + err.Error()
+	}
+	if h.PID != os.Getpid() {
+		return fmt.Sprintf("written by pid %d, this is %d", h.PID, os.Getpid())
+	}
+	return ""
 }
 
 // adoptHandoff adopts the handoff's sessions into h (before SetSubreaper:
@@ -94,17 +169,20 @@ func (d *daemon) inheritedListener() (net.Listener, error) {
 }
 
 // answerCaller writes daemon.upgrade's result to the connection that
-// called it and closes it.
+// called it and closes it, off the daemon's path (a caller that stopped
+// reading must not hold the new image): the write is bounded by
+// write_timeout. The descriptor is used only if it is a connected unix
+// stream socket; anything else is left alone.
 func (d *daemon) answerCaller() {
 	c := d.handoff.Caller
 	if c == nil {
 		return
 	}
-	f := os.NewFile(uintptr(c.FD), "upgrade-caller")
-	if f == nil {
+	conn, err := callerConn(c.FD)
+	if err != nil {
+		d.log.Warn("upgrade: the caller's descriptor is not answered", "fd", c.FD, "err", err.Error())
 		return
 	}
-	defer f.Close()
 	res, _ := json.Marshal(api.UpgradeResult{FromVersion: d.handoff.FromVersion, ToVersion: version(), PID: os.Getpid()})
 	body := []byte(`{"jsonrpc":"2.0","id":` + string(c.ID) + `,"result":` + string(res) + `}`)
 	var frame []byte
@@ -113,7 +191,56 @@ func (d *daemon) answerCaller() {
 	} else {
 		frame = append(body, '\n')
 	}
-	if _, err := f.Write(frame); err != nil {
-		d.log.Warn("upgrade: could not answer the caller", "err", err.Error())
+	timeout := d.cfg.WriteTimeout
+	if timeout <= 0 {
+		timeout = config.DefaultWriteTimeout
 	}
+	go func() {
+		defer conn.Close()
+		_ = conn.SetWriteDeadline(time.Now().Add(timeout))
+		if _, err := conn.Write(frame); err != nil {
+			d.log.Warn("upgrade: could not answer the caller", "err", err.Error())
+		}
+	}()
+}
+
+// callerConn wraps fd, the caller's connection handed over, after
+// checking it is a connected unix stream socket (not a listener); on
+// success fd is closed (the conn holds a dup).
+func callerConn(fd int) (net.Conn, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return nil, fmt.Errorf("descriptor %d is not a socket (mode %#o, %v)", fd, st.Mode, err)
+	}
+	for _, o := range []struct {
+		name      string
+		opt, want int
+	}{{"SO_DOMAIN", unix.SO_DOMAIN, unix.AF_UNIX}, {"SO_TYPE", unix.SO_TYPE, unix.SOCK_STREAM}, {"SO_ACCEPTCONN", unix.SO_ACCEPTCONN, 0}} {
+		if v, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, o.opt); err != nil || v != o.want {
+			return nil, fmt.Errorf("descriptor %d: %s is %d, want %d (%v)", fd, o.name, v, o.want, err)
+		}
+	}
+	if _, err := unix.Getpeername(fd); err != nil {
+		return nil, fmt.Errorf("descriptor %d is not connected: %w", fd, err)
+	}
+	f := os.NewFile(uintptr(fd), "upgrade-caller")
+	defer f.Close()
+	conn, err := net.FileConn(f)
+	if err != nil {
+		return nil, fmt.Errorf("descriptor %d: %w", fd, err)
+	}
+	return conn, nil
+}
+
+// openStore opens the store: after a live upgrade on the descriptor the
+// old image handed over (its flock was never released), else as usual.
+func (d *daemon) openStore() (*store.Store, error) {
+	if d.handoff == nil || d.handoff.StoreFD <= 2 {
+		return store.Open(d.stateDir, lockTimeout)
+	}
+	f := os.NewFile(uintptr(d.handoff.StoreFD), "store")
+	if f == nil {
+		return nil, fmt.Errorf("%w: store descriptor %d", errHandoff, d.handoff.StoreFD)
+	}
+	return store.OpenInherited(d.stateDir, f, lockTimeout)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/sessiond/sessiond/internal/host"
@@ -43,6 +44,10 @@ type handoff struct {
 	// Listener is the listening socket's descriptor (inheritable) and
 	// whether it came from systemd (then it is never unlinked).
 	Listener handoffListener `json:"listener"`
+	// StoreFD is the store's locked descriptor (inheritable): the new
+	// image runs bbolt on the same open file, so the flock is held across
+	// the exec and a second serve waiting for it never gets it.
+	StoreFD int `json:"storeFd,omitempty"`
 	// Caller is the connection that called daemon.upgrade: the new image
 	// answers it there, once it accepts.
 	Caller *handoffCaller `json:"caller,omitempty"`
@@ -69,26 +74,59 @@ type handoffCaller struct {
 	ID      json.RawMessage `json:"id"`
 }
 
-// writeHandoff writes h to the state dir (0600, fsynced) and returns its path.
+// handoffWrite bounds writing the handoff (a stalled disk refuses the
+// upgrade; the daemon carries on).
+const handoffWrite = 10 * time.Second
+
+// writeHandoff writes h to the state dir (0600, fsynced) and returns its
+// path: into a new file of its own (O_EXCL|O_NOFOLLOW: whatever sits at
+// the path, a FIFO or a symlink, is neither opened nor followed) renamed
+// over the handoff's name, within handoffWrite.
 func writeHandoff(stateDir string, h *handoff) (string, error) {
 	b, err := json.Marshal(h)
 	if err != nil {
 		return "", fmt.Errorf("handoff: %w", err)
 	}
 	path := filepath.Join(stateDir, handoffFile)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	done := make(chan error, 1)
+	go func() { done <- writeNew(path, b) }()
+	t := time.NewTimer(handoffWrite)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			return "", err
+		}
+		return path, nil
+	case <-t.C:
+		// If it still lands, the next start finds a handoff of a pid
+		// that is not its own and ignores it.
+		return "", fmt.Errorf("handoff: writing %s took longer than %s", path, handoffWrite)
+	}
+}
+
+// writeNew writes b to a new temp file next to path and renames it there.
+func writeNew(path string, b []byte) error {
+	tmp := fmt.Sprintf("%s.%d.%d.tmp", path, os.Getpid(), time.Now().UnixNano())
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
-		return "", fmt.Errorf("handoff: %w", err)
+		return fmt.Errorf("handoff: %w", err)
 	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return "", fmt.Errorf("handoff: write %s: %w", path, err)
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return "", fmt.Errorf("handoff: sync %s: %w", path, err)
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	return path, f.Close()
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("handoff: write %s: %w", path, err)
+	}
+	return nil
 }
 
 // errHandoff means the handoff the new image was given is unusable.

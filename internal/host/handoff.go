@@ -51,10 +51,13 @@ type Quiesced struct {
 // drains each sink so everything emitted is committed, and makes the
 // children's pipes inheritable. On error nothing stays frozen.
 func (h *Host) Quiesce(ctx context.Context) (q *Quiesced, err error) {
-	q = &Quiesced{h: h}
+	// frozen, not the named result: every error path returns a nil q, and
+	// what it froze must still be let go.
+	frozen := &Quiesced{h: h}
+	q = frozen
 	defer func() {
 		if err != nil {
-			q.Abandon()
+			frozen.Abandon()
 			q = nil
 		}
 	}()

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -162,13 +163,26 @@ func Adopt(h Handoff, g *Cgroups, onLimit func(code string), log *slog.Logger) (
 	return c, nil
 }
 
-// Output runs a short command (a new binary's `version --handoff`) and
-// returns its stdout. It registers the pid like Spawn, so the subreaper's
-// reaper leaves its exit status to Wait.
-func Output(ctx context.Context, path string, args ...string) ([]byte, error) {
+// ErrOutputTooLong means a command run by Output wrote more than its limit.
+var ErrOutputTooLong = errors.New("output too long")
+
+// outputWait bounds how long Output waits for the command's pipes once it
+// exited or was killed (a descendant may hold its stdout).
+const outputWait = time.Second
+
+// Output runs a short command (a new binary's `version --handoff`) in a
+// process group of its own and returns its stdout, at most max bytes
+// (past it: ErrOutputTooLong). When ctx ends the whole group is killed,
+// and so is whatever of it is left when the command exits. It registers
+// the pid like Spawn, so the subreaper's reaper leaves its exit status to
+// Wait.
+func Output(ctx context.Context, max int, path string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, path, args...)
-	var out bytes.Buffer
-	cmd.Stdout = &out
+	out := &cappedBuffer{max: max}
+	cmd.Stdout = out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return unix.Kill(-cmd.Process.Pid, unix.SIGKILL) }
+	cmd.WaitDelay = outputWait
 	registry.Lock()
 	err := cmd.Start()
 	if err == nil {
@@ -179,10 +193,30 @@ func Output(ctx context.Context, path string, args ...string) ([]byte, error) {
 		return nil, err
 	}
 	err = cmd.Wait()
+	_ = unix.Kill(-cmd.Process.Pid, unix.SIGKILL) // what the command left behind
 	registry.Lock()
 	delete(registry.pids, cmd.Process.Pid)
 	registry.Unlock()
-	return out.Bytes(), err
+	if out.over {
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrOutputTooLong, max)
+	}
+	return out.b.Bytes(), err
+}
+
+// cappedBuffer keeps up to max bytes; a write past it fails (the copy,
+// and so the command's output, stops there).
+type cappedBuffer struct {
+	b    bytes.Buffer
+	max  int
+	over bool
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	if c.b.Len()+len(p) > c.max {
+		c.over = true
+		return 0, ErrOutputTooLong
+	}
+	return c.b.Write(p)
 }
 
 // closeFDs closes inherited descriptors nobody will wrap.

@@ -66,7 +66,7 @@ func (c *Child) signalMembers(sig syscall.Signal) bool {
 	err := walkMembers(c.cg.dir, c.cg.rel, func(pid int, rel string) {
 		ok := false
 		if pid == c.id.PID {
-			ok = c.cmd.Process.Signal(sig) == nil
+			ok = c.process.Signal(sig) == nil // c.cmd is nil for an adopted child
 		} else {
 			ok = signalInCgroup(pid, rel, sig)
 		}

@@ -105,6 +105,8 @@ func (c *conn) handle(req *jsonrpc2.Request, nullID bool) {
 		counted := false
 		if m.name == methodUpgrade {
 			ctx = c.withCaller(ctx, id) // not counted: it waits for the others
+			c.srv.upg.add(1)
+			defer c.srv.upg.add(-1) // once answered
 		} else if !c.srv.gate.enter(ctx) {
 			return // held by an upgrade, then closed
 		} else {

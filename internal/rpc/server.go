@@ -69,9 +69,10 @@ type Server struct {
 	conns     map[net.Conn]*conn // value nil until framed
 	wg        sync.WaitGroup     // one per accepted connection
 
-	gate   callGate    // calls in flight, held during an upgrade (upgrade.go)
-	accept acceptPause // accepting stopped by an upgrade
-	sealed sealSet     // connections told daemon.restarting
+	gate   callGate     // calls in flight, held during an upgrade (upgrade.go)
+	upg    upgradeCalls // daemon.upgrade calls not yet answered (restarting.go)
+	accept acceptPause  // accepting stopped by an upgrade
+	sealed sealSet      // connections told daemon.restarting
 
 	refusedLoggedAt time.Time // admit.go's log limit
 	refusedSinceLog int

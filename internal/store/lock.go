@@ -19,6 +19,28 @@ func openLocked(path string, flag int, exclusive bool, timeout time.Duration) (*
 	if err != nil {
 		return nil, err
 	}
+	return flockWithin(f, path, exclusive, timeout)
+}
+
+// lockInherited checks that f (a descriptor inherited through a live
+// upgrade's exec) is the file at path, and takes its exclusive flock: the
+// same open file still holds it, so that succeeds at once. f is closed on
+// error.
+func lockInherited(f *os.File, path string, timeout time.Duration) (*os.File, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("inherited store descriptor: %w", err)
+	}
+	pi, err := os.Stat(path)
+	if err != nil || !os.SameFile(fi, pi) {
+		f.Close()
+		return nil, fmt.Errorf("inherited store descriptor %d is not %s (%v)", f.Fd(), path, err)
+	}
+	return flockWithin(f, path, true, timeout)
+}
+
+func flockWithin(f *os.File, path string, exclusive bool, timeout time.Duration) (*os.File, error) {
 	how := unix.LOCK_SH
 	if exclusive {
 		how = unix.LOCK_EX

@@ -19,14 +19,21 @@ func Open(dir string, lockTimeout time.Duration) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("state dir %s: %w", dir, err)
 	}
-	return open(dir, lockTimeout, false)
+	return open(dir, lockTimeout, false, nil)
+}
+
+// OpenInherited opens the store on f, the locked descriptor a live
+// upgrade's old image handed over (the same open file, so its flock was
+// never released across the exec). f must be <dir>/sessiond.db itself.
+func OpenInherited(dir string, f *os.File, lockTimeout time.Duration) (*Store, error) {
+	return open(dir, lockTimeout, false, f)
 }
 
 // OpenReadOnly opens the store for reading with a shared flock (ctl
 // doctor), validated as Open does; no migration, nothing written.
 // ErrNoStore when there is no store and Open would start an empty one.
 func OpenReadOnly(dir string, lockTimeout time.Duration) (*Store, error) {
-	return open(dir, lockTimeout, true)
+	return open(dir, lockTimeout, true, nil)
 }
 
 // open: (1) a missing file: created only if the state dir was never used
@@ -34,7 +41,7 @@ func OpenReadOnly(dir string, lockTimeout time.Duration) (*Store, error) {
 // file: the same decision; a non-empty one is checked against its meta
 // pages and walked, all before bbolt maps it; (4) bbolt opens the file;
 // (5) its consistency check; (6) migration and the marker.
-func open(dir string, lockTimeout time.Duration, readOnly bool) (*Store, error) {
+func open(dir string, lockTimeout time.Duration, readOnly bool, inherited *os.File) (*Store, error) {
 	path := filepath.Join(dir, dbName)
 	var fresh bool
 	var replaces []string
@@ -67,7 +74,13 @@ func open(dir string, lockTimeout time.Duration, readOnly bool) (*Store, error) 
 	if !readOnly {
 		flag = os.O_RDWR | os.O_CREATE
 	}
-	f, err := openLocked(path, flag, !readOnly, lockTimeout)
+	var f *os.File
+	var err error
+	if inherited != nil {
+		f, err = lockInherited(inherited, path, lockTimeout)
+	} else {
+		f, err = openLocked(path, flag, !readOnly, lockTimeout)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
@@ -113,7 +126,7 @@ func open(dir string, lockTimeout time.Duration, readOnly bool) (*Store, error) 
 		}
 		return nil, corrupt(path, err)
 	}
-	s := &Store{DB: db, Path: path, Warnings: warnings}
+	s := &Store{DB: db, Path: path, Warnings: warnings, file: f}
 	if err := s.finish(dir, readOnly, fresh, replaces); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store %s: %w", path, err)

@@ -31,6 +31,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -91,7 +92,13 @@ type Store struct {
 	// bbolt fell back from, a new store started after the old one was
 	// moved aside. The daemon logs each.
 	Warnings []string
+	// file is the locked descriptor bbolt runs on: a live upgrade hands it
+	// to the next image, so the flock is never let go across the exec.
+	file *os.File
 }
+
+// File is the store's locked descriptor (bbolt's); it stays the store's.
+func (s *Store) File() *os.File { return s.file }
 
 // Close closes the database and its flock.
 func (s *Store) Close() error { return s.DB.Close() }
