@@ -1,6 +1,6 @@
 import { EventEmitter } from "node:events";
 import { randomUUID } from "node:crypto";
-import { Link } from "./link.js";
+import { DEFAULT_LINK_LIMITS, Link } from "./link.js";
 import { Subscription } from "./subscription.js";
 import { Holds } from "./holds.js";
 import { Streams } from "./streams.js";
@@ -76,7 +76,12 @@ export class SessiondClient extends EventEmitter {
   }
 
   private async open(): Promise<Link> {
-    const link = await Link.open(this.socketPath, this.timeoutMs);
+    const o = this.opts;
+    const link = await Link.open(this.socketPath, this.timeoutMs, {
+      maxMessageBytes: o.maxMessageBytes ?? DEFAULT_LINK_LIMITS.maxMessageBytes,
+      maxIncomingMessageBytes: o.maxIncomingMessageBytes ?? DEFAULT_LINK_LIMITS.maxIncomingMessageBytes,
+      maxParamsDepth: o.maxParamsDepth ?? DEFAULT_LINK_LIMITS.maxParamsDepth,
+    });
     this.streams.listen(link);
     const deadline = Date.now() + this.timeoutMs;
     try {
@@ -130,6 +135,8 @@ export class SessiondClient extends EventEmitter {
         // connection) is a failed attempt like a failed connect: counted
         // against maxAttempts, and the delay keeps doubling.
         await this.restore(link);
+        // close() while this attempt was under way: nothing is installed.
+        if (this.closedByUser) throw new ClientClosedError();
       } catch (e) {
         link?.fail(e as Error);
         if (this.closedByUser) throw new ClientClosedError();
@@ -199,6 +206,7 @@ export class SessiondClient extends EventEmitter {
   /** Any method by name, typed by the generated Methods map. */
   async call<M extends MethodName>(method: M, params: Params<M>, opts: CallOptions = {}): Promise<Result<M>> {
     const deadline = Date.now() + (opts.timeoutMs ?? this.timeoutMs);
+    params = withMessageId(method, params);
     for (;;) {
       const link = await this.currentLink(method, deadline);
       try {
@@ -254,10 +262,12 @@ export class SessiondClient extends EventEmitter {
     return this.holds.token(sessionId, holderId);
   }
 
-  /** Sends a message with a clientMessageId (generated when absent), so
-   * the retry after a reconnect is never a second turn. */
+  /** Sends a message with a clientMessageId (generated when absent or
+   * empty), so the retry after a reconnect is never a second turn. Within
+   * one client an id must not be reused for another text: the daemon
+   * answers the first turn (duplicate: true) and drops the text. */
   send(p: Params<"agentSession.send">, o?: CallOptions) {
-    return this.call("agentSession.send", { ...p, clientMessageId: p.clientMessageId ?? randomUUID() }, o);
+    return this.call("agentSession.send", p, o);
   }
 
   /** Streams a session's events after afterSeq (default 0); the journal
@@ -295,4 +305,14 @@ export class SessiondClient extends EventEmitter {
     this.streams.closeAll();
     link?.fail(new ClientClosedError());
   }
+}
+
+/** send's params with a clientMessageId (a new one when absent or empty):
+ * a send retried after a reconnect is then answered duplicate, never a
+ * second turn, whichever way it was called. */
+function withMessageId<P>(method: string, params: P): P {
+  if (method !== "agentSession.send" || !params || typeof params !== "object") return params;
+  const id = (params as { clientMessageId?: unknown }).clientMessageId;
+  if (id !== undefined && id !== null && id !== "") return params;
+  return { ...params, clientMessageId: randomUUID() };
 }
