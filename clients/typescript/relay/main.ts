@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // sessiond-relay [--host H] [--port P] [--token-file F] [--socket S] [--hold-ttl-ms N]
 //   [--max-hold-ttl-ms N] [--max-holds-per-phone N] [--max-holds N]
-//   [--max-in-flight N] [--max-buffered-bytes N] [--max-message-bytes N]
+//   [--max-in-flight N] [--max-buffered-bytes N] [--max-message-bytes N] [--max-phones N]
 import { parseArgs } from "node:util";
 import { startRelay } from "./relay.js";
 import type { RelayLimits } from "./limits.js";
@@ -14,6 +14,7 @@ const LIMIT_FLAGS: Record<string, keyof RelayLimits> = {
   "max-in-flight": "maxInFlight",
   "max-buffered-bytes": "maxBufferedBytes",
   "max-message-bytes": "maxMessageBytes",
+  "max-phones": "maxPhones",
 };
 const { values } = parseArgs({
   options: {

@@ -53,6 +53,8 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   const http: Server = createServer((_, res) => res.writeHead(426).end("websocket only\n"));
   const wss = new WebSocketServer({ noServer: true, maxPayload: limits.maxMessageBytes + FRAME_MARGIN });
   const socks = new Set<Duplex>(); // close() ends them all, mid-handshake too
+  let phones = 0; // accepted upgrades whose socket is still open
+  let refusing = false; // maxPhones refusal logged, until below it again
   http.on("upgrade", (req: IncomingMessage, sock: Duplex, head: Buffer) => {
     // Node drops its own error listener before "upgrade": a peer that
     // resets the connection would otherwise crash the relay.
@@ -63,7 +65,24 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
       sock.end("HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
       return;
     }
-    wss.handleUpgrade(req, sock, head, (ws) => new Phone(ws, shared).start());
+    const identity = phoneIdentity(req);
+    if (identity === null) {
+      sock.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Type: text/plain\r\n\r\n" +
+        "phone identity (x-sessiond-phone or ?phone=) must match [A-Za-z0-9._:-]{1,64}\n");
+      return;
+    }
+    if (phones >= limits.maxPhones) {
+      if (!refusing) log("phone refused: too many phones", { phones, max_phones: limits.maxPhones });
+      refusing = true;
+      sock.end(`HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: text/plain\r\n\r\n` +
+        `${phones} phones connected, the relay's limit (maxPhones ${limits.maxPhones})\n`);
+      return;
+    }
+    phones++;
+    sock.once("close", () => {
+      if (--phones < limits.maxPhones) refusing = false;
+    });
+    wss.handleUpgrade(req, sock, head, (ws) => new Phone(ws, shared, identity).start());
   });
   await new Promise<void>((res, rej) => {
     http.once("error", rej);
@@ -86,3 +105,11 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   };
 }
 
+/** The identity a phone names (header x-sessiond-phone, or ?phone= in the
+ * URL): undefined when it names none, null when it is malformed. */
+function phoneIdentity(req: IncomingMessage): string | undefined | null {
+  const h = req.headers["x-sessiond-phone"];
+  const v = typeof h === "string" ? h : new URL(req.url ?? "/", "http://relay").searchParams.get("phone") ?? undefined;
+  if (v === undefined) return undefined;
+  return /^[A-Za-z0-9._:-]{1,64}$/.test(v) ? v : null;
+}
