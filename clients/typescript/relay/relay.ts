@@ -3,7 +3,7 @@ import type { Duplex } from "node:stream";
 import { join } from "node:path";
 import { WebSocketServer } from "ws";
 import { SessiondClient, type ClientOptions } from "../src/client.js";
-import { resolveStateDir } from "../src/socket.js";
+import { resolveSocketPath, resolveStateDir } from "../src/socket.js";
 import { bearer, loadOrCreateToken, tokenMatches } from "./token.js";
 import { Phone, type PhoneShared } from "./phone.js";
 import { FRAME_MARGIN, HoldLedger, resolveLimits, type RelayLimits } from "./limits.js";
@@ -23,6 +23,15 @@ export interface RelayOptions extends Partial<RelayLimits> {
 export { RELAYED_METHODS } from "./methods.js";
 export { DEFAULT_LIMITS, FRAME_MARGIN, type RelayLimits } from "./limits.js";
 export { CLOSE_NOT_READING } from "./phone.js";
+
+/** startRelay found no daemon on the socket. newToken: the token file
+ * this start created (print it: the next start reuses it). */
+export class DaemonUnavailableError extends Error {
+  constructor(readonly socketPath: string, cause: unknown, readonly newToken?: { token: string; tokenFile: string }) {
+    super(`no sessiond answers on ${socketPath} (${(cause as Error)?.message ?? String(cause)}); start the daemon first (sessiond serve)`, { cause });
+    this.name = "DaemonUnavailableError";
+  }
+}
 
 export interface Relay {
   readonly url: string;
@@ -47,7 +56,12 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   const limits = resolveLimits(opts);
   const log = opts.log ?? ((msg, fields) => console.error(JSON.stringify({ time: new Date().toISOString(), msg, ...fields })));
   const clientOpts: ClientOptions = { socketPath: opts.socketPath, client: { name: "sessiond-relay", version: "0.1.0" } };
-  const holds = await SessiondClient.connect(clientOpts);
+  let holds: SessiondClient;
+  try {
+    holds = await SessiondClient.connect(clientOpts);
+  } catch (e) {
+    throw new DaemonUnavailableError(resolveSocketPath(opts.socketPath), e, created ? { token, tokenFile } : undefined);
+  }
   holds.on("reconnected", () => log("daemon connection restored", { holds: holds.heldCount }));
   const shared: PhoneShared = { holds, ledger: new HoldLedger(limits), clientOpts, limits, log };
   const http: Server = createServer((_, res) => res.writeHead(426).end("websocket only\n"));

@@ -118,3 +118,16 @@ export class MessageTooLargeError extends Error {
     this.limit = limit;
   }
 }
+
+/** The daemon answered a call with a result that is not an object (every
+ * method's result is one): the call fails with this error, the
+ * connection carries on. */
+export class BadAnswerError extends Error {
+  readonly method: string;
+  readonly reason = "bad_answer";
+  constructor(method: string, result: unknown) {
+    super(`${method}: the daemon's answer is not an object: ${JSON.stringify(result)?.slice(0, 64) ?? String(result)}`);
+    this.name = "BadAnswerError";
+    this.method = method;
+  }
+}

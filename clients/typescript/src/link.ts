@@ -10,7 +10,7 @@ import {
   type MessageConnection,
   type MessageWriter,
 } from "vscode-jsonrpc/node.js";
-import { AbortError, ConnectionClosedError, InvalidParamsError, MessageTooLargeError, SessiondError, TimeoutError, UnsafeSocketError } from "./errors.js";
+import { AbortError, BadAnswerError, ConnectionClosedError, InvalidParamsError, MessageTooLargeError, SessiondError, TimeoutError, UnsafeSocketError } from "./errors.js";
 
 /** Bounds of one connection (see ClientOptions). */
 export interface LinkLimits {
@@ -202,7 +202,8 @@ export class Link {
         (r) => {
           this.handled++;
           done();
-          resolve(r as R);
+          if (!r || typeof r !== "object" || Array.isArray(r)) reject(new BadAnswerError(method, r));
+          else resolve(r as R);
         },
         (e: unknown) => {
           if (e instanceof ResponseError && e.code !== ErrorCodes.PendingResponseRejected) this.handled++;

@@ -11,7 +11,7 @@ import type { Server, Socket } from "node:net";
 import { Daemon } from "./daemon.js";
 import { INIT, fakePeer, frame } from "./fake.js";
 import { untilTurnCompleted } from "./helpers.js";
-import { SessiondClient, ConnectionClosedError, InvalidParamsError, MessageTooLargeError } from "../src/index.js";
+import { SessiondClient, AbortError, ClientClosedError, BadAnswerError, ConnectionClosedError, InvalidParamsError, MessageTooLargeError } from "../src/index.js";
 
 const T = { timeout: Number(process.env.SESSIOND_TEST_TIMEOUT_MS ?? 60_000) };
 let d: Daemon;
@@ -178,4 +178,44 @@ test("a daemon message over maxIncomingMessageBytes ends the link with a typed e
   } finally {
     c.close();
   }
+});
+
+test("a result that is not an object (null) fails the call with BadAnswerError, not a TypeError; the connection carries on", T, async (t) => {
+  const { sock } = await fake(t, (s, _conn, m) => {
+    if (m.method === "initialize") return void s.write(frame({ jsonrpc: "2.0", id: m.id, result: INIT }));
+    if (m.method === "daemon.status") return void s.write(frame({ jsonrpc: "2.0", id: m.id, result: { protocolVersion: 1 } }));
+    s.write(frame({ jsonrpc: "2.0", id: m.id, result: m.method === "agentSession.get" ? [] : null }));
+  });
+  const c = await SessiondClient.connect({ socketPath: sock, reconnect: false });
+  let drops = 0;
+  c.on("disconnected", () => drops++);
+  try {
+    await assert.rejects(c.hold({ sessionId: "s-00000001", holderId: "h" }), (e: unknown) => e instanceof BadAnswerError && /not an object: null/.test(e.message));
+    await assert.rejects(c.attach("s-00000001"), (e: unknown) => e instanceof BadAnswerError);
+    await assert.rejects(c.get("s-00000001"), (e: unknown) => e instanceof BadAnswerError);
+    assert.equal(c.heldCount, 0);
+    assert.equal((await c.status()).protocolVersion, 1);
+    assert.equal(drops, 0);
+  } finally {
+    c.close();
+  }
+});
+
+test("while reconnecting, a call's AbortSignal and close() end it at once", T, async (t) => {
+  const { sock } = await fake(t, (s, conn, m) => {
+    if (m.method !== "initialize") return;
+    if (conn === 1) {
+      s.write(frame({ jsonrpc: "2.0", id: m.id, result: INIT }));
+      setImmediate(() => s.destroy());
+    } // later connections: initialize is never answered
+  });
+  const c = await SessiondClient.connect({ socketPath: sock, timeoutMs: 3_600_000, reconnect: { initialDelayMs: 1, maxDelayMs: 1 } });
+  await new Promise((r) => c.once("reconnecting", r));
+  const ac = new AbortController();
+  const aborted = assert.rejects(c.status({ signal: ac.signal }), (e: unknown) => e instanceof AbortError);
+  ac.abort();
+  await aborted;
+  const closed = assert.rejects(c.status(), (e: unknown) => e instanceof ClientClosedError);
+  c.close();
+  await closed;
 });

@@ -2,7 +2,8 @@
 // many phones one relay serves.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { spawn } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Daemon } from "./daemon.js";
@@ -137,4 +138,27 @@ test("phones past maxPhones are refused 503 naming the limit, logged once; a slo
   } finally {
     for (const p of phones) await p.drop();
   }
+});
+
+test("a relay started before the daemon exits 1 with one line naming the socket, and prints the token it created", T, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "sdrn-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const main = new URL("../relay/main.js", import.meta.url).pathname;
+  const sock = join(dir, "run", "none.sock");
+  const child = spawn(process.execPath, [main, "--port", "0", "--socket", sock, "--token-file", join(dir, "tok", "token")],
+    { stdio: ["ignore", "pipe", "pipe"] });
+  t.after(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  });
+  let out = "";
+  let err = "";
+  child.stdout!.on("data", (b: Buffer) => (out += b.toString()));
+  child.stderr!.on("data", (b: Buffer) => (err += b.toString()));
+  const code = await new Promise<number | null>((r) => child.on("close", (c) => r(c)));
+  assert.equal(code, 1, err);
+  const token = readFileSync(join(dir, "tok", "token"), "utf8").trim();
+  assert.ok(out.includes(token), `the new token is printed: ${out}`);
+  assert.match(err, new RegExp(`no sessiond answers on ${sock.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`));
+  assert.doesNotMatch(err, /\n\s+at /, "no stack trace");
+  assert.equal(err.trim().split("\n").length, 1, err);
 });
