@@ -25,6 +25,11 @@ export interface RelayLimits {
   maxHoldTtlMs: number;
   /** ttl of a phone's hold when it names none (default 120 s). */
   holdTtlMs: number;
+  /** Phones connected at once (default 64; each has a daemon connection
+   * of its own, and the daemon allows max_connections, 512 by default):
+   * past it the WebSocket upgrade is refused 503 (logged once until the
+   * count drops below it again). */
+  maxPhones: number;
 }
 
 export const DEFAULT_LIMITS: RelayLimits = {
@@ -35,6 +40,7 @@ export const DEFAULT_LIMITS: RelayLimits = {
   maxHolds: 768,
   maxHoldTtlMs: 3_600_000,
   holdTtlMs: 120_000,
+  maxPhones: 64,
 };
 
 /** Slack past maxMessageBytes that is still read and answered with an
@@ -62,8 +68,12 @@ export class RelayError extends Error {
 }
 
 interface Entry {
-  phone: object;
+  /** The phone identity that took the hold (see Phone.identity). */
+  phone: string;
   expires: number;
+  /** holdTokens the relay gave out for it: one of them lets another
+   * identity take the hold over. */
+  tokens: Set<string>;
 }
 
 /**
@@ -77,11 +87,18 @@ export class HoldLedger {
   constructor(private limits: RelayLimits) {}
 
   /** Reserves key for phone until expires, or throws a RelayError naming
-   * the limit; undo() gives the reservation back (the hold failed). */
-  take(phone: object, key: string, expires: number): { undo(): void } {
+   * the limit, or the conflict when another phone holds key and holdToken
+   * is none the relay gave out for it; undo() gives the reservation back
+   * (the hold failed), given(token) records the token the hold returned. */
+  take(phone: string, key: string, expires: number, holdToken?: unknown): { undo(): void; given(token: string): void } {
     const now = Date.now();
     for (const [k, e] of this.entries) if (e.expires <= now) this.entries.delete(k);
     const prev = this.entries.get(key);
+    if (prev && prev.phone !== phone && !(typeof holdToken === "string" && prev.tokens.has(holdToken))) {
+      const [sessionId, holderId] = key.split("\u0000");
+      throw new RelayError(-32020, `holder ${JSON.stringify(String(holderId).slice(0, 64))} of session ${String(sessionId).slice(0, 128)} is held by another phone; take it over with its holdToken, or use a holderId of your own`,
+        { reason: "holder_conflict", sessionId: String(sessionId).slice(0, 128), holderId: String(holderId).slice(0, 64) });
+    }
     if (prev?.phone !== phone) {
       let mine = 0;
       for (const e of this.entries.values()) if (e.phone === phone) mine++;
@@ -94,9 +111,10 @@ export class HoldLedger {
           { reason: "limit_exceeded", limit: "relay_holds", max: this.limits.maxHolds });
       }
     }
-    const entry = { phone, expires };
+    const entry: Entry = { phone, expires, tokens: new Set(prev?.tokens) };
     this.entries.set(key, entry);
     return {
+      given: (token) => void entry.tokens.add(token),
       undo: () => {
         if (this.entries.get(key) !== entry) return;
         if (prev && prev.expires > Date.now()) this.entries.set(key, prev);

@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 // sessiond-relay [--host H] [--port P] [--token-file F] [--socket S] [--hold-ttl-ms N]
 //   [--max-hold-ttl-ms N] [--max-holds-per-phone N] [--max-holds N]
-//   [--max-in-flight N] [--max-buffered-bytes N] [--max-message-bytes N]
+//   [--max-in-flight N] [--max-buffered-bytes N] [--max-message-bytes N] [--max-phones N]
 import { parseArgs } from "node:util";
-import { startRelay } from "./relay.js";
+import { DaemonUnavailableError, startRelay, type Relay } from "./relay.js";
 import type { RelayLimits } from "./limits.js";
 
 const LIMIT_FLAGS: Record<string, keyof RelayLimits> = {
@@ -14,6 +14,7 @@ const LIMIT_FLAGS: Record<string, keyof RelayLimits> = {
   "max-in-flight": "maxInFlight",
   "max-buffered-bytes": "maxBufferedBytes",
   "max-message-bytes": "maxMessageBytes",
+  "max-phones": "maxPhones",
 };
 const { values } = parseArgs({
   options: {
@@ -29,13 +30,23 @@ const limits: Partial<RelayLimits> = {};
 for (const [flag, key] of Object.entries(LIMIT_FLAGS)) {
   if (v[flag] !== undefined) limits[key] = Number(v[flag]);
 }
-const relay = await startRelay({
-  host: v.host,
-  port: v.port ? Number(v.port) : undefined,
-  tokenFile: v["token-file"],
-  socketPath: v.socket,
-  ...limits,
-});
+let relay: Relay;
+try {
+  relay = await startRelay({
+    host: v.host,
+    port: v.port ? Number(v.port) : undefined,
+    tokenFile: v["token-file"],
+    socketPath: v.socket,
+    ...limits,
+  });
+} catch (e) {
+  // One line, no stack: what is wrong and what to do.
+  if (e instanceof DaemonUnavailableError && e.newToken) {
+    console.log(`sessiond-relay: new bearer token (saved in ${e.newToken.tokenFile}): ${e.newToken.token}`);
+  }
+  console.error(`sessiond-relay: ${(e as Error)?.message ?? String(e)}`);
+  process.exit(1);
+}
 if (relay.tokenCreated) console.log(`sessiond-relay: new bearer token (saved): ${relay.token}`);
 console.log(`sessiond-relay: listening on ${relay.url}`);
 const stop = () => void relay.close().then(() => process.exit(0));

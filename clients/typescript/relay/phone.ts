@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { WebSocket, RawData } from "ws";
 import { SessiondClient, type ClientOptions } from "../src/client.js";
-import { ConnectionClosedError, SessiondError, StreamLostError } from "../src/errors.js";
+import { ConnectionClosedError, InvalidParamsError, MessageTooLargeError, SessiondError, StreamLostError } from "../src/errors.js";
 import type { Subscription } from "../src/subscription.js";
 import { METHOD_CAPABILITY, type MethodName } from "../src/generated/types.js";
 import { RELAYED_METHODS } from "./methods.js";
@@ -28,7 +28,14 @@ export const CLOSE_NOT_READING = 1008;
 
 let phones = 0;
 
-/** One phone connection. */
+/** The daemon's bound on clientMessageId (bytes). */
+const MAX_MESSAGE_ID = 256;
+
+/** One phone connection. identity: the name the phone gave (header
+ * x-sessiond-phone or ?phone=), else one of this connection alone. Its
+ * holds and clientMessageIds are its own: another identity cannot take
+ * them over without the holdToken, and equal ids of two phones never
+ * meet on the daemon. */
 export class Phone {
   readonly id = `p-${++phones}`;
   private client: Promise<SessiondClient> | undefined;
@@ -36,7 +43,7 @@ export class Phone {
   private closed = false;
   private inFlight = 0;
 
-  constructor(private ws: WebSocket, private sh: PhoneShared) {}
+  constructor(private ws: WebSocket, private sh: PhoneShared, readonly identity: string = `anon-${randomUUID()}`) {}
 
   start(): void {
     this.ws.on("message", (data: RawData, isBinary: boolean) => void this.onFrame(data, isBinary));
@@ -129,6 +136,8 @@ export class Phone {
       this.reply(id, { result: await this.forward(method as MethodName, params) });
     } catch (e) {
       if (e instanceof SessiondError || e instanceof RelayError) this.error(id, e.code, e.message, e.data);
+      else if (e instanceof InvalidParamsError) this.error(id, -32602, e.message, { reason: "invalid_params" });
+      else if (e instanceof MessageTooLargeError) this.error(id, -32600, e.message, { reason: "message_too_large", limit: e.limit });
       else this.error(id, -32603, (e as Error).message, { reason: "internal_error" });
     } finally {
       this.inFlight--;
@@ -140,13 +149,18 @@ export class Phone {
       case "agentSession.hold":
         return this.hold(p as { sessionId: string; holderId: string; ttlMs?: number });
       case "agentSession.release": {
-        const r = await this.sh.holds.release(p as { sessionId: string; holderId: string; holdToken?: string });
+        // The holdToken is required: the shared connection would fill in
+        // the current one, and any phone could end any phone's hold.
+        if (typeof p.holdToken !== "string" || p.holdToken === "") {
+          throw new RelayError(-32602, "release needs the holdToken the hold returned", { reason: "invalid_params", field: "holdToken" });
+        }
+        const r = await this.sh.holds.release(p as { sessionId: string; holderId: string; holdToken: string });
         if (r.released) this.sh.ledger.drop(holdKey(p));
         return r;
       }
       case "agentSession.send": {
         const c = await this.own();
-        return c.send({ ...(p as { sessionId: string; text: string }), clientMessageId: (p.clientMessageId as string) ?? randomUUID() });
+        return c.send({ ...(p as { sessionId: string; text: string }), clientMessageId: this.messageId(p.clientMessageId) });
       }
       case "agentSession.attach":
         return this.attach(p);
@@ -161,18 +175,35 @@ export class Phone {
     }
   }
 
+  /** The daemon's clientMessageId of a phone's: prefixed with the phone's
+   * identity (two phones counting from "1" never meet); absent or empty:
+   * a new one (the relay's own retry is then still a duplicate). */
+  private messageId(v: unknown): string {
+    const prefix = `${this.identity}/`;
+    if (v === undefined || v === null || v === "") return prefix + randomUUID();
+    const max = MAX_MESSAGE_ID - Buffer.byteLength(prefix);
+    if (typeof v !== "string" || Buffer.byteLength(v) > max) {
+      throw new RelayError(-32602, `clientMessageId must be a string of at most ${max} bytes`,
+        { reason: "invalid_params", field: "clientMessageId", limit: max });
+    }
+    return prefix + v;
+  }
+
   /** The phone's holds live on the relay's shared connection, with a ttl
    * (at most maxHoldTtlMs), at most maxHoldsPerPhone of them per phone. */
-  private async hold(p: { sessionId: string; holderId: string; ttlMs?: number }): Promise<unknown> {
+  private async hold(q: { sessionId: string; holderId: string; ttlMs?: number; holdToken?: unknown }): Promise<unknown> {
+    const { holdToken, ...p } = q;
     const { holdTtlMs, maxHoldTtlMs } = this.sh.limits;
     const ttlMs = p.ttlMs ?? holdTtlMs;
     if (typeof ttlMs === "number" && ttlMs > maxHoldTtlMs) {
       throw new RelayError(-32602, `ttlMs ${ttlMs} is over the relay's limit of ${maxHoldTtlMs} (maxHoldTtlMs)`,
         { reason: "invalid_params", field: "ttlMs", limit: maxHoldTtlMs });
     }
-    const taken = this.sh.ledger.take(this, holdKey(p), Date.now() + (typeof ttlMs === "number" ? ttlMs : holdTtlMs));
+    const taken = this.sh.ledger.take(this.identity, holdKey(p), Date.now() + (typeof ttlMs === "number" ? ttlMs : holdTtlMs), holdToken);
     try {
-      return await this.sh.holds.hold({ ...p, ttlMs });
+      const r = await this.sh.holds.hold({ ...p, ttlMs });
+      taken.given(r.holdToken);
+      return r;
     } catch (e) {
       taken.undo();
       throw e;

@@ -3,7 +3,7 @@ import type { Duplex } from "node:stream";
 import { join } from "node:path";
 import { WebSocketServer } from "ws";
 import { SessiondClient, type ClientOptions } from "../src/client.js";
-import { resolveStateDir } from "../src/socket.js";
+import { resolveSocketPath, resolveStateDir } from "../src/socket.js";
 import { bearer, loadOrCreateToken, tokenMatches } from "./token.js";
 import { Phone, type PhoneShared } from "./phone.js";
 import { FRAME_MARGIN, HoldLedger, resolveLimits, type RelayLimits } from "./limits.js";
@@ -23,6 +23,15 @@ export interface RelayOptions extends Partial<RelayLimits> {
 export { RELAYED_METHODS } from "./methods.js";
 export { DEFAULT_LIMITS, FRAME_MARGIN, type RelayLimits } from "./limits.js";
 export { CLOSE_NOT_READING } from "./phone.js";
+
+/** startRelay found no daemon on the socket. newToken: the token file
+ * this start created (print it: the next start reuses it). */
+export class DaemonUnavailableError extends Error {
+  constructor(readonly socketPath: string, cause: unknown, readonly newToken?: { token: string; tokenFile: string }) {
+    super(`no sessiond answers on ${socketPath} (${(cause as Error)?.message ?? String(cause)}); start the daemon first (sessiond serve)`, { cause });
+    this.name = "DaemonUnavailableError";
+  }
+}
 
 export interface Relay {
   readonly url: string;
@@ -47,12 +56,19 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   const limits = resolveLimits(opts);
   const log = opts.log ?? ((msg, fields) => console.error(JSON.stringify({ time: new Date().toISOString(), msg, ...fields })));
   const clientOpts: ClientOptions = { socketPath: opts.socketPath, client: { name: "sessiond-relay", version: "0.1.0" } };
-  const holds = await SessiondClient.connect(clientOpts);
+  let holds: SessiondClient;
+  try {
+    holds = await SessiondClient.connect(clientOpts);
+  } catch (e) {
+    throw new DaemonUnavailableError(resolveSocketPath(opts.socketPath), e, created ? { token, tokenFile } : undefined);
+  }
   holds.on("reconnected", () => log("daemon connection restored", { holds: holds.heldCount }));
   const shared: PhoneShared = { holds, ledger: new HoldLedger(limits), clientOpts, limits, log };
   const http: Server = createServer((_, res) => res.writeHead(426).end("websocket only\n"));
   const wss = new WebSocketServer({ noServer: true, maxPayload: limits.maxMessageBytes + FRAME_MARGIN });
   const socks = new Set<Duplex>(); // close() ends them all, mid-handshake too
+  let phones = 0; // accepted upgrades whose socket is still open
+  let refusing = false; // maxPhones refusal logged, until below it again
   http.on("upgrade", (req: IncomingMessage, sock: Duplex, head: Buffer) => {
     // Node drops its own error listener before "upgrade": a peer that
     // resets the connection would otherwise crash the relay.
@@ -63,7 +79,24 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
       sock.end("HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
       return;
     }
-    wss.handleUpgrade(req, sock, head, (ws) => new Phone(ws, shared).start());
+    const identity = phoneIdentity(req);
+    if (identity === null) {
+      sock.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Type: text/plain\r\n\r\n" +
+        "phone identity (x-sessiond-phone or ?phone=) must match [A-Za-z0-9._:-]{1,64}\n");
+      return;
+    }
+    if (phones >= limits.maxPhones) {
+      if (!refusing) log("phone refused: too many phones", { phones, max_phones: limits.maxPhones });
+      refusing = true;
+      sock.end(`HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: text/plain\r\n\r\n` +
+        `${phones} phones connected, the relay's limit (maxPhones ${limits.maxPhones})\n`);
+      return;
+    }
+    phones++;
+    sock.once("close", () => {
+      if (--phones < limits.maxPhones) refusing = false;
+    });
+    wss.handleUpgrade(req, sock, head, (ws) => new Phone(ws, shared, identity).start());
   });
   await new Promise<void>((res, rej) => {
     http.once("error", rej);
@@ -86,3 +119,11 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   };
 }
 
+/** The identity a phone names (header x-sessiond-phone, or ?phone= in the
+ * URL): undefined when it names none, null when it is malformed. */
+function phoneIdentity(req: IncomingMessage): string | undefined | null {
+  const h = req.headers["x-sessiond-phone"];
+  const v = typeof h === "string" ? h : new URL(req.url ?? "/", "http://relay").searchParams.get("phone") ?? undefined;
+  if (v === undefined) return undefined;
+  return /^[A-Za-z0-9._:-]{1,64}$/.test(v) ? v : null;
+}

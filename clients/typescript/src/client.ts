@@ -1,23 +1,17 @@
 import { EventEmitter } from "node:events";
-import { randomUUID } from "node:crypto";
-import { Link } from "./link.js";
+import { DEFAULT_LINK_LIMITS, Link } from "./link.js";
 import { Subscription } from "./subscription.js";
 import { Holds } from "./holds.js";
 import { Streams } from "./streams.js";
 import { resolveSocketPath } from "./socket.js";
 import { ClientClosedError, ConnectionClosedError } from "./errors.js";
+import { RETRY_SAFE, sleep, untilSettled, withMessageId } from "./calls.js";
 import { DEFAULT_CAPABILITIES, type CallOptions, type ClientOptions } from "./options.js";
 import { PROTOCOL_VERSION, type HoldParams, type HoldResult, type InitializeResult, type MethodName, type Methods } from "./generated/types.js";
 
 export { DEFAULT_CAPABILITIES } from "./options.js";
 export type { CallOptions, ClientOptions, LagRetryOptions, ReconnectOptions } from "./options.js";
 
-/** Methods a call may be re-sent for after a reconnect. */
-const RETRY_SAFE = new Set<string>([
-  "agentSession.get", "agentSession.list", "agentSession.read", "agentSession.hold",
-  "agentSession.release", "agentSession.send", "agentSession.cancel", "agentSession.close",
-  "daemon.status", "rpc.discover",
-]);
 
 type Params<M extends MethodName> = Methods[M]["params"];
 type Result<M extends MethodName> = Methods[M]["result"];
@@ -35,6 +29,8 @@ export class SessiondClient extends EventEmitter {
   private link: Link | undefined;
   private connecting: Promise<Link> | undefined;
   private closedByUser = false;
+  /** Aborted by close(): ends waits for a reconnect at once. */
+  private closing = new AbortController();
   private initResult: InitializeResult | undefined;
   /** Backoff of the reconnect cycle: the next wait (0: initialDelayMs)
    * and the attempts since the connection was last healthy. */
@@ -76,8 +72,18 @@ export class SessiondClient extends EventEmitter {
   }
 
   private async open(): Promise<Link> {
-    const link = await Link.open(this.socketPath, this.timeoutMs);
+    const o = this.opts;
+    const link = await Link.open(this.socketPath, this.timeoutMs, {
+      maxMessageBytes: o.maxMessageBytes ?? DEFAULT_LINK_LIMITS.maxMessageBytes,
+      maxIncomingMessageBytes: o.maxIncomingMessageBytes ?? DEFAULT_LINK_LIMITS.maxIncomingMessageBytes,
+      maxParamsDepth: o.maxParamsDepth ?? DEFAULT_LINK_LIMITS.maxParamsDepth,
+    });
     this.streams.listen(link);
+    // close() ends a connection still being initialized too.
+    const onClosing = () => link.fail(new ClientClosedError());
+    this.closing.signal.addEventListener("abort", onClosing, { once: true });
+    link.onClose(() => this.closing.signal.removeEventListener("abort", onClosing));
+    if (this.closedByUser) onClosing();
     const deadline = Date.now() + this.timeoutMs;
     try {
       this.initResult = await link.call<InitializeResult>("initialize", {
@@ -121,7 +127,7 @@ export class SessiondClient extends EventEmitter {
       const delay = this.backoffMs || initial;
       this.backoffMs = Math.min(delay * 2, max);
       this.emit("reconnecting", { attempt, delayMs: delay });
-      await new Promise((res) => setTimeout(res, delay * (0.75 + Math.random() / 2)));
+      await sleep(delay * (0.75 + Math.random() / 2), this.closing.signal);
       if (this.closedByUser) throw new ClientClosedError();
       let link: Link | undefined;
       try {
@@ -130,6 +136,8 @@ export class SessiondClient extends EventEmitter {
         // connection) is a failed attempt like a failed connect: counted
         // against maxAttempts, and the delay keeps doubling.
         await this.restore(link);
+        // close() while this attempt was under way: nothing is installed.
+        if (this.closedByUser) throw new ClientClosedError();
       } catch (e) {
         link?.fail(e as Error);
         if (this.closedByUser) throw new ClientClosedError();
@@ -170,7 +178,7 @@ export class SessiondClient extends EventEmitter {
     await this.streams.restore(link, deadline);
   }
 
-  private async currentLink(method: string, deadline: number): Promise<Link> {
+  private async currentLink(method: string, deadline: number, signal?: AbortSignal): Promise<Link> {
     if (this.closedByUser) throw new ClientClosedError();
     const cur = this.link;
     if (cur && !cur.closed) return cur;
@@ -182,25 +190,16 @@ export class SessiondClient extends EventEmitter {
       this.connecting = this.reconnect();
       this.connecting.catch(() => undefined);
     }
-    const left = deadline - Date.now();
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      return await Promise.race([
-        this.connecting,
-        new Promise<never>((_, rej) => {
-          timer = setTimeout(() => rej(new ConnectionClosedError(method)), Math.max(0, left));
-        }),
-      ]);
-    } finally {
-      clearTimeout(timer);
-    }
+    // The caller's signal and close() end the wait at once.
+    return untilSettled(this.connecting, method, deadline, signal, this.closing.signal);
   }
 
   /** Any method by name, typed by the generated Methods map. */
   async call<M extends MethodName>(method: M, params: Params<M>, opts: CallOptions = {}): Promise<Result<M>> {
     const deadline = Date.now() + (opts.timeoutMs ?? this.timeoutMs);
+    params = withMessageId(method, params);
     for (;;) {
-      const link = await this.currentLink(method, deadline);
+      const link = await this.currentLink(method, deadline, opts.signal);
       try {
         return await link.call<Result<M>>(method, params, deadline, opts.signal);
       } catch (e) {
@@ -254,10 +253,12 @@ export class SessiondClient extends EventEmitter {
     return this.holds.token(sessionId, holderId);
   }
 
-  /** Sends a message with a clientMessageId (generated when absent), so
-   * the retry after a reconnect is never a second turn. */
+  /** Sends a message with a clientMessageId (generated when absent or
+   * empty), so the retry after a reconnect is never a second turn. Within
+   * one client an id must not be reused for another text: the daemon
+   * answers the first turn (duplicate: true) and drops the text. */
   send(p: Params<"agentSession.send">, o?: CallOptions) {
-    return this.call("agentSession.send", { ...p, clientMessageId: p.clientMessageId ?? randomUUID() }, o);
+    return this.call("agentSession.send", p, o);
   }
 
   /** Streams a session's events after afterSeq (default 0); the journal
@@ -269,7 +270,7 @@ export class SessiondClient extends EventEmitter {
     this.streams.add(sub);
     const deadline = Date.now() + (opts.timeoutMs ?? this.timeoutMs);
     for (;;) {
-      const link = await this.currentLink("agentSession.attach", deadline);
+      const link = await this.currentLink("agentSession.attach", deadline, opts.signal);
       try {
         await this.streams.attachOn(link, sub, deadline, opts.signal);
         return sub;
@@ -277,7 +278,7 @@ export class SessiondClient extends EventEmitter {
         if (e instanceof ConnectionClosedError && this.opts.reconnect !== false) {
           if (sub.subscriptionId === undefined && !this.streams.has(sub)) throw e;
           // restore() re-attaches it on the next link.
-          await this.currentLink("agentSession.attach", deadline);
+          await this.currentLink("agentSession.attach", deadline, opts.signal);
           return sub;
         }
         this.streams.forget(sub);
@@ -289,6 +290,7 @@ export class SessiondClient extends EventEmitter {
   /** Closes the connection; holds then end through the daemon's backstop. */
   close(): void {
     this.closedByUser = true;
+    this.closing.abort();
     clearTimeout(this.healthyTimer);
     const link = this.link;
     this.link = undefined; // no detach calls: the connection's end detaches all

@@ -83,3 +83,51 @@ export class UnsafeSocketError extends Error {
     this.problem = problem;
   }
 }
+
+/** A call's params cannot be sent (not JSON-serialisable: a BigInt, a
+ * cycle; or nested deeper than the limit). Only that call fails: nothing
+ * was written, the connection is untouched, and it is never retried. */
+export class InvalidParamsError extends Error {
+  readonly method: string;
+  readonly reason = "invalid_params";
+  constructor(method: string, problem: string, cause?: unknown) {
+    super(`${method}: params cannot be sent: ${problem}`, { cause });
+    this.name = "InvalidParamsError";
+    this.method = method;
+  }
+}
+
+/** A message over the size limit: an outgoing call whose encoded request
+ * is larger than maxMessageBytes (only that call fails, nothing is
+ * written, never retried), or an incoming message whose Content-Length
+ * is over maxIncomingMessageBytes (the connection is dropped before the
+ * body is read: every pending call gets ConnectionClosedError caused by
+ * this error). */
+export class MessageTooLargeError extends Error {
+  readonly method: string;
+  readonly reason = "message_too_large";
+  readonly bytes: number;
+  readonly limit: number;
+  constructor(method: string, bytes: number, limit: number, incoming = false) {
+    super(incoming
+      ? `incoming message of ${bytes} bytes is over the client's limit of ${limit} (maxIncomingMessageBytes)`
+      : `${method}: request of ${bytes} bytes is over the limit of ${limit} (maxMessageBytes, the daemon's max_message_bytes)`);
+    this.name = "MessageTooLargeError";
+    this.method = method;
+    this.bytes = bytes;
+    this.limit = limit;
+  }
+}
+
+/** The daemon answered a call with a result that is not an object (every
+ * method's result is one): the call fails with this error, the
+ * connection carries on. */
+export class BadAnswerError extends Error {
+  readonly method: string;
+  readonly reason = "bad_answer";
+  constructor(method: string, result: unknown) {
+    super(`${method}: the daemon's answer is not an object: ${JSON.stringify(result)?.slice(0, 64) ?? String(result)}`);
+    this.name = "BadAnswerError";
+    this.method = method;
+  }
+}

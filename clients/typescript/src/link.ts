@@ -10,7 +10,20 @@ import {
   type MessageConnection,
   type MessageWriter,
 } from "vscode-jsonrpc/node.js";
-import { AbortError, ConnectionClosedError, SessiondError, TimeoutError, UnsafeSocketError } from "./errors.js";
+import { AbortError, BadAnswerError, ConnectionClosedError, InvalidParamsError, MessageTooLargeError, SessiondError, TimeoutError, UnsafeSocketError } from "./errors.js";
+
+/** Bounds of one connection (see ClientOptions). */
+export interface LinkLimits {
+  maxMessageBytes: number;
+  maxIncomingMessageBytes: number;
+  maxParamsDepth: number;
+}
+
+export const DEFAULT_LINK_LIMITS: LinkLimits = {
+  maxMessageBytes: 1 << 20,
+  maxIncomingMessageBytes: 64 << 20,
+  maxParamsDepth: 256,
+};
 import { socketDirProblem } from "./socket.js";
 
 /** Bytes on the wire of a notification's params or a response's result
@@ -39,9 +52,19 @@ export class Link {
   private handled = 0; // of those, answers and notifications dispatched
   private closing = false;
 
-  private constructor(socket: Socket) {
+  private constructor(socket: Socket, private limits: LinkLimits) {
     this.socket = socket;
     const reader = new StreamMessageReader(socket, { charset: "utf-8", contentTypeDecoder: sizingDecoder });
+    // A message is refused as soon as its header names a length over the
+    // limit, before its body is buffered: the link ends.
+    const r = reader as unknown as { onData(d: Uint8Array): void; nextMessageLength: number };
+    const onData = r.onData.bind(reader);
+    r.onData = (d) => {
+      if (this.closedErr) return;
+      onData(d);
+      const max = limits.maxIncomingMessageBytes;
+      if (r.nextMessageLength > max) this.fail(new MessageTooLargeError("(incoming)", r.nextMessageLength, max, true));
+    };
     // vscode-jsonrpc's partial-message timer re-arms itself for as long as
     // a message stays half-read, after the link is gone too: a link closed
     // in the middle of a large page kept the process (and the buffer)
@@ -63,7 +86,7 @@ export class Link {
   }
 
   /** Connects to path; rejects when nobody accepts there. */
-  static open(path: string, timeoutMs: number): Promise<Link> {
+  static open(path: string, timeoutMs: number, limits: LinkLimits = DEFAULT_LINK_LIMITS): Promise<Link> {
     return new Promise((resolve, reject) => {
       const problem = socketDirProblem(path);
       if (problem) return reject(new UnsafeSocketError(path, problem));
@@ -79,7 +102,7 @@ export class Link {
       s.once("connect", () => {
         clearTimeout(t);
         s.removeAllListeners("error");
-        resolve(new Link(s));
+        resolve(new Link(s, limits));
       });
     });
   }
@@ -125,6 +148,21 @@ export class Link {
     this.closeHandlers = [];
   }
 
+  /** Why params cannot be sent as method's request, or undefined. */
+  private checkParams(method: string, p: unknown): Error | undefined {
+    const { maxParamsDepth, maxMessageBytes } = this.limits;
+    if (depthOver(p, maxParamsDepth)) return new InvalidParamsError(method, `nested deeper than ${maxParamsDepth} levels (maxParamsDepth)`);
+    let body: string;
+    try {
+      body = JSON.stringify({ jsonrpc: "2.0", id: Number.MAX_SAFE_INTEGER, method, params: p });
+    } catch (e) {
+      return new InvalidParamsError(method, `not JSON-serialisable: ${String((e as Error)?.message ?? e).slice(0, 120)}`, e);
+    }
+    const bytes = Buffer.byteLength(body);
+    if (bytes > maxMessageBytes) return new MessageTooLargeError(method, bytes, maxMessageBytes);
+    return undefined;
+  }
+
   /** One request; rejects with SessiondError, ConnectionClosedError,
    * TimeoutError or AbortError, never hangs past the deadline. */
   call<R>(method: string, params: unknown, deadline: number, signal?: AbortSignal): Promise<R> {
@@ -132,6 +170,11 @@ export class Link {
       if (this.closedErr) return reject(new ConnectionClosedError(method, this.closedErr));
       if (signal?.aborted) return reject(new AbortError(method, signal.reason));
       if (deadline <= Date.now()) return reject(new TimeoutError(method, 0));
+      const p = params === undefined ? {} : params;
+      // Encoded first: params that cannot be sent fail this call alone,
+      // before anything is written (the daemon would drop the connection).
+      const bad = this.checkParams(method, p);
+      if (bad) return reject(bad);
       let timer: NodeJS.Timeout | undefined;
       const done = () => {
         this.pending.delete(onClose);
@@ -155,12 +198,12 @@ export class Link {
           reject(new TimeoutError(method, Math.max(0, Math.round(left))));
         }, Math.max(0, left));
       }
-      const p = params === undefined ? {} : params;
       this.conn.sendRequest(method, ParameterStructures.byName, p).then(
         (r) => {
           this.handled++;
           done();
-          resolve(r as R);
+          if (!r || typeof r !== "object" || Array.isArray(r)) reject(new BadAnswerError(method, r));
+          else resolve(r as R);
         },
         (e: unknown) => {
           if (e instanceof ResponseError && e.code !== ErrorCodes.PendingResponseRejected) this.handled++;
@@ -174,6 +217,21 @@ export class Link {
       );
     });
   }
+}
+
+/** Deepest nesting of v (iterative: a 100k-deep value does not blow the
+ * stack), stopping once past max. */
+function depthOver(v: unknown, max: number): boolean {
+  const stack: Array<[unknown, number]> = [[v, 1]];
+  const seen = new Set<object>();
+  while (stack.length) {
+    const [x, d] = stack.pop()!;
+    if (!x || typeof x !== "object" || seen.has(x)) continue;
+    if (d > max) return true;
+    seen.add(x);
+    for (const c of Array.isArray(x) ? x : Object.values(x)) if (c && typeof c === "object") stack.push([c, d + 1]);
+  }
+  return false;
 }
 
 /** A writer whose write never rejects: vscode-jsonrpc rethrows a failed

@@ -50,6 +50,20 @@ export interface ClientOptions {
   /** The same bound counted in events (default 8192); whichever is
    * reached first pauses. */
   highWaterMark?: number;
+  /** Largest request a call may send, in bytes as encoded (default
+   * 1 MiB, the daemon's default max_message_bytes; set it to the daemon's
+   * when configured otherwise): a larger one fails that call alone with
+   * MessageTooLargeError, nothing is written and it is not retried. */
+  maxMessageBytes?: number;
+  /** Largest message accepted from the daemon (default 64 MiB; the
+   * daemon's pages are cut at 1 MiB, one event can be larger): a header
+   * naming more ends the connection before the body is read, pending calls
+   * get ConnectionClosedError caused by MessageTooLargeError, and the
+   * client reconnects. */
+  maxIncomingMessageBytes?: number;
+  /** Deepest nesting of a call's params (default 256): deeper fails that
+   * call alone with InvalidParamsError. */
+  maxParamsDepth?: number;
   /** Backoff of the re-attach after agentSession.lagged. */
   lagRetry?: LagRetryOptions;
 }

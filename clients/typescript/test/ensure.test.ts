@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, writeFileSync, readlinkSync, rmSync, existsSync } from "node:fs";
+import { mkdtempSync, writeFileSync, readlinkSync, rmSync, existsSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sessiondBinary } from "./daemon.js";
@@ -24,8 +24,54 @@ async function shutdown(socketPath: string): Promise<void> {
   }
 }
 
-test("ensureDaemon starts one daemon for two racing callers, and none when one answers", T, async () => {
+/** pids of the `sessiond serve` processes whose command line names dir
+ * (a temp dir of this test's own: only daemons it started). */
+function daemonsIn(dir: string): number[] {
+  const pids: number[] = [];
+  for (const e of readdirSync("/proc")) {
+    if (!/^\d+$/.test(e)) continue;
+    let argv: string[];
+    try {
+      argv = readFileSync(`/proc/${e}/cmdline`, "utf8").split("\0");
+    } catch {
+      continue; // gone meanwhile
+    }
+    if (argv.includes("serve") && argv.some((a) => a.startsWith(dir + "/"))) pids.push(Number(e));
+  }
+  return pids;
+}
+
+/** Registers the last word of a test that starts daemons under dir: every
+ * one still running is SIGKILLed (an assertion failed, the test timed
+ * out …) and waited for, then dir is removed. */
+function cleanup(t: { after(fn: () => Promise<void>): void }, dir: string): void {
+  t.after(async () => {
+    for (const pid of daemonsIn(dir)) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        continue;
+      }
+      // Reaped by init (detached): gone from /proc once it has exited.
+      while (existsSync(`/proc/${pid}`) && !/^State:\s+Z/m.test(safeRead(`/proc/${pid}/status`))) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    }
+    rmSync(dir, { recursive: true, force: true });
+  });
+}
+
+function safeRead(f: string): string {
+  try {
+    return readFileSync(f, "utf8");
+  } catch {
+    return "";
+  }
+}
+
+test("ensureDaemon starts one daemon for two racing callers, and none when one answers", T, async (t) => {
   const dir = mkdtempSync(join(tmpdir(), "sden-"));
+  cleanup(t, dir);
   const socketPath = join(dir, "run", "s.sock");
   const stateDir = join(dir, "state");
   const opts = { binary: sessiondBinary(), socketPath, stateDir, env: { ...process.env, SESSIOND_CONFIG: join(dir, "none.toml") } };
@@ -38,15 +84,15 @@ test("ensureDaemon starts one daemon for two racing callers, and none when one a
     assert.ok(existsSync(join(stateDir, "sessiond.log")));
   } finally {
     if (await daemonAnswers(socketPath)) await shutdown(socketPath);
-    rmSync(dir, { recursive: true, force: true });
   }
 });
 
 // make npm-pack's tarballs, installed into a fresh project: ensureDaemon()
 // there starts the binary of the platform package npm installed.
 const packDir = process.env.SESSIOND_NPM_PACK_DIR;
-test("the packed tarballs install, and ensureDaemon() starts the installed binary", { ...T, skip: !packDir && "SESSIOND_NPM_PACK_DIR not set (make npm-pack)" }, async () => {
+test("the packed tarballs install, and ensureDaemon() starts the installed binary", { ...T, skip: !packDir && "SESSIOND_NPM_PACK_DIR not set (make npm-pack)" }, async (t) => {
   const proj = mkdtempSync(join(tmpdir(), "sdin-"));
+  cleanup(t, proj);
   try {
     writeFileSync(join(proj, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }));
     const cpu = process.arch === "arm64" ? "arm64" : "x64";
@@ -76,7 +122,6 @@ console.log(JSON.stringify({ ...r, binary: packagedBinary(), pid: st.pid }));
   } finally {
     const sock = join(proj, "run", "s.sock");
     if (await daemonAnswers(sock)) await shutdown(sock);
-    rmSync(proj, { recursive: true, force: true });
   }
 });
 

@@ -40,11 +40,18 @@ export class Phone {
     });
   }
 
-  static connect(url: string, token: string | undefined): Promise<Phone> {
-    const ws = new WebSocket(url, { headers: token === undefined ? {} : { authorization: `Bearer ${token}` } });
+  static connect(url: string, token: string | undefined, identity?: string): Promise<Phone> {
+    const headers: Record<string, string> = token === undefined ? {} : { authorization: `Bearer ${token}` };
+    if (identity !== undefined) headers["x-sessiond-phone"] = identity;
+    const ws = new WebSocket(url, { headers });
     return new Promise((resolve, reject) => {
       ws.once("open", () => resolve(new Phone(ws)));
-      ws.once("unexpected-response", (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)));
+      ws.once("unexpected-response", (_req, res) => {
+        let body = "";
+        res.on("data", (b: Buffer) => (body += b.toString()));
+        res.on("end", () => reject(new Error(`HTTP ${res.statusCode} ${body}`)));
+        res.on("error", () => reject(new Error(`HTTP ${res.statusCode}`)));
+      });
       ws.once("error", reject);
     });
   }

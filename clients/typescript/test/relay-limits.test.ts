@@ -112,7 +112,10 @@ test("holds: at most maxHoldsPerPhone per phone and maxHolds in all; a ttl over 
   try {
     await assert.rejects(a.call("agentSession.hold", { sessionId: id, holderId: "a:x", ttlMs: 10_001 }), (e: unknown) =>
       e instanceof RpcError && e.code === -32602 && e.data.field === "ttlMs" && e.data.limit === 10_000);
-    for (const h of ["a:1", "a:2", "a:3"]) await a.call("agentSession.hold", { sessionId: id, holderId: h, ttlMs: 10_000 });
+    const tokens: Record<string, string> = {};
+    for (const h of ["a:1", "a:2", "a:3"]) {
+      tokens[h] = (await a.call<{ holdToken: string }>("agentSession.hold", { sessionId: id, holderId: h, ttlMs: 10_000 })).holdToken;
+    }
     await assert.rejects(a.call("agentSession.hold", { sessionId: id, holderId: "a:4" }), refused("phone_holds", 3));
     await a.call("agentSession.hold", { sessionId: id, holderId: "a:3" }); // a repeat hold is no new hold
     // Another phone is not blocked by the first one's holds ...
@@ -120,7 +123,7 @@ test("holds: at most maxHoldsPerPhone per phone and maxHolds in all; a ttl over 
     await b.call("agentSession.hold", { sessionId: id, holderId: "b:2" });
     // ... up to the relay's total.
     await assert.rejects(b.call("agentSession.hold", { sessionId: id, holderId: "b:3" }), refused("relay_holds", 5));
-    const r = await a.call<{ released: boolean }>("agentSession.release", { sessionId: id, holderId: "a:1" });
+    const r = await a.call<{ released: boolean }>("agentSession.release", { sessionId: id, holderId: "a:1", holdToken: tokens["a:1"] });
     assert.equal(r.released, true);
     await a.call("agentSession.hold", { sessionId: id, holderId: "a:4" });
     assert.deepEqual((await direct.get(id)).holders.sort(), ["a:2", "a:3", "a:4", "b:1", "b:2"]);

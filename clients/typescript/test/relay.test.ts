@@ -95,7 +95,9 @@ test("admin methods, unknown methods and bad frames get errors; the phone stays 
 
 test("a phone that drops mid-turn resumes from its cursor; its hold outlives it; a retried send is not duplicated", T, async () => {
   const id = await newSession();
-  const p1 = await Phone.connect(relay.url, relay.token);
+  // The phone names itself: its holds and clientMessageIds are its own
+  // across its connections.
+  const p1 = await Phone.connect(relay.url, relay.token, "phone-1");
   const h = await p1.call<{ holdToken: string }>("agentSession.hold", { sessionId: id, holderId: "phone:1" });
   assert.ok(h.holdToken);
   await p1.call("agentSession.attach", { sessionId: id });
@@ -109,7 +111,7 @@ test("a phone that drops mid-turn resumes from its cursor; its hold outlives it;
   const info = await direct.get(id);
   assert.deepEqual(info.holders, ["phone:1"], "the hold outlives the phone's connection");
 
-  const p2 = await Phone.connect(relay.url, relay.token);
+  const p2 = await Phone.connect(relay.url, relay.token, "phone-1");
   try {
     await p2.call("agentSession.hold", { sessionId: id, holderId: "phone:1" });
     await p2.call("agentSession.attach", { sessionId: id, afterSeq: cursor });
@@ -175,11 +177,11 @@ test("after a daemon restart a phone's release with the holdToken it got release
     assert.deepEqual((await direct.get(id)).holders, []);
     // A token older than the one the phone got last changes nothing.
     const h2 = await p.call<{ holdToken: string }>("agentSession.hold", { sessionId: id, holderId: "phone:A" });
-    await p.call("agentSession.hold", { sessionId: id, holderId: "phone:A" });
+    const h3 = await p.call<{ holdToken: string }>("agentSession.hold", { sessionId: id, holderId: "phone:A" });
     const stale = await p.call<{ released: boolean }>("agentSession.release", { sessionId: id, holderId: "phone:A", holdToken: h2.holdToken });
     assert.equal(stale.released, false);
     assert.deepEqual((await direct.get(id)).holders, ["phone:A"]);
-    await p.call("agentSession.release", { sessionId: id, holderId: "phone:A" });
+    await p.call("agentSession.release", { sessionId: id, holderId: "phone:A", holdToken: h3.holdToken });
   } finally {
     await p.drop();
   }
