@@ -96,7 +96,7 @@ export class HoldLedger {
     const prev = this.entries.get(key);
     if (prev && prev.phone !== phone && !(typeof holdToken === "string" && prev.tokens.has(holdToken))) {
       const [sessionId, holderId] = key.split("\u0000");
-      throw new RelayError(-32020, `holder ${JSON.stringify(String(holderId).slice(0, 64))} of session ${String(sessionId).slice(0, 128)} is held by another phone; take it over with its holdToken, or use a holderId of your own`,
+      throw new RelayError(-32040, `holder ${JSON.stringify(String(holderId).slice(0, 64))} of session ${String(sessionId).slice(0, 128)} is held by another phone; take it over with its holdToken, or use a holderId of your own`,
         { reason: "holder_conflict", sessionId: String(sessionId).slice(0, 128), holderId: String(holderId).slice(0, 64) });
     }
     if (prev?.phone !== phone) {
