@@ -215,10 +215,15 @@ func callerConn(fd int) (net.Conn, error) {
 	for _, o := range []struct {
 		name      string
 		opt, want int
-	}{{"SO_DOMAIN", unix.SO_DOMAIN, unix.AF_UNIX}, {"SO_TYPE", unix.SO_TYPE, unix.SOCK_STREAM}, {"SO_ACCEPTCONN", unix.SO_ACCEPTCONN, 0}} {
+	}{{"SO_TYPE", unix.SO_TYPE, unix.SOCK_STREAM}, {"SO_ACCEPTCONN", unix.SO_ACCEPTCONN, 0}} {
 		if v, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, o.opt); err != nil || v != o.want {
 			return nil, fmt.Errorf("descriptor %d: %s is %d, want %d (%v)", fd, o.name, v, o.want, err)
 		}
+	}
+	if sa, err := unix.Getsockname(fd); err != nil {
+		return nil, fmt.Errorf("descriptor %d: getsockname: %w", fd, err)
+	} else if _, ok := sa.(*unix.SockaddrUnix); !ok {
+		return nil, fmt.Errorf("descriptor %d is not an AF_UNIX socket (%T)", fd, sa)
 	}
 	if _, err := unix.Getpeername(fd); err != nil {
 		return nil, fmt.Errorf("descriptor %d is not connected: %w", fd, err)
