@@ -196,30 +196,7 @@ func TestE2EApprovalCancelledAtChildExit(t *testing.T) {
 // approval open; the next start's reap journals its cancel before the
 // turn's daemon_restart turn.completed.
 func TestE2EApprovalCancelledAtRestart(t *testing.T) {
-	d := daemontest.Start(t, daemontest.Options{})
-	c, rec := dialCaps(t, d, rpc.Capabilities)
-	var s api.SessionInfo
-	if err := c.Call(ctx10(t), "agentSession.create", api.CreateParams{Provider: "echo", Cwd: t.TempDir()}, &s); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Call(ctx10(t), "agentSession.attach", api.AttachParams{SessionID: s.SessionID}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Call(ctx10(t), "agentSession.hold", api.HoldParams{SessionID: s.SessionID, HolderID: "h"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Call(ctx10(t), "agentSession.send", api.SendParams{SessionID: s.SessionID, Text: "/approve"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	req := decodeData[event.ApprovalRequestedData](t, waitEvent(t, rec.ch, event.ApprovalRequested))
-	d.Kill()
-	<-d.Exited()
-	d2 := daemontest.Start(t, daemontest.Options{StateDir: d.StateDir})
-	c2, _ := dialCaps(t, d2, rpc.Capabilities)
-	var rd api.ReadResult
-	if err := c2.Call(ctx10(t), "agentSession.read", api.ReadParams{SessionID: s.SessionID, Limit: 4096}, &rd); err != nil {
-		t.Fatal(err)
-	}
+	req, rd := killAtApproval(t, "/approve")
 	var types []string
 	for _, ev := range rd.Events {
 		types = append(types, ev.Type)
@@ -240,30 +217,7 @@ func TestE2EApprovalCancelledAtRestart(t *testing.T) {
 // it: the reasoning item had completed) after the approval's cancel and
 // before the turn's daemon_restart turn.completed.
 func TestE2EItemsInterruptedAtRestart(t *testing.T) {
-	d := daemontest.Start(t, daemontest.Options{})
-	c, rec := dialCaps(t, d, rpc.Capabilities)
-	var s api.SessionInfo
-	if err := c.Call(ctx10(t), "agentSession.create", api.CreateParams{Provider: "echo", Cwd: t.TempDir()}, &s); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Call(ctx10(t), "agentSession.attach", api.AttachParams{SessionID: s.SessionID}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Call(ctx10(t), "agentSession.hold", api.HoldParams{SessionID: s.SessionID, HolderID: "h"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Call(ctx10(t), "agentSession.send", api.SendParams{SessionID: s.SessionID, Text: "/work"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	req := decodeData[event.ApprovalRequestedData](t, waitEvent(t, rec.ch, event.ApprovalRequested))
-	d.Kill()
-	<-d.Exited()
-	d2 := daemontest.Start(t, daemontest.Options{StateDir: d.StateDir})
-	c2, _ := dialCaps(t, d2, rpc.Capabilities)
-	var rd api.ReadResult
-	if err := c2.Call(ctx10(t), "agentSession.read", api.ReadParams{SessionID: s.SessionID, Limit: 4096}, &rd); err != nil {
-		t.Fatal(err)
-	}
+	req, rd := killAtApproval(t, "/work")
 	var tail []string
 	var interrupted []event.ItemData
 	for _, ev := range rd.Events {
@@ -281,4 +235,36 @@ func TestE2EItemsInterruptedAtRestart(t *testing.T) {
 	if len(interrupted) != 1 || interrupted[0].ItemID != req.ItemID || interrupted[0].Kind != event.KindCommandExecution {
 		t.Fatalf("interrupted items %+v, want only the command %s", interrupted, req.ItemID)
 	}
+}
+
+// killAtApproval sends text to a held echo session, SIGKILLs the daemon
+// once the turn asks for an approval, restarts it on the same state dir
+// and returns the approval request and the session's journal as read then.
+func killAtApproval(t *testing.T, text string) (event.ApprovalRequestedData, api.ReadResult) {
+	t.Helper()
+	d := daemontest.Start(t, daemontest.Options{})
+	c, rec := dialCaps(t, d, rpc.Capabilities)
+	var s api.SessionInfo
+	if err := c.Call(ctx10(t), "agentSession.create", api.CreateParams{Provider: "echo", Cwd: t.TempDir()}, &s); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Call(ctx10(t), "agentSession.attach", api.AttachParams{SessionID: s.SessionID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Call(ctx10(t), "agentSession.hold", api.HoldParams{SessionID: s.SessionID, HolderID: "h"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Call(ctx10(t), "agentSession.send", api.SendParams{SessionID: s.SessionID, Text: text}, nil); err != nil {
+		t.Fatal(err)
+	}
+	req := decodeData[event.ApprovalRequestedData](t, waitEvent(t, rec.ch, event.ApprovalRequested))
+	d.Kill()
+	<-d.Exited()
+	d2 := daemontest.Start(t, daemontest.Options{StateDir: d.StateDir})
+	c2, _ := dialCaps(t, d2, rpc.Capabilities)
+	var rd api.ReadResult
+	if err := c2.Call(ctx10(t), "agentSession.read", api.ReadParams{SessionID: s.SessionID, Limit: 4096}, &rd); err != nil {
+		t.Fatal(err)
+	}
+	return req, rd
 }
