@@ -1,3 +1,7 @@
+//go:build record
+
+// The transcript re-recorder: compiled only with the record tag, run as
+// go test -tags record -run TestRecordTranscripts ./internal/provider/codex/
 package codex
 
 import (
@@ -64,11 +68,8 @@ func (r tapReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// TestRecordTranscripts re-records the echo transcripts (go test -record).
+// TestRecordTranscripts re-records the echo transcripts.
 func TestRecordTranscripts(t *testing.T) {
-	if !*record {
-		t.Skip("run with -record to re-record")
-	}
 	for name, sc := range recordScenarios {
 		t.Run(name, func(t *testing.T) {
 			home := t.TempDir()

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -28,8 +27,6 @@ import (
 // The replay feeds the provider side to an adapter through pipes, checks the
 // client side and the emitted events in order, then ends the provider's
 // stdout. Calls run one at a time, each after the previous returned.
-
-var record = flag.Bool("record", false, "re-record testdata/transcripts/echo-*.jsonl against the echo provider")
 
 const transcriptDir = "../../../testdata/transcripts"
 
