@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"sort"
 	"strings"
 	"testing"
 
+	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
 )
 
@@ -37,5 +40,36 @@ func TestRendererWholeReply(t *testing.T) {
 	}
 	if strings.Count(got, "streamed") != 1 {
 		t.Fatal("a streamed reply printed twice")
+	}
+}
+
+// TestProcTree: without a cgroup, a session's tree is its provider, the
+// provider's descendants and the processes tagged with the session (a
+// double-forked child is no descendant), each once.
+func TestProcTree(t *testing.T) {
+	ps := procSnapshot{
+		kids:   map[int][]int{1: {10, 99}, 10: {11, 12}, 12: {13}, 99: {100}, 50: {51}},
+		tagged: map[string][]int{"s1": {99, 11}, "s2": {50}},
+	}
+	pids, src := ps.tree(api.SessionInfo{SessionID: "s1", PID: 10})
+	sort.Ints(pids)
+	if src != "proc" || fmt.Sprint(pids) != "[10 11 12 13 99 100]" {
+		t.Fatalf("tree = %v from %s, want [10 11 12 13 99 100] from proc", pids, src)
+	}
+	if pids, _ := ps.tree(api.SessionInfo{SessionID: "s3", PID: 13}); fmt.Sprint(pids) != "[13]" {
+		t.Fatalf("a leaf's tree = %v", pids)
+	}
+}
+
+// TestCPUGrowth: a frame's CPU is each member's growth plus all of a new
+// member; one that left adds nothing, a counter never goes back.
+func TestCPUGrowth(t *testing.T) {
+	prev := map[int]float64{1: 1.0, 2: 5.0, 3: 2.0}
+	cur := map[int]float64{1: 1.5, 2: 5.0, 4: 0.25} // 3 exited, 4 is new
+	if got := cpuGrowth(prev, cur); got != 0.75 {
+		t.Fatalf("cpuGrowth = %v, want 0.75", got)
+	}
+	if got := cpuGrowth(map[int]float64{1: 2}, map[int]float64{1: 1}); got != 0 {
+		t.Fatalf("cpuGrowth of a pid reused by a younger process = %v, want 0", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/daemontest"
@@ -52,16 +53,17 @@ func TestE2ECtlTop(t *testing.T) {
 		t.Fatalf("top --once: exit %d %s", code, errOut)
 	}
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	if len(lines) != 2 || !regexp.MustCompile(`^ID\s+PROVIDER\s+PID\s+RSS\s+MEM\s+PROCS\s+CPU%\s+TURNS\s+TURN\s+EVENTS/S\s+TITLE$`).MatchString(lines[0]) {
-		t.Fatalf("top --once: want a header and one live session:\n%s", out)
+	if len(lines) != 3 || lines[0]+"\n" != topHeading ||
+		!regexp.MustCompile(`^ID\s+PROVIDER\s+PID\s+PROCS\s+RSS\s+MEM\s+CPU%\s+TURNS\s+TURN\s+EVENTS/S\s+TITLE$`).MatchString(lines[1]) {
+		t.Fatalf("top --once: want what is summed, a header and one live session:\n%s", out)
 	}
 	row := regexp.MustCompile(`^` + regexp.QuoteMeta(live.SessionID) + `\s+echo\s+` + strconv.Itoa(h.PID) +
-		`\s+\d+(\.\d)?[KMG]\s+\d+(\.\d)?[KMG]\s+1\s+\d+\.\d\s+2\s+-\s+\d+\.\d\s+-$`)
-	if !row.MatchString(lines[1]) {
-		t.Fatalf("row %q: want id, echo, pid %d, RSS, CPU, 2 turns, no turn running, events/s", lines[1], h.PID)
+		`\s+1\s+\d+(\.\d)?[KMG]\s+\d+(\.\d)?[KMG]\s+\d+\.\d\s+2\s+-\s+\d+\.\d\s+-$`)
+	if !row.MatchString(lines[2]) {
+		t.Fatalf("row %q: want id, echo, pid %d, 1 process, RSS, MEM, CPU, 2 turns, no turn running, events/s", lines[2], h.PID)
 	}
 
-	code, out, errOut = runCtl(t, d.Socket, dir, "--json", "top", "--once", "--interval", "50ms")
+	code, out, errOut = runCtl(t, d.Socket, dir, "--json", "top", "--once", "--interval", "100ms")
 	var rows []struct {
 		SessionID string `json:"sessionId"`
 		PID       int    `json:"pid"`
@@ -74,7 +76,57 @@ func TestE2ECtlTop(t *testing.T) {
 	if r := rows[0]; r.SessionID != live.SessionID || r.PID != h.PID || r.RSS == 0 || r.Turns != 2 {
 		t.Fatalf("row %+v: want %s pid %d, RSS > 0, 2 turns", r, live.SessionID, h.PID)
 	}
-	if code, _, errOut = runCtl(t, d.Socket, dir, "top", "--interval", "1ms"); code != exitUsage || !strings.Contains(errOut, "at least 10ms") {
-		t.Fatalf("--interval 1ms: exit %d %s", code, errOut)
+}
+
+// TestCtlTopIntervalBounds: an interval below 100ms or above an hour is a
+// usage error (exit 2) naming the range, before any daemon is asked.
+func TestCtlTopIntervalBounds(t *testing.T) {
+	socket := t.TempDir() + "/none.sock" // never dialled: the check comes first
+	for _, iv := range []string{"0s", "-1s", "1ms", "99ms", "1h0m1s", "48h"} {
+		code, out, errOut := runCtl(t, socket, t.TempDir(), "top", "--interval", iv)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, "out of range: want 100ms to 1h0m0s") ||
+			!strings.Contains(errOut, "usage: sessiond ctl top") {
+			t.Fatalf("--interval %s: exit %d, stdout %q, stderr:\n%s", iv, code, out, errOut)
+		}
+	}
+	for _, iv := range []string{"100ms", "1h"} { // the bounds themselves are fine: no daemon is the error
+		if code, _, errOut := runCtl(t, socket, t.TempDir(), "top", "--once", "--interval", iv); code != exitNoDaemon {
+			t.Fatalf("--interval %s: exit %d %s, want %d (no daemon)", iv, code, errOut, exitNoDaemon)
+		}
+	}
+}
+
+// TestE2ECtlTopTree: ctl top and ctl show sum RSS over the provider's
+// whole tree: a child holding 64 MiB (echo's /hog) counts, as a second
+// process.
+func TestE2ECtlTopTree(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Options{})
+	s := openCgSession(t, d, "echo")
+	hog := pidAfter(t, s.turn(t, "/hog 64"), "hog=")
+	dir := t.TempDir()
+	var last string
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		// Each round measures over --interval: the hog touches its pages meanwhile.
+		code, out, errOut := runCtl(t, d.Socket, dir, "--json", "top", "--once", "--interval", "100ms")
+		var rows []topRow
+		if code != 0 || json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 1 {
+			t.Fatalf("top: exit %d %q %s", code, out, errOut)
+		}
+		r := rows[0]
+		if r.Procs >= 2 && r.RSS >= 64<<20 {
+			break
+		}
+		last = out
+		if time.Now().After(deadline) {
+			t.Fatalf("top never summed the hog (pid %d, 64 MiB) into the tree's RSS:\n%s", hog, last)
+		}
+	}
+	code, out, errOut := runCtl(t, d.Socket, dir, "show", s.id)
+	m := regexp.MustCompile(`(?m)^rss\s+(\d+\.\d)M \(summed over the processes\)$`).FindStringSubmatch(out)
+	if code != 0 || m == nil {
+		t.Fatalf("show: exit %d\n%s%s", code, out, errOut)
+	}
+	if mb, _ := strconv.ParseFloat(m[1], 64); mb < 64 {
+		t.Fatalf("show: rss %sM, want the hog's 64 MiB in it:\n%s", m[1], out)
 	}
 }
