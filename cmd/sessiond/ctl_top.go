@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -122,7 +123,9 @@ func (st *topState) sample(e *ctlEnv, c *rpc.Client) (topState, error) {
 		if s.PID == 0 || s.State != "live" {
 			continue
 		}
-		if err := st.countTurns(e, c, s.SessionID, s.LastSeq); err != nil {
+		if err := st.countTurns(e, c, s.SessionID, s.LastSeq); errors.Is(err, &rpc.Error{Reason: "session_not_found"}) {
+			continue // deleted since the list: not in this frame
+		} else if err != nil {
 			return topState{}, err
 		}
 		r := topRow{SessionID: s.SessionID, Provider: s.Provider, Title: s.Title, PID: s.PID, TurnRunning: s.TurnRunning,
@@ -133,7 +136,23 @@ func (st *topState) sample(e *ctlEnv, c *rpc.Client) (topState, error) {
 		}
 		out.rows[s.SessionID] = r
 	}
+	st.forget(list.Sessions)
 	return out, nil
+}
+
+// forget drops the counts of sessions no longer listed, so a long-running
+// top under churn holds only the sessions that exist.
+func (st *topState) forget(listed []api.SessionInfo) {
+	keep := make(map[string]bool, len(listed))
+	for _, s := range listed {
+		keep[s.SessionID] = true
+	}
+	for id := range st.read {
+		if !keep[id] {
+			delete(st.read, id)
+			delete(st.turns, id)
+		}
+	}
 }
 
 // countTurns reads the events after what was already counted (the whole

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -128,5 +130,78 @@ func TestE2ECtlTopTree(t *testing.T) {
 	}
 	if mb, _ := strconv.ParseFloat(m[1], 64); mb < 64 {
 		t.Fatalf("show: rss %sM, want the hog's 64 MiB in it:\n%s", m[1], out)
+	}
+}
+
+// TestE2ECtlTopChurn: `ctl top` keeps refreshing while sessions start,
+// close and are deleted, also between its list and its journal reads (a
+// session gone meanwhile is left out of that frame, not an error), and
+// ends with exit 0 on SIGINT. Four clients churn sessions for 100 frames.
+func TestE2ECtlTopChurn(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Options{})
+	top := startCtl(t, d.Socket, "--json", "top", "--interval", "100ms")
+	dir := t.TempDir()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		c := d.Client(t)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				var s api.SessionInfo
+				if err := c.Call(ctx10(t), "agentSession.create", api.CreateParams{Provider: "echo", Cwd: dir}, &s); err != nil {
+					t.Error(err)
+					return
+				}
+				for _, call := range []struct {
+					method string
+					params any
+				}{
+					{"agentSession.hold", api.HoldParams{SessionID: s.SessionID, HolderID: "t"}},
+					{"agentSession.send", api.SendParams{SessionID: s.SessionID, Text: "hi"}},
+					{"agentSession.close", api.SessionParams{SessionID: s.SessionID}},
+					{"agentSession.delete", api.SessionParams{SessionID: s.SessionID}},
+				} {
+					if err := c.Call(ctx10(t), call.method, call.params, nil); err != nil {
+						t.Errorf("%s: %v", call.method, err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	for frames := 0; frames < 100; frames++ {
+		select {
+		case l := <-top.lines:
+			var rows []topRow
+			if json.Unmarshal([]byte(l), &rows) != nil {
+				close(done)
+				wg.Wait()
+				t.Fatalf("not a frame: %q\n%s", l, top.output())
+			}
+		case <-top.exited:
+			close(done)
+			wg.Wait()
+			out := top.output()
+			t.Fatalf("top exited %d under churn after %d frames:\n%s", top.code, frames, out[max(0, len(out)-1500):])
+		case <-time.After(60 * time.Second):
+			close(done)
+			wg.Wait()
+			t.Fatalf("top stopped printing frames")
+		}
+	}
+	close(done)
+	wg.Wait()
+	top.cmd.Process.Signal(syscall.SIGINT)
+	<-top.exited
+	if top.code != 0 || strings.Contains(top.output(), "sessiond ctl:") {
+		out := top.output()
+		t.Fatalf("top under churn: exit %d\n%s", top.code, out[max(0, len(out)-1500):])
 	}
 }
