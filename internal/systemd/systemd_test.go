@@ -233,6 +233,22 @@ func TestNotify(t *testing.T) {
 			t.Fatal("the receiver's queue never filled")
 		}
 	}
+	// A path that is missing or no socket: the error says which.
+	dir := shortDir(t)
+	os.WriteFile(filepath.Join(dir, "file"), nil, 0o600)
+	for name, want := range map[string]string{
+		filepath.Join(dir, "missing"): "the manager that set NOTIFY_SOCKET is gone",
+		filepath.Join(dir, "file"):    "a regular file, not a socket",
+		dir:                           "a directory, not a socket",
+	} {
+		n, err := NewNotifier(env(map[string]string{"NOTIFY_SOCKET": name}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Notify("READY=1"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("NOTIFY_SOCKET=%s: %v, want %q", name, err, want)
+		}
+	}
 	if _, err := NewNotifier(env(map[string]string{"NOTIFY_SOCKET": "relative/x"})); err == nil {
 		t.Fatal("a relative NOTIFY_SOCKET was accepted")
 	}
