@@ -24,8 +24,12 @@ type renderer struct {
 	usage    string          // the turn's last turn.usage, printed at its end
 }
 
-// outputTailLines is how much of a command's output a turn shows.
-const outputTailLines = 3
+// outputTailLines is how much of a command's output a turn shows, each
+// line cut at outputLineCells terminal cells.
+const (
+	outputTailLines = 3
+	outputLineCells = 240
+)
 
 func newRenderer(w io.Writer, session string, user bool) *renderer {
 	return &renderer{w: w, session: session, user: user, streamed: map[string]bool{}}
@@ -129,7 +133,7 @@ func (r *renderer) outputTail(out string) {
 		lines = lines[len(lines)-outputTailLines:]
 	}
 	for _, l := range lines {
-		r.line("  | %s", termSafe(l))
+		r.line("  | %s", fit(l, outputLineCells))
 	}
 }
 

@@ -168,6 +168,17 @@ func TestRendererHostileText(t *testing.T) {
 			}
 		}
 	}
+	// One 64 KiB line of output: its tail line is cut, the turn stays readable.
+	b.Reset()
+	r = newRenderer(&b, "s_1", false)
+	for _, e := range claudeTurn("cat big", "r1", strings.Repeat("é", 32<<10)+"\n") {
+		r.event(e)
+	}
+	for _, l := range strings.Split(b.String(), "\n") {
+		if w := displayWidth(l); w > outputLineCells+4 {
+			t.Fatalf("a rendered line is %d cells wide", w)
+		}
+	}
 	if _, err := os.Stat(pwned); err == nil {
 		t.Fatal("a pasted respond line ran the provider's command")
 	}
