@@ -88,7 +88,7 @@ func checkListening(fd int) (string, error) {
 		return "", fmt.Errorf("nothing was passed at fd %d (it is not open: %w); %s", fd, err, wantSocket)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
-		return "", fmt.Errorf("%s %s, not a socket; %s", opener(fd), describeFD(fd, st.Mode), wantSocket)
+		return "", fmt.Errorf("%s %s, not a socket; %s", opener(fd), describeFD(fd, uint32(st.Mode)), wantSocket)
 	}
 	sa, err := unix.Getsockname(fd)
 	if err != nil {

@@ -128,10 +128,11 @@ func openFD(t *testing.T, path string) int {
 // inetSocket is a loopback IPv4 socket of typ, listening when listen is set.
 func inetSocket(t *testing.T, typ int, listen bool) int {
 	t.Helper()
-	fd, err := unix.Socket(unix.AF_INET, typ|unix.SOCK_CLOEXEC, 0)
+	fd, err := unix.Socket(unix.AF_INET, typ, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	unix.CloseOnExec(fd)
 	t.Cleanup(func() { unix.Close(fd) })
 	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
 		t.Fatal(err)
