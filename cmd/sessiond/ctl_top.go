@@ -95,7 +95,10 @@ func ctlTop(e *ctlEnv, args []string) int {
 	for {
 		select {
 		case <-e.ctx.Done():
-			return exitOK
+			if s := e.stalled(); s != nil {
+				return e.fail(s) // the daemon stopped answering its probe
+			}
+			return exitOK // Ctrl-C
 		case <-tick.C:
 		}
 		cur, err := st.sample(e, c)

@@ -172,3 +172,46 @@ func TestE2ECtlStoppedDaemon(t *testing.T) {
 		}
 	}
 }
+
+// TestE2ECtlTopStalledBetweenFrames: a daemon that stops while `ctl top`
+// waits for its next frame (a long --interval) ends top with the stall
+// message and exit 1, not a silent exit 0 as after Ctrl-C.
+func TestE2ECtlTopStalledBetweenFrames(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Options{})
+	c := d.Client(t, api.CapAdmin)
+	probes := func() uint64 {
+		var st struct {
+			RPCs map[string]uint64 `json:"rpcs"`
+		}
+		if err := c.Call(ctx10(t), "daemon.stats", nil, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.RPCs["daemon.status"]
+	}
+	base := probes()
+	top := startCtl(t, d.Socket, "top", "--interval", "1h")
+	// top asks daemon.status once at start, then its watchdog every 5 s:
+	// a second one means its first frame's calls are long answered and it
+	// waits for the next tick.
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(60 * time.Second); probes() < base+2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no probe from top:\n%s", top.output())
+		}
+		<-tick.C
+	}
+	pid := d.Cmd.Process.Pid
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGCONT) })
+	select {
+	case <-top.exited:
+	case <-time.After(120 * time.Second):
+		t.Fatalf("top still runs against a stopped daemon:\n%s", top.output())
+	}
+	if out := top.output(); top.code != exitError || !strings.Contains(out, "did not answer a daemon.status probe") {
+		t.Fatalf("top: exit %d, want %d and the stall message:\n%s", top.code, exitError, out)
+	}
+}
