@@ -27,6 +27,9 @@ type ctlCommand struct {
 	// positional arguments.
 	flags func(fs *flag.FlagSet)
 	run   func(e *ctlEnv, args []string) int
+	// unwatched: no daemon.status probes on its connection (upgrade,
+	// which bounds itself instead; see ctl_timeout.go).
+	unwatched bool
 }
 
 var ctlCommands = map[string]*ctlCommand{}
@@ -42,7 +45,9 @@ func registerCtl(c *ctlCommand) {
 // ctlEnv is what every subcommand gets.
 type ctlEnv struct {
 	ctx            context.Context
+	cancel         context.CancelCauseFunc // ends ctx with a cause (a stallError)
 	socket         string
+	watchdog       bool // probe every connection dial makes
 	json           bool
 	stdout, stderr io.Writer
 }
@@ -104,9 +109,11 @@ func ctl(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	e.socket = rpc.SocketPath(*socketFlag, os.Getenv)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	sigCtx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	e.ctx = ctx
+	e.ctx, e.cancel = context.WithCancelCause(sigCtx)
+	defer e.cancel(nil)
+	e.watchdog = !c.unwatched
 	return c.run(e, pos)
 }
 
@@ -132,12 +139,17 @@ func (e *ctlEnv) usageErr(name, msg string) int {
 	return exitUsage
 }
 
-// dial connects with every capability; a missing daemon is exit 3.
+// dial connects with every capability; a missing daemon is exit 3, one
+// that does not answer exit 1 (ctl_timeout.go). The connection is probed
+// while the command runs.
 func (e *ctlEnv) dial(o rpc.ClientOptions) (*rpc.Client, int) {
 	o.Name = "sessiond-ctl"
 	o.Version = version()
-	c, err := rpc.Dial(e.ctx, e.socket, o)
+	c, err := e.dialTimed(o)
 	if err == nil {
+		if e.watchdog {
+			e.watch(c)
+		}
 		return c, exitOK
 	}
 	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
@@ -161,8 +173,12 @@ func (e *ctlEnv) call(method string, params, result any) int {
 	return exitOK
 }
 
-// fail prints an error; a daemon error names its reason and data.
+// fail prints an error; a daemon error names its reason and data, a
+// daemon that stopped answering says so (whatever error that caused).
 func (e *ctlEnv) fail(err error) int {
+	if s := e.stalled(); s != nil {
+		err = s
+	}
 	var re *rpc.Error
 	if errors.As(err, &re) {
 		var extra []string

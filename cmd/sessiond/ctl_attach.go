@@ -74,6 +74,8 @@ func ctlAttach(e *ctlEnv, args []string) int {
 	for {
 		ev, err := n.next(e.ctx, c.Done())
 		switch {
+		case err != nil && e.stalled() != nil:
+			return e.fail(err)
 		case errors.Is(err, context.Canceled):
 			return exitOK
 		case err != nil:

@@ -38,5 +38,5 @@ func ctlCreate(e *ctlEnv, args []string) int {
 	if code := e.call("agentSession.create", p, &s); code != exitOK {
 		return code
 	}
-	return e.out(s, func(tw *tabwriter.Writer) { printSession(tw, s) })
+	return e.out(s, func(tw *tabwriter.Writer) { printSession(tw, s, nil) })
 }

@@ -64,10 +64,11 @@ func ctlDoctor(e *ctlEnv, args []string) int {
 		return e.usageErr("doctor", "takes no arguments")
 	}
 	rep := &doctorReport{Socket: e.socket}
-	c, err := rpc.Dial(e.ctx, e.socket, rpc.ClientOptions{Name: "sessiond-ctl-doctor", Version: version()})
+	c, err := e.dialTimed(rpc.ClientOptions{Name: "sessiond-ctl-doctor", Version: version()})
 	switch {
 	case err == nil:
 		defer c.Close()
+		e.watch(c)
 		rep.Daemon = true
 		if code := doctorOnline(e, c, rep); code != exitOK {
 			return code

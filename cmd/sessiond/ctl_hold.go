@@ -62,6 +62,11 @@ func ctlHold(e *ctlEnv, args []string) int {
 	select {
 	case <-e.ctx.Done():
 	case <-c.Done():
+	}
+	if s := e.stalled(); s != nil {
+		return e.fail(s)
+	}
+	if e.ctx.Err() == nil {
 		fmt.Fprintln(e.stderr, "sessiond ctl: the daemon closed the connection")
 		return exitError
 	}

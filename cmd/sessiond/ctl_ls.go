@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -25,19 +26,31 @@ func ctlLs(e *ctlEnv, args []string) int {
 	return e.out(r, func(tw *tabwriter.Writer) { printLs(tw, r.Sessions, now) })
 }
 
+// Widths, in terminal cells, of the `ctl ls` and `ctl top` cells that
+// carry client or provider text; longer values end in "…" (a path loses
+// its start instead). `ctl show` and --json print them whole.
+const (
+	providerCells = 16
+	holdersCells  = 32
+	titleCells    = 40
+	cwdCells      = 40
+)
+
 // printLs is the `ctl ls` table, oldest session first (the daemon's order).
 // Lease, fence and seq are in `ctl show` and --json.
-func printLs(tw *tabwriter.Writer, sessions []api.SessionInfo, now time.Time) {
-	fmt.Fprintln(tw, "ID\tPROVIDER\tSTATE\tHOLDERS\tTURN\tLAST ACTIVITY\tPID\tTITLE\tCWD")
+func printLs(w io.Writer, sessions []api.SessionInfo, now time.Time) {
+	var t table
+	t.add("ID", "PROVIDER", "STATE", "HOLDERS", "TURN", "LAST ACTIVITY", "PID", "TITLE", "CWD")
 	for _, s := range sessions {
 		turn := "-"
 		if s.TurnRunning {
 			turn = "running"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", termSafe(s.SessionID), termSafe(s.Provider),
-			termSafe(s.State), dash(holderList(s.Holders, ",")), turn, ago(now, s.LastActivityAt), pidText(s.PID),
-			dash(termSafe(s.Title)), termSafe(s.Cwd))
+		t.add(termSafe(s.SessionID), fit(s.Provider, providerCells), fit(s.State, providerCells),
+			dash(fit(strings.Join(s.Holders, ","), holdersCells)), turn, ago(now, s.LastActivityAt), pidText(s.PID),
+			dash(fit(s.Title, titleCells)), fitTail(s.Cwd, cwdCells))
 	}
+	t.write(w)
 }
 
 // ago is a time as a person reads it in a table: "5s ago", "3m ago",

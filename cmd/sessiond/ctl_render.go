@@ -24,8 +24,12 @@ type renderer struct {
 	usage    string          // the turn's last turn.usage, printed at its end
 }
 
-// outputTailLines is how much of a command's output a turn shows.
-const outputTailLines = 3
+// outputTailLines is how much of a command's output a turn shows, each
+// line cut at outputLineCells terminal cells.
+const (
+	outputTailLines = 3
+	outputLineCells = 240
+)
 
 func newRenderer(w io.Writer, session string, user bool) *renderer {
 	return &renderer{w: w, session: session, user: user, streamed: map[string]bool{}}
@@ -64,7 +68,14 @@ func (r *renderer) event(ev event.Event) {
 		}
 	case event.ItemStarted:
 		if str("kind") == event.KindCommandExecution {
-			r.line("$ %s", termSafe(str("title")))
+			// The command itself (codex titles it so; Claude's title is
+			// the tool's name, "Bash").
+			p, _ := d["payload"].(map[string]any)
+			cmd, _ := p["command"].(string)
+			if cmd == "" {
+				cmd = str("title")
+			}
+			r.line("$ %s", termSafe(cmd))
 		}
 	case event.ItemCompleted:
 		r.item(str("kind"), str("status"), d)
@@ -81,15 +92,7 @@ func (r *renderer) event(ev event.Event) {
 		}
 		r.line("plan:%s", b.String())
 	case event.ApprovalRequested:
-		opts := []string{"approve", "deny"}
-		if o, ok := d["options"].([]any); ok && len(o) > 0 {
-			opts = opts[:0]
-			for _, x := range o {
-				opts = append(opts, termSafe(fmt.Sprint(x)))
-			}
-		}
-		r.line("? %s approval %s%s", termSafe(str("kind")), termSafe(str("requestId")), approvalSummary(d))
-		r.line("  answer: sessiond ctl respond %s %s %s", termSafe(r.session), termSafe(str("requestId")), strings.Join(opts, "|"))
+		r.approval(d)
 	case event.ApprovalResolved:
 		by := ""
 		if str("by") != "" {
@@ -130,7 +133,7 @@ func (r *renderer) outputTail(out string) {
 		lines = lines[len(lines)-outputTailLines:]
 	}
 	for _, l := range lines {
-		r.line("  | %s", termSafe(l))
+		r.line("  | %s", fit(l, outputLineCells))
 	}
 }
 
@@ -145,7 +148,11 @@ func (r *renderer) item(kind, status string, d map[string]any) {
 			r.line("  %s", termSafe(status))
 			return
 		}
-		r.line("  exit %v", p["exitCode"])
+		if code, ok := p["exitCode"].(float64); ok {
+			r.line("  exit %d", int64(code))
+		} else {
+			r.line("  %s (the provider reports no exit code)", termSafe(status))
+		}
 	case event.KindFileChange:
 		changes, _ := p["changes"].([]any)
 		for _, c := range changes {
@@ -155,21 +162,6 @@ func (r *renderer) item(kind, status string, d map[string]any) {
 	case event.KindMcpToolCall, event.KindToolCall, event.KindWebSearch, event.KindSubagent:
 		r.line("* %s %s (%s)", kind, termSafe(fmt.Sprint(d["title"])), termSafe(status))
 	}
-}
-
-// approvalSummary is the command, reason or question of a request.
-func approvalSummary(d map[string]any) string {
-	det, _ := d["detail"].(map[string]any)
-	for _, k := range []string{"command", "reason", "message"} {
-		if s, ok := det[k].(string); ok && s != "" {
-			return ": " + termSafe(s)
-		}
-	}
-	if qs, ok := det["questions"].([]any); ok && len(qs) > 0 {
-		q, _ := qs[0].(map[string]any)
-		return ": " + termSafe(fmt.Sprint(q["question"]))
-	}
-	return ""
 }
 
 func msgKey(ev event.Event, itemID string) string {

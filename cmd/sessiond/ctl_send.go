@@ -62,6 +62,9 @@ func ctlSend(e *ctlEnv, args []string) int {
 		} else {
 			ev, err = n.next(e.ctx, c.Done())
 		}
+		if err != nil && e.stalled() != nil {
+			return e.fail(err)
+		}
 		if errors.Is(err, context.Canceled) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			c.Call(ctx, "agentSession.cancel", api.SessionParams{SessionID: id}, nil)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/rpc"
 )
 
 func init() {
@@ -16,14 +17,31 @@ func ctlShow(e *ctlEnv, args []string) int {
 	if len(args) != 1 {
 		return e.usageErr("show", "needs a session id")
 	}
-	var s api.SessionInfo
-	if code := e.call("agentSession.get", api.SessionParams{SessionID: args[0]}, &s); code != exitOK {
+	c, code := e.dial(rpc.ClientOptions{})
+	if c == nil {
 		return code
 	}
-	return e.out(s, func(tw *tabwriter.Writer) { printSession(tw, s) })
+	defer c.Close()
+	var s api.SessionInfo
+	if err := c.Call(e.ctx, "agentSession.get", api.SessionParams{SessionID: args[0]}, &s); err != nil {
+		return e.fail(err)
+	}
+	var u *treeUsage
+	if s.PID != 0 && !e.json {
+		var st rpc.Status
+		if err := c.Call(e.ctx, "daemon.status", nil, &st); err != nil {
+			return e.fail(err)
+		}
+		if tu, ok := sessionUsage(s, takeProcSnapshot(st.StateID)); ok {
+			u = &tu
+		}
+	}
+	return e.out(s, func(tw *tabwriter.Writer) { printSession(tw, s, u) })
 }
 
-func printSession(tw *tabwriter.Writer, s api.SessionInfo) {
+// printSession prints a session's every field, whole (escaped); u is its
+// process tree's figures when it is live.
+func printSession(tw *tabwriter.Writer, s api.SessionInfo, u *treeUsage) {
 	fmt.Fprintf(tw, "id\t%s\n", termSafe(s.SessionID))
 	fmt.Fprintf(tw, "provider\t%s\n", termSafe(s.Provider))
 	fmt.Fprintf(tw, "cwd\t%s\n", termSafe(s.Cwd))
@@ -34,9 +52,10 @@ func printSession(tw *tabwriter.Writer, s api.SessionInfo) {
 	fmt.Fprintf(tw, "holders\t%s\n", dash(holderList(s.Holders, ", ")))
 	fmt.Fprintf(tw, "subscribers\t%d\n", s.Subscribers)
 	fmt.Fprintf(tw, "pid\t%s\n", pidText(s.PID))
-	if u, ok := sessionUsage(s); ok {
+	if u != nil {
 		fmt.Fprintf(tw, "processes\t%d (from %s)\n", u.Procs, u.Source)
 		fmt.Fprintf(tw, "memory\t%s (from %s)\n", bytesText(u.Memory), u.Source)
+		fmt.Fprintf(tw, "rss\t%s (summed over the processes)\n", bytesText(u.RSS))
 	}
 	if s.Cgroup != "" {
 		fmt.Fprintf(tw, "cgroup\t%s\n", termSafe(s.Cgroup))

@@ -2,14 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"sort"
-	"text/tabwriter"
 	"time"
-
-	"github.com/shirou/gopsutil/v4/process"
 
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
@@ -21,57 +19,72 @@ var topFlags struct {
 	once     bool
 }
 
+// Bounds of `ctl top --interval`: a shorter one measures CPU over too few
+// clock ticks (10 ms each) and reads every live session's journal tail
+// and process tree ten times a second; a longer one is not a refreshing view.
+const (
+	minTopInterval = 100 * time.Millisecond
+	maxTopInterval = time.Hour
+)
+
 func init() {
 	registerCtl(&ctlCommand{
-		name: "top", usage: "[--interval D] [--once]", summary: "refreshing table of live sessions (pid, RSS, CPU, turns, events/s)",
+		name: "top", usage: "[--interval D] [--once]", summary: "refreshing table of live sessions (pid, RSS, CPU of the provider's process tree, turns, events/s)",
 		flags: func(fs *flag.FlagSet) {
-			fs.DurationVar(&topFlags.interval, "interval", 2*time.Second, "refresh interval; CPU and events/s are measured over it")
+			fs.DurationVar(&topFlags.interval, "interval", 2*time.Second,
+				fmt.Sprintf("refresh interval, %v to %v; CPU and events/s are measured over it", minTopInterval, maxTopInterval))
 			fs.BoolVar(&topFlags.once, "once", false, "print one table (after one interval) and exit")
 		},
 		run: ctlTop,
 	})
 }
 
-// topRow is one live session in one frame (also the --json shape).
+// topRow is one live session in one frame (also the --json shape). RSS,
+// CPU, Memory and Procs are the session's whole process tree (treeUsage).
 type topRow struct {
 	SessionID    string  `json:"sessionId"`
 	Provider     string  `json:"provider"`
 	Title        string  `json:"title"`
 	PID          int     `json:"pid"`
-	RSS          uint64  `json:"rssBytes"`
-	Memory       uint64  `json:"memoryBytes"` // the whole tree: the cgroup's memory.current, else RSS summed
-	Procs        int     `json:"processes"`   // the whole tree: the cgroup's members, else root + descendants
+	RSS          uint64  `json:"rssBytes"`    // summed over the tree
+	Memory       uint64  `json:"memoryBytes"` // the cgroup's memory.current, else RSS summed
+	Procs        int     `json:"processes"`   // the tree: the cgroup's members, else root + descendants + tagged
 	UsageFrom    string  `json:"usageFrom"`   // cgroup | proc
-	CPU          float64 `json:"cpuPercent"`  // of one CPU, over the interval
+	CPU          float64 `json:"cpuPercent"`  // of one CPU, over the interval, summed over the tree
 	Turns        int     `json:"turns"`       // turn.started events in the journal
 	TurnRunning  bool    `json:"turnRunning"`
 	EventsPerSec float64 `json:"eventsPerSec"`
-	Gone         bool    `json:"gone,omitempty"` // the process could not be read
-	cpuTime      float64 // user+system seconds
+	Gone         bool    `json:"gone,omitempty"` // the provider child could not be read
+	cpu          map[int]float64
 	lastSeq      uint64
 }
 
 // topState carries what one frame needs from the previous one.
 type topState struct {
-	at    time.Time
-	rows  map[string]topRow
-	turns map[string]int    // turn.started counted so far, per session
-	read  map[string]uint64 // seq counted up to, per session
+	at      time.Time
+	stateID string // the daemon's, for its processes' env tags
+	rows    map[string]topRow
+	turns   map[string]int    // turn.started counted so far, per session
+	read    map[string]uint64 // seq counted up to, per session
 }
 
 func ctlTop(e *ctlEnv, args []string) int {
 	if len(args) != 0 {
 		return e.usageErr("top", "takes no arguments")
 	}
-	if topFlags.interval < 10*time.Millisecond {
-		return e.usageErr("top", fmt.Sprintf("--interval %v: want at least 10ms", topFlags.interval))
+	if iv := topFlags.interval; iv < minTopInterval || iv > maxTopInterval {
+		return e.usageErr("top", fmt.Sprintf("--interval %v is out of range: want %v to %v", iv, minTopInterval, maxTopInterval))
 	}
 	c, code := e.dial(rpc.ClientOptions{})
 	if c == nil {
 		return code
 	}
 	defer c.Close()
-	st := &topState{turns: map[string]int{}, read: map[string]uint64{}}
+	var status rpc.Status
+	if err := c.Call(e.ctx, "daemon.status", nil, &status); err != nil {
+		return e.fail(err)
+	}
+	st := &topState{stateID: status.StateID, turns: map[string]int{}, read: map[string]uint64{}}
 	prev, err := st.sample(e, c)
 	if err != nil {
 		return e.fail(err)
@@ -82,7 +95,10 @@ func ctlTop(e *ctlEnv, args []string) int {
 	for {
 		select {
 		case <-e.ctx.Done():
-			return exitOK
+			if s := e.stalled(); s != nil {
+				return e.fail(s) // the daemon stopped answering its probe
+			}
+			return exitOK // Ctrl-C
 		case <-tick.C:
 		}
 		cur, err := st.sample(e, c)
@@ -105,22 +121,41 @@ func (st *topState) sample(e *ctlEnv, c *rpc.Client) (topState, error) {
 		return topState{}, err
 	}
 	out := topState{at: time.Now(), rows: map[string]topRow{}}
+	ps := takeProcSnapshot(st.stateID)
 	for _, s := range list.Sessions {
 		if s.PID == 0 || s.State != "live" {
 			continue
 		}
-		if err := st.countTurns(e, c, s.SessionID, s.LastSeq); err != nil {
+		if err := st.countTurns(e, c, s.SessionID, s.LastSeq); errors.Is(err, &rpc.Error{Reason: "session_not_found"}) {
+			continue // deleted since the list: not in this frame
+		} else if err != nil {
 			return topState{}, err
 		}
 		r := topRow{SessionID: s.SessionID, Provider: s.Provider, Title: s.Title, PID: s.PID, TurnRunning: s.TurnRunning,
 			lastSeq: s.LastSeq, Turns: st.turns[s.SessionID]}
-		r.RSS, r.cpuTime, r.Gone = procFigures(s.PID)
-		if u, ok := sessionUsage(s); ok {
-			r.Memory, r.Procs, r.UsageFrom = u.Memory, u.Procs, u.Source
+		_, _, r.Gone = procFigures(s.PID)
+		if u, ok := sessionUsage(s, ps); ok {
+			r.RSS, r.cpu, r.Memory, r.Procs, r.UsageFrom = u.RSS, u.cpu, u.Memory, u.Procs, u.Source
 		}
 		out.rows[s.SessionID] = r
 	}
+	st.forget(list.Sessions)
 	return out, nil
+}
+
+// forget drops the counts of sessions no longer listed, so a long-running
+// top under churn holds only the sessions that exist.
+func (st *topState) forget(listed []api.SessionInfo) {
+	keep := make(map[string]bool, len(listed))
+	for _, s := range listed {
+		keep[s.SessionID] = true
+	}
+	for id := range st.read {
+		if !keep[id] {
+			delete(st.read, id)
+			delete(st.turns, id)
+		}
+	}
 }
 
 // countTurns reads the events after what was already counted (the whole
@@ -145,31 +180,13 @@ func (st *topState) countTurns(e *ctlEnv, c *rpc.Client, id string, lastSeq uint
 	return nil
 }
 
-// procFigures is a process's RSS and CPU seconds through gopsutil; gone
-// when it cannot be read (it exited between list and read).
-func procFigures(pid int) (rss uint64, cpuSec float64, gone bool) {
-	p, err := process.NewProcess(int32(pid))
-	if err != nil {
-		return 0, 0, true
-	}
-	mem, err := p.MemoryInfo()
-	if err != nil {
-		return 0, 0, true
-	}
-	t, err := p.Times()
-	if err != nil {
-		return 0, 0, true
-	}
-	return mem.RSS, t.User + t.System, false
-}
-
 // rates turns two samples into rows: CPU and events/s over the interval.
 func rates(prev, cur topState) []topRow {
 	dt := cur.at.Sub(prev.at).Seconds()
 	var rows []topRow
 	for id, r := range cur.rows {
 		if p, ok := prev.rows[id]; ok && dt > 0 && p.PID == r.PID && !p.Gone && !r.Gone {
-			r.CPU = 100 * (r.cpuTime - p.cpuTime) / dt
+			r.CPU = 100 * cpuGrowth(p.cpu, r.cpu) / dt
 			r.EventsPerSec = float64(r.lastSeq-p.lastSeq) / dt
 		}
 		rows = append(rows, r)
@@ -198,9 +215,13 @@ func printTop(e *ctlEnv, rows []topRow, clear bool) int {
 	return exitOK
 }
 
+// topHeading says what the figures are, above the table.
+const topHeading = "RSS, CPU% and MEM are summed over each session's PROCS processes: " +
+	"its cgroup (cgroup mode), else the provider, its descendants and the processes tagged with the session\n"
+
 func writeTopTable(w io.Writer, rows []topRow) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tPROVIDER\tPID\tRSS\tMEM\tPROCS\tCPU%\tTURNS\tTURN\tEVENTS/S\tTITLE")
+	var t table
+	t.add("ID", "PROVIDER", "PID", "PROCS", "RSS", "MEM", "CPU%", "TURNS", "TURN", "EVENTS/S", "TITLE")
 	for _, r := range rows {
 		rss, cpu := "-", "-"
 		if !r.Gone {
@@ -210,11 +231,11 @@ func writeTopTable(w io.Writer, rows []topRow) {
 		if r.TurnRunning {
 			turn = "running"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\t%d\t%s\t%.1f\t%s\n", termSafe(r.SessionID), termSafe(r.Provider), r.PID, rss,
-			bytesText(r.Memory), r.Procs, cpu,
-			r.Turns, turn, r.EventsPerSec, dash(termSafe(r.Title)))
+		t.add(termSafe(r.SessionID), fit(r.Provider, providerCells), fmt.Sprint(r.PID), fmt.Sprint(r.Procs), rss,
+			bytesText(r.Memory), cpu, fmt.Sprint(r.Turns), turn, fmt.Sprintf("%.1f", r.EventsPerSec), dash(fit(r.Title, titleCells)))
 	}
-	tw.Flush()
+	io.WriteString(w, topHeading)
+	t.write(w)
 }
 
 // bytesText is a size as "812K", "84.1M", "1.2G".

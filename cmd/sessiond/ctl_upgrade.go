@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"text/tabwriter"
@@ -17,7 +18,7 @@ func init() {
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&upgradeFlags.binary, "binary", "", "absolute path of the new sessiond (default: the daemon's executable)")
 		},
-		run: ctlUpgrade,
+		run: ctlUpgrade, unwatched: true,
 	})
 }
 
@@ -27,6 +28,10 @@ func ctlUpgrade(e *ctlEnv, args []string) int {
 	if len(args) != 0 {
 		return e.usageErr("upgrade", "takes no arguments besides --binary PATH")
 	}
+	ctx, cancel := context.WithTimeoutCause(e.ctx, upgradeTimeout,
+		&stallError{socket: e.socket, what: "daemon.upgrade", after: upgradeTimeout})
+	defer cancel()
+	e.ctx = ctx
 	var r api.UpgradeResult
 	if code := e.call("daemon.upgrade", api.UpgradeParams{Binary: upgradeFlags.binary}, &r); code != exitOK {
 		return code

@@ -112,6 +112,11 @@ func TestE2EActivationRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer regular.Close()
+	dirFile, err := os.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dirFile.Close()
 	wrap := `LISTEN_PID=$$ LISTEN_FDS=1 exec "$0" "$@"`
 	tests := []struct {
 		name    string
@@ -128,6 +133,12 @@ func TestE2EActivationRefused(t *testing.T) {
 			[]string{"socket activation refused", "fd 3", "not a socket"}},
 		{"directory open to others", wrap, 0o755, nil,
 			[]string{"socket directory is not private", "DirectoryMode=0700"}},
+		// fd 3 closed at exec: the Go runtime may take the number for a
+		// file of its own; the message says so instead of "not a socket".
+		{"fd 3 not passed", wrap, 0o700, func(*net.UnixListener) *os.File { return nil },
+			[]string{"socket activation refused", "nothing was passed at fd 3", "want a listening AF_UNIX stream socket"}},
+		{"fd 3 a directory", wrap, 0o700, func(*net.UnixListener) *os.File { return dirFile },
+			[]string{"fd 3 is a directory", "want a listening AF_UNIX stream socket"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -144,7 +155,9 @@ func TestE2EActivationRefused(t *testing.T) {
 			defer cancel()
 			cmd := exec.CommandContext(ctx, "/bin/sh", "-c", tc.shell, bin, "serve", "--config", cfg,
 				"--state-dir", t.TempDir(), "--socket", l.Addr().String(), "--log-format", "json")
-			cmd.ExtraFiles = []*os.File{fd3}
+			if fd3 != nil {
+				cmd.ExtraFiles = []*os.File{fd3}
+			}
 			cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
 			sysx.Tie(cmd, syscall.SIGKILL)
 			out, err := cmd.CombinedOutput()

@@ -209,7 +209,7 @@ func TestE2ECgroupCtlUsage(t *testing.T) {
 		!regexp.MustCompile(`(?m)^memory\s+\d+(\.\d)?[KMG] \(from cgroup\)$`).MatchString(out) {
 		t.Fatalf("show: exit %d\n%s%s", code, out, errOut)
 	}
-	code, out, errOut = runCtl(t, d.Socket, dir, "--json", "top", "--once", "--interval", "20ms")
+	code, out, errOut = runCtl(t, d.Socket, dir, "--json", "top", "--once", "--interval", "100ms")
 	var rows []struct {
 		Procs  int    `json:"processes"`
 		Memory uint64 `json:"memoryBytes"`

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/daemontest"
@@ -68,4 +69,105 @@ func TestE2ECtlRendersItems(t *testing.T) {
 	all := strings.Join(lines, "\n") + "\n"
 	// The whole turn as a person reads it, ids replaced by placeholders.
 	golden(t, "ctl_send_work.golden", strings.NewReplacer(s.SessionID, "SESSION", answer[5], "REQUEST").Replace(all))
+}
+
+// TestE2ECtlRendersQuestion: `ctl send` of an echo /ask turn (codex's
+// requestUserInput) prints the question with its id and options and a
+// respond line that carries --answers; running it answers the question
+// (golden file testdata/ctl_send_ask.golden).
+func TestE2ECtlRendersQuestion(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Options{})
+	dir := t.TempDir()
+	code, out, errOut := runCtl(t, d.Socket, dir, "--json", "create", "--provider", "echo", "--cwd", dir)
+	var s api.SessionInfo
+	if code != 0 || json.Unmarshal([]byte(out), &s) != nil {
+		t.Fatalf("create: %d %s %s", code, out, errOut)
+	}
+	cmd := exec.Command(daemontest.Binary(t), "ctl", "--socket", d.Socket, "send", s.SessionID, "/ask")
+	cmd.Env = append(cmd.Environ(), "GORACE=atexit_sleep_ms=0")
+	sysx.Tie(cmd, syscall.SIGKILL)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	var lines []string
+	var respond string
+	for respond == "" && sc.Scan() {
+		lines = append(lines, sc.Text())
+		if r, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "answer: sessiond ctl "); ok {
+			respond = r
+		}
+	}
+	// The line as printed, with the operator's choice for the placeholder,
+	// run through a shell as a person pastes it.
+	line := strings.Replace(respond, "ANSWER", "hello", 1)
+	sh := exec.Command("/bin/sh", "-c", `exec "$0" ctl --socket "$1" `+line, daemontest.Binary(t), d.Socket)
+	sh.Env = append(sh.Environ(), "GORACE=atexit_sleep_ms=0")
+	if b, err := sh.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s\nsend printed:\n%s", line, err, b, strings.Join(lines, "\n"))
+	}
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("ctl send: %v\n%s", err, strings.Join(lines, "\n"))
+	}
+	all := strings.Join(lines, "\n") + "\n"
+	if !strings.Contains(all, "(answer: hello)") {
+		t.Fatalf("the answer did not reach the provider:\n%s", all)
+	}
+	f := strings.Fields(respond)
+	golden(t, "ctl_send_ask.golden", strings.NewReplacer(s.SessionID, "SESSION", f[2], "REQUEST").Replace(all))
+}
+
+// TestE2ECtlFollowRendersWork: `ctl attach --follow` renders a /work turn
+// sent by another client as `ctl send` does, the user's text first; the
+// respond line it prints answers the approval (golden file
+// testdata/ctl_follow_work.golden).
+func TestE2ECtlFollowRendersWork(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Options{})
+	c := d.Client(t)
+	var s api.SessionInfo
+	if err := c.Call(ctx10(t), "agentSession.create", api.CreateParams{Provider: "echo", Cwd: t.TempDir()}, &s); err != nil {
+		t.Fatal(err)
+	}
+	follow := startCtl(t, d.Socket, "attach", s.SessionID, "--follow")
+	follow.waitLine(t, "session.created") // the backlog, as event lines
+	if err := c.Call(ctx10(t), "agentSession.hold", api.HoldParams{SessionID: s.SessionID, HolderID: "t"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Call(ctx10(t), "agentSession.send", api.SendParams{SessionID: s.SessionID, Text: "/work"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var rendered []string
+	var request string
+	next := func() string {
+		t.Helper()
+		select {
+		case l := <-follow.lines:
+			rendered = append(rendered, l)
+			return l
+		case <-follow.exited:
+			t.Fatalf("attach --follow ended:\n%s", follow.output())
+		case <-time.After(60 * time.Second):
+			t.Fatalf("attach --follow stopped printing:\n%s", follow.output())
+		}
+		return ""
+	}
+	for request == "" {
+		if f := strings.Fields(next()); len(f) == 7 && f[0] == "answer:" {
+			request = f[5]
+		}
+	}
+	if code, out, errOut := runCtl(t, d.Socket, t.TempDir(), "respond", s.SessionID, request, "approve"); code != 0 {
+		t.Fatalf("respond: %d %s %s", code, out, errOut)
+	}
+	for !strings.HasPrefix(next(), "tokens: ") {
+	}
+	golden(t, "ctl_follow_work.golden",
+		strings.NewReplacer(s.SessionID, "SESSION", request, "REQUEST").Replace(strings.Join(rendered, "\n")+"\n"))
 }

@@ -126,3 +126,55 @@ func TestExecQuote(t *testing.T) {
 		}
 	}
 }
+
+// TestE2EInstallServiceHostile: a masked unit (a symlink to /dev/null) is
+// named as masked and left alone without --force, --force replaces the link
+// and not its target; a unit directory that is a file, or a unit that is a
+// directory, is exit 1 naming the path; control characters in the paths
+// are escaped; --dry-run writes nothing in any of these.
+func TestE2EInstallServiceHostile(t *testing.T) {
+	cfg := t.TempDir()
+	dir := filepath.Join(cfg, "systemd", "user")
+	os.MkdirAll(dir, 0o755)
+	sock := filepath.Join(dir, "sessiond.socket")
+	if err := os.Symlink(os.DevNull, sock); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{nil, {"--dry-run"}} {
+		code, _, errOut := runInstall(t, cfg, args...)
+		if code != exitError || !strings.Contains(errOut, sock+" is masked") || !strings.Contains(errOut, "systemctl --user unmask sessiond.socket") {
+			t.Fatalf("masked unit %v: exit %d\n%s", args, code, errOut)
+		}
+		if l, err := os.Readlink(sock); err != nil || l != os.DevNull {
+			t.Fatalf("the mask was touched (%v): %q %v", args, l, err)
+		}
+		if _, err := os.Lstat(filepath.Join(dir, "sessiond.service")); err == nil {
+			t.Fatalf("%v wrote the service unit although the socket unit was refused", args)
+		}
+	}
+	if code, out, errOut := runInstall(t, cfg, "--force"); code != 0 || !strings.Contains(out, "replaced "+sock) {
+		t.Fatalf("--force over a mask: exit %d\n%s%s", code, out, errOut)
+	}
+	if fi, err := os.Lstat(sock); err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("--force left %v, %v; want the unit file in place of the link", fi, err)
+	}
+	if fi, err := os.Stat(os.DevNull); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		t.Fatalf("%s is no longer the null device: %v", os.DevNull, err)
+	}
+
+	file := filepath.Join(t.TempDir(), "a-file")
+	os.WriteFile(file, nil, 0o644)
+	if code, _, errOut := runInstall(t, file); code != exitError || !strings.Contains(errOut, file) || !strings.Contains(errOut, "not a directory") {
+		t.Fatalf("unit dir under a file: exit %d\n%s", code, errOut)
+	}
+	cfg2 := t.TempDir()
+	os.MkdirAll(filepath.Join(cfg2, "systemd", "user", "sessiond.service"), 0o755)
+	if code, _, errOut := runInstall(t, cfg2); code != exitError || !strings.Contains(errOut, "is a directory") {
+		t.Fatalf("unit that is a directory: exit %d\n%s", code, errOut)
+	}
+	evil := filepath.Join(file, "x\x1b[31mred")
+	code, _, errOut := runInstall(t, evil)
+	if code != exitError || strings.Contains(errOut, "\x1b") || !strings.Contains(errOut, `x\x1b[31mred`) {
+		t.Fatalf("control characters in the path: exit %d\n%q", code, errOut)
+	}
+}

@@ -29,30 +29,30 @@ func installService(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	svc := nativeService
+	fail := func(err error) int {
+		fmt.Fprintln(stderr, "sessiond install-service:", termSafe(err.Error()))
+		return exitError
+	}
 	dir, err := svc.dir(os.Getenv)
 	if err != nil {
-		fmt.Fprintln(stderr, "sessiond install-service:", err)
-		return exitError
+		return fail(err)
 	}
 	exe, err := os.Executable()
 	if err == nil {
 		exe, err = filepath.EvalSymlinks(exe)
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "sessiond install-service: cannot find this binary's path:", err)
-		return exitError
+		return fail(fmt.Errorf("cannot find this binary's path: %w", err))
 	}
 	plan, err := svc.plan(dir, exe)
 	if err != nil {
-		fmt.Fprintln(stderr, "sessiond install-service:", err)
-		return exitError
+		return fail(err)
 	}
 	refused := false
 	for _, u := range plan {
 		if u.state == unitChanged && !*force {
 			refused = true
-			fmt.Fprintf(stderr, "sessiond install-service: %s differs from what would be written; not replaced (--force replaces it)\n",
-				termSafe(u.path))
+			fmt.Fprintf(stderr, "sessiond install-service: %s; not replaced (--force replaces it)\n", termSafe(u.differs()))
 		}
 	}
 	if refused && !*dryRun {
@@ -66,8 +66,7 @@ func installService(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "unchanged %s\n", termSafe(u.path))
 		default:
 			if err := writeUnit(u.path, u.text); err != nil {
-				fmt.Fprintln(stderr, "sessiond install-service:", err)
-				return exitError
+				return fail(err)
 			}
 			fmt.Fprintf(stdout, "%s %s\n", u.state.verb(false, *force), termSafe(u.path))
 		}
@@ -115,13 +114,31 @@ func (s unitState) verb(dry, force bool) string {
 type unitPlan struct {
 	path, text string
 	state      unitState
+	link       string // what the path links to, when it is a symlink
+}
+
+// differs says how a changed unit differs: a symlink (to /dev/null: the
+// unit is masked) or other text.
+func (u unitPlan) differs() string {
+	switch {
+	case u.link == os.DevNull:
+		name := filepath.Base(u.path)
+		return fmt.Sprintf("%s is masked (a symlink to %s; `systemctl --user unmask %s` undoes it)", u.path, os.DevNull, name)
+	case u.link != "":
+		return fmt.Sprintf("%s is a symlink to %s, whose text differs from what would be written", u.path, u.link)
+	default:
+		return u.path + " differs from what would be written"
+	}
 }
 
 // planFile compares the text to write at path with what is on disk.
 func planFile(path, text string) (unitPlan, error) {
 	u := unitPlan{path: path, text: text}
 	old, err := os.ReadFile(u.path)
-	_, lerr := os.Lstat(u.path) // a dangling symlink is an entry of someone's too
+	fi, lerr := os.Lstat(u.path) // a dangling symlink is an entry of someone's too
+	if lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		u.link, _ = os.Readlink(u.path)
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && errors.Is(lerr, fs.ErrNotExist):
 		u.state = unitNew

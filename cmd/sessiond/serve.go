@@ -47,7 +47,7 @@ func serve(args []string, stderr io.Writer) int {
 	notifySocket := os.Getenv("NOTIFY_SOCKET") // a live upgrade hands it to the next image
 	act, err := readActivation(log)
 	if err != nil {
-		log.Error(activationError(err), "err", err.Error())
+		log.Error("socket activation refused", "err", err.Error())
 		return exitError
 	}
 	cfgPath, explicit := config.ConfigPath(*cfgFlag, os.Getenv)

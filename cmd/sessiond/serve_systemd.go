@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -74,9 +73,4 @@ func (d *daemon) notify(state string) {
 	} else if d.act.notifier.Enabled() {
 		d.log.Debug("sd_notify sent", "state", state)
 	}
-}
-
-// activationError is the message for a refused activation.
-func activationError(err error) string {
-	return fmt.Sprintf("socket activation refused: %v", err)
 }

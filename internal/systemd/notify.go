@@ -1,8 +1,11 @@
 package systemd
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
+	"os"
 	"strings"
 	"time"
 )
@@ -41,7 +44,7 @@ func (n *Notifier) Notify(state string) error {
 	}
 	c, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: n.addr, Net: "unixgram"})
 	if err != nil {
-		return fmt.Errorf("notify %s: %w", n.addr, err)
+		return fmt.Errorf("notify %s%s: %w", n.addr, notifyTarget(n.addr), err)
 	}
 	defer c.Close()
 	// A receiver whose queue is full must never block startup or
@@ -51,4 +54,36 @@ func (n *Notifier) Notify(state string) error {
 		return fmt.Errorf("notify %s: %w", n.addr, err)
 	}
 	return nil
+}
+
+// notifyTarget says what a NOTIFY_SOCKET path that refused a datagram is,
+// when that explains it: missing, or not a socket at all.
+func notifyTarget(addr string) string {
+	if strings.HasPrefix(addr, "@") {
+		return ""
+	}
+	fi, err := os.Stat(addr)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return " (no such file: the manager that set NOTIFY_SOCKET is gone, or it is not this system's)"
+	case err != nil:
+		return ""
+	case fi.Mode()&fs.ModeSocket == 0:
+		return fmt.Sprintf(" (a %s, not a socket; want systemd's datagram socket)", fileKind(fi.Mode()))
+	}
+	return ""
+}
+
+// fileKind names a file mode's type for a message.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	default:
+		return "regular file"
+	}
 }

@@ -72,14 +72,22 @@ func TestInheritedRefuses(t *testing.T) {
 		{"pid without fds", map[string]string{"LISTEN_PID": strconv.Itoa(pid)}, good, "exactly one socket"},
 		{"two fds", map[string]string{"LISTEN_PID": strconv.Itoa(pid), "LISTEN_FDS": "2"}, good, "exactly one socket"},
 		{"long value echoed short", map[string]string{"LISTEN_PID": strconv.Itoa(pid), "LISTEN_FDS": strings.Repeat("9", 500)}, good, "…"},
-		{"a pipe", ok, int(r.Fd()), "not a socket"},
-		{"closed fd", ok, 987, "not open"},
-		{"datagram", ok, rawSocket(t, unix.SOCK_DGRAM, filepath.Join(dir, "dg.sock"), false), "not a stream socket"},
-		{"not listening", ok, rawSocket(t, unix.SOCK_STREAM, filepath.Join(dir, "nl.sock"), false), "not listening"},
+		{"a pipe", ok, passed(t, int(r.Fd())), `fd N is a pipe "pipe:[`},
+		{"a pipe of this process", ok, int(w.Fd()), "nothing was passed at fd"},
+		{"closed fd", ok, 987, "nothing was passed at fd 987 (it is not open"},
+		{"a directory", ok, passed(t, openFD(t, dir)), `fd N is a directory "` + dir + `", not a socket`},
+		{"a regular file", ok, passed(t, openFD(t, "/proc/self/status")), `fd N is a regular file`},
+		{"datagram", ok, passed(t, rawSocket(t, unix.SOCK_DGRAM, filepath.Join(dir, "dg.sock"), false)),
+			"fd N is an AF_UNIX datagram (SOCK_DGRAM) socket, not a stream socket"},
+		{"not listening", ok, passed(t, rawSocket(t, unix.SOCK_STREAM, filepath.Join(dir, "nl.sock"), false)),
+			"fd N is an AF_UNIX stream socket that is not listening"},
 		{"abstract", ok, rawSocket(t, unix.SOCK_STREAM, "@sessiond-test-"+strconv.Itoa(pid), true), "abstract"},
+		{"tcp listening", ok, passed(t, inetSocket(t, unix.SOCK_STREAM, true)), "fd N is an AF_INET socket, not AF_UNIX"},
+		{"udp", ok, passed(t, inetSocket(t, unix.SOCK_DGRAM, false)), "fd N is an AF_INET socket, not AF_UNIX"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			tc.want = strings.ReplaceAll(tc.want, "fd N ", "fd "+strconv.Itoa(tc.fd)+" ")
 			l, err := Inherited(env(tc.env), pid, tc.fd)
 			if !errors.Is(err, ErrActivation) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want ErrActivation with %q", err, tc.want)
@@ -87,11 +95,54 @@ func TestInheritedRefuses(t *testing.T) {
 			if l != nil {
 				t.Fatal("a listener came back with an error")
 			}
-			if len(err.Error()) > 200 {
+			if tc.env["LISTEN_FDS"] == "1" && tc.env["LISTEN_PID"] == strconv.Itoa(pid) && !strings.Contains(err.Error(), "want ") {
+				t.Fatalf("err = %v: does not say what was wanted", err)
+			}
+			if len(err.Error()) > 400 {
 				t.Fatalf("error echoes too much: %d bytes", len(err.Error()))
 			}
 		})
 	}
+}
+
+// passed marks fd as systemd passes a descriptor: without close-on-exec.
+func passed(t *testing.T, fd int) int {
+	t.Helper()
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0); err != nil {
+		t.Fatal(err)
+	}
+	return fd
+}
+
+// openFD opens path read-only; closed at cleanup.
+func openFD(t *testing.T, path string) int {
+	t.Helper()
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	return fd
+}
+
+// inetSocket is a loopback IPv4 socket of typ, listening when listen is set.
+func inetSocket(t *testing.T, typ int, listen bool) int {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_INET, typ, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.CloseOnExec(fd)
+	t.Cleanup(func() { unix.Close(fd) })
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if listen {
+		if err := unix.Listen(fd, 8); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return fd
 }
 
 func TestInheritedNotActivated(t *testing.T) {
@@ -181,6 +232,22 @@ func TestNotify(t *testing.T) {
 		}
 		if i > 100000 {
 			t.Fatal("the receiver's queue never filled")
+		}
+	}
+	// A path that is missing or no socket: the error says which.
+	dir := shortDir(t)
+	os.WriteFile(filepath.Join(dir, "file"), nil, 0o600)
+	for name, want := range map[string]string{
+		filepath.Join(dir, "missing"): "the manager that set NOTIFY_SOCKET is gone",
+		filepath.Join(dir, "file"):    "a regular file, not a socket",
+		dir:                           "a directory, not a socket",
+	} {
+		n, err := NewNotifier(env(map[string]string{"NOTIFY_SOCKET": name}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Notify("READY=1"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("NOTIFY_SOCKET=%s: %v, want %q", name, err, want)
 		}
 	}
 	if _, err := NewNotifier(env(map[string]string{"NOTIFY_SOCKET": "relative/x"})); err == nil {

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// approval prints an approval request and the `ctl respond` lines that
+// answer it: the choices for a command or a file change; for questions
+// (a userInput request: codex's requestUserInput, Claude's
+// AskUserQuestion) each question with its options, and a line carrying
+// --answers with ANSWER to replace. Every value from the provider is
+// escaped, and shell-quoted where it lands in a line meant to be pasted.
+func (r *renderer) approval(d map[string]any) {
+	str := func(k string) string { s, _ := d[k].(string); return s }
+	opts := []string{"approve", "deny"}
+	if o, ok := d["options"].([]any); ok && len(o) > 0 {
+		opts = opts[:0]
+		for _, x := range o {
+			opts = append(opts, fmt.Sprint(x))
+		}
+	}
+	det, _ := d["detail"].(map[string]any)
+	in, _ := det["input"].(map[string]any) // Claude: the tool's input
+	respond := fmt.Sprintf("sessiond ctl respond %s %s", shellWord(r.session), shellWord(str("requestId")))
+	qs := questions(det, in)
+	if len(qs) == 0 {
+		r.line("? %s approval %s%s", termSafe(str("kind")), termSafe(str("requestId")), approvalSummary(det, in))
+		r.line("  answer: %s %s", respond, termSafe(strings.Join(opts, "|")))
+		return
+	}
+	r.line("? %s approval %s: %d question(s)", termSafe(str("kind")), termSafe(str("requestId")), len(qs))
+	answers := map[string][]string{}
+	for _, q := range qs {
+		if q.key == q.text {
+			r.line("  %s%s", termSafe(q.text), q.options())
+		} else {
+			r.line("  %s: %s%s", termSafe(q.key), termSafe(q.text), q.options())
+		}
+		answers[q.key] = []string{"ANSWER"}
+	}
+	b, _ := json.Marshal(answers)
+	r.line("  answer: %s approve --answers %s", respond, shellWord(string(b)))
+	var others []string
+	for _, o := range opts {
+		if o != "approve" && o != "approveForSession" {
+			others = append(others, o)
+		}
+	}
+	if len(others) > 0 {
+		r.line("  refuse: %s %s", respond, termSafe(strings.Join(others, "|")))
+	}
+}
+
+// approvalSummary is the command, path, reason or message a request is
+// about, from its detail or (Claude) its tool's input.
+func approvalSummary(det, in map[string]any) string {
+	for _, m := range []map[string]any{det, in} {
+		for _, k := range []string{"command", "file_path", "url", "reason", "message"} {
+			if s, ok := m[k].(string); ok && s != "" {
+				return ": " + termSafe(s)
+			}
+		}
+	}
+	return ""
+}
+
+// question is one question of a userInput request.
+type question struct {
+	key  string // what --answers names it by: codex's id, else the text (Claude)
+	text string
+	opts []string
+}
+
+func (q question) options() string {
+	if len(q.opts) == 0 {
+		return ""
+	}
+	return " [" + termSafe(strings.Join(q.opts, "|")) + "]"
+}
+
+// questions reads detail.questions (codex) or input.questions (Claude).
+func questions(det, in map[string]any) []question {
+	raw, _ := det["questions"].([]any)
+	if len(raw) == 0 {
+		raw, _ = in["questions"].([]any)
+	}
+	var out []question
+	for _, x := range raw {
+		m, _ := x.(map[string]any)
+		q := question{}
+		q.text, _ = m["question"].(string)
+		if id, _ := m["id"].(string); id != "" {
+			q.key = id
+		} else {
+			q.key = q.text
+		}
+		os, _ := m["options"].([]any)
+		for _, o := range os {
+			om, _ := o.(map[string]any)
+			if l, ok := om["label"].(string); ok {
+				q.opts = append(q.opts, l)
+			}
+		}
+		out = append(out, q)
+	}
+	return out
+}
+
+// plainWord is what a shell reads as one word as it is.
+var plainWord = regexp.MustCompile(`^[A-Za-z0-9_./:@%+=,-]+$`)
+
+// shellWord is s as one shell word (single-quoted unless plain) with
+// control characters escaped: a line a person pastes runs nothing a
+// provider put in an id or a question.
+func shellWord(s string) string {
+	if plainWord.MatchString(s) {
+		return s
+	}
+	return termSafe("'" + strings.ReplaceAll(s, "'", `'\''`) + "'")
+}
