@@ -51,11 +51,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx := context.Background()
 	start := time.Now()
 	failed := false
+	a := b.bin // each side sets b.bin: every group starts again from A
 	for _, g := range groups {
 		if *only != "" && !contains(strings.Split(*only, ","), g.name) {
 			continue
 		}
-		for _, side := range sides(b.bin, *compare) {
+		for _, side := range sides(a, *compare) {
 			b.bin = side.bin
 			fmt.Fprintf(stderr, "sessiond-bench: %s%s ...\n", g.name, side.suffix)
 			figs, err := g.run(ctx, b)
