@@ -51,23 +51,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx := context.Background()
 	start := time.Now()
 	failed := false
-	for _, g := range groups {
-		if *only != "" && !contains(strings.Split(*only, ","), g.name) {
-			continue
+	for _, st := range schedule(*only, b.bin, *compare) {
+		g, side := st.group, st.side
+		b.bin = side.bin
+		fmt.Fprintf(stderr, "sessiond-bench: %s%s ...\n", g.name, side.suffix)
+		figs, err := g.run(ctx, b)
+		for _, f := range figs {
+			f.Name += side.suffix
+			fmt.Fprintln(stdout, f.line())
+			b.figs = append(b.figs, f)
 		}
-		for _, side := range sides(b.bin, *compare) {
-			b.bin = side.bin
-			fmt.Fprintf(stderr, "sessiond-bench: %s%s ...\n", g.name, side.suffix)
-			figs, err := g.run(ctx, b)
-			for _, f := range figs {
-				f.Name += side.suffix
-				fmt.Fprintln(stdout, f.line())
-				b.figs = append(b.figs, f)
-			}
-			if err != nil {
-				fmt.Fprintf(stderr, "sessiond-bench: %s: %v\n", g.name, err)
-				failed = true
-			}
+		if err != nil {
+			fmt.Fprintf(stderr, "sessiond-bench: %s: %v\n", g.name, err)
+			failed = true
 		}
 	}
 	fmt.Fprintln(stdout)
@@ -80,6 +76,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 type side struct{ bin, suffix string }
+
+// step is one group run against one binary.
+type step struct {
+	group group
+	side  side
+}
+
+// schedule lists the runs in order: each selected group (only: comma-
+// separated names, "" for all) against a alone, or A B A B with compare
+// (every group from a and compare, whatever ran before it).
+func schedule(only, a, compare string) []step {
+	var out []step
+	for _, g := range groups {
+		if only != "" && !contains(strings.Split(only, ","), g.name) {
+			continue
+		}
+		for _, sd := range sides(a, compare) {
+			out = append(out, step{g, sd})
+		}
+	}
+	return out
+}
 
 // sides is the order binaries run in: A alone, or A B A B with --compare.
 func sides(a, b string) []side {

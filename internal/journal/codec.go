@@ -33,9 +33,12 @@ const arenaChunk = 64 << 10
 // written). Only untrusted rows pay for json.Valid.
 type rowReader struct {
 	arena    []byte
-	atText   string
+	atText   string // last time seen (plain), and its value
 	at       time.Time
-	lastTurn string
+	lastType string // last type seen (plain)
+	lastTurn string // last turn seen (plain)
+	idSeen   string // the session id last asked for, and whether it is plain
+	idPlain  bool
 
 	loaded, verified uint64
 	validate         bool // every row (decodeEvent)
@@ -99,39 +102,55 @@ func decodeSlow(v []byte) (event.Event, error) {
 // decodeFast parses the shape event.AppendJSON writes, with no escapes in
 // its strings; false means "use the slow path". A sessionId equal to id
 // shares id's string. validate checks that data is valid JSON.
+// Consecutive rows mostly repeat their session, time, type and turn: each
+// is first compared, as a whole quoted string, with the last one seen
+// (a plain string followed by its closing quote is that string), and
+// only scanned when it differs.
 func (rr *rowReader) decodeFast(p []byte, id string, validate bool) (ev event.Event, ok bool) {
 	var s []byte
 	if p, ok = cut(p, `{"sessionId":`); !ok {
 		return ev, false
 	}
-	if s, p, ok = plainString(p); !ok {
-		return ev, false
+	if rr.idSeen != id || id == "" {
+		rr.idSeen, rr.idPlain = id, isPlain(id)
 	}
-	if ev.SessionID = id; string(s) != id {
-		ev.SessionID = string(s)
+	if q, same := quoted(p, id); same && rr.idPlain {
+		ev.SessionID, p = id, q
+	} else {
+		if s, p, ok = plainString(p); !ok {
+			return ev, false
+		}
+		if ev.SessionID = id; string(s) != id {
+			ev.SessionID = string(s)
+		}
 	}
 	if p, ok = cut(p, `,"seq":`); !ok {
 		return ev, false
 	}
+	var seq uint64
 	i := 0
-	for i < len(p) && p[i] >= '0' && p[i] <= '9' {
-		i++
+	for ; i < len(p) && p[i] >= '0' && p[i] <= '9'; i++ {
+		seq = seq*10 + uint64(p[i]-'0')
 	}
 	if i == 0 || i > 20 {
 		return ev, false
 	}
-	seq, err := strconv.ParseUint(string(p[:i]), 10, 64)
-	if err != nil {
-		return ev, false
+	if i > 19 { // may overflow: parse again, checked
+		var err error
+		if seq, err = strconv.ParseUint(string(p[:i]), 10, 64); err != nil {
+			return ev, false
+		}
 	}
 	ev.Seq = seq
 	if p, ok = cut(p[i:], `,"at":`); !ok {
 		return ev, false
 	}
-	if s, p, ok = plainString(p); !ok {
-		return ev, false
-	}
-	if string(s) != rr.atText || rr.atText == "" {
+	if q, same := quoted(p, rr.atText); same && rr.atText != "" {
+		p = q
+	} else {
+		if s, p, ok = plainString(p); !ok {
+			return ev, false
+		}
 		at, err := time.Parse(time.RFC3339Nano, string(s))
 		if err != nil {
 			return ev, false
@@ -142,15 +161,22 @@ func (rr *rowReader) decodeFast(p []byte, id string, validate bool) (ev event.Ev
 	if p, ok = cut(p, `,"type":`); !ok {
 		return ev, false
 	}
-	if s, p, ok = plainString(p); !ok || len(s) == 0 {
-		return ev, false
-	}
-	ev.Type = internType(s)
-	if q, found := cut(p, `,"turnId":`); found {
-		if s, p, ok = plainString(q); !ok {
+	if q, same := quoted(p, rr.lastType); same && rr.lastType != "" {
+		p = q
+	} else {
+		if s, p, ok = plainString(p); !ok || len(s) == 0 {
 			return ev, false
 		}
-		if string(s) != rr.lastTurn {
+		rr.lastType = internType(s)
+	}
+	ev.Type = rr.lastType
+	if q, found := cut(p, `,"turnId":`); found {
+		if r, same := quoted(q, rr.lastTurn); same && rr.lastTurn != "" {
+			p = r
+		} else {
+			if s, p, ok = plainString(q); !ok {
+				return ev, false
+			}
 			rr.lastTurn = string(s)
 		}
 		ev.TurnID = rr.lastTurn
@@ -164,6 +190,26 @@ func (rr *rowReader) decodeFast(p []byte, id string, validate bool) (ev event.Ev
 		return ev, true
 	}
 	return ev, string(p) == "}"
+}
+
+// quoted reports whether p starts with the JSON string "s" (s plain: no
+// quote, backslash or control byte) and returns what follows it.
+func quoted(p []byte, s string) ([]byte, bool) {
+	n := len(s)
+	if len(p) < n+2 || p[0] != '"' || p[n+1] != '"' || string(p[1:n+1]) != s {
+		return p, false
+	}
+	return p[n+2:], true
+}
+
+// isPlain reports whether s needs no escape inside a JSON string.
+func isPlain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '"' || c == '\\' || c < 0x20 {
+			return false
+		}
+	}
+	return true
 }
 
 func cut(p []byte, prefix string) ([]byte, bool) {

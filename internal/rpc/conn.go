@@ -170,6 +170,9 @@ func (c *conn) reply(ctx context.Context, method string, id *jsonrpc2.ID, res an
 	} else if ar, ok := res.(*afterReply); ok {
 		res, then = ar.result, ar.then
 	}
+	if r, ok := res.(rawResult); ok && r.pooled {
+		defer recycle(r.buf) // written or dropped when writeResponse returns
+	}
 	if err = c.writeResponse(id, res, we, release); err != nil {
 		c.log.Debug("reply not written", "method", method, "err", err.Error())
 		return

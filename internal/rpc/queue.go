@@ -10,8 +10,9 @@ import (
 // session lock or starts a child; `slow` in the method table) is not run
 // on the reading goroutine: it is appended to the queue of the session
 // its params name, and that queue's worker runs the calls one after the
-// other in the order they were read. A worker exists while its queue is
-// not empty and exits when it drains, so an idle connection holds no
+// other in the order they were read. A worker runs its queue while it is
+// not empty and leaves it when it drains (to wait in the server's pool
+// for another queue, workers.go), so an idle connection holds no
 // goroutine but its reader.
 //
 // A connection may have at most maxQueuedCalls calls, and params of at
@@ -87,7 +88,7 @@ func (c *conn) enqueue(key string, size int, run func()) error {
 	q.calls = append(q.calls, queuedCall{run: run, size: size})
 	c.qmu.Unlock()
 	if start {
-		go c.work(key, q)
+		c.srv.workers.run(func() { c.work(key, q) })
 	}
 	return nil
 }

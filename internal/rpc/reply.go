@@ -29,6 +29,9 @@ type rawResult struct {
 	// release, when set, runs once the reply is counted in the outbound
 	// budget or dropped (list.go's gate).
 	release func()
+	// pooled: buf came from pooledRaw and goes back once the reply is
+	// written or dropped (replybuf.go).
+	pooled bool
 }
 
 // replySlack is room left at the end of a reply for the stream's framing
@@ -104,10 +107,10 @@ func appendID(b []byte, id *jsonrpc2.ID) []byte {
 
 // encodeRead encodes agentSession.read's result (events nil = []).
 func encodeRead(r api.ReadResult) (rawResult, error) {
-	b := newRaw(eventsSize(r.Events) + 64)
+	b := pooledRaw(eventsSize(r.Events) + 64)
 	b = append(b, `{"events":`...)
 	b = event.AppendEvents(b, r.Events)
-	return rawResult{buf: appendTail(b, r.LastSeq, r.HasMore), off: rawHead}, nil
+	return rawResult{buf: appendTail(b, r.LastSeq, r.HasMore), off: rawHead, pooled: true}, nil
 }
 
 // encodeAttach encodes agentSession.attach's result (events nil = []).
@@ -116,14 +119,14 @@ func encodeAttach(r api.AttachResult) (rawResult, error) {
 	if err != nil {
 		return rawResult{}, err
 	}
-	b := newRaw(eventsSize(r.Events) + len(sess) + len(r.SubscriptionID) + 96)
+	b := pooledRaw(eventsSize(r.Events) + len(sess) + len(r.SubscriptionID) + 96)
 	b = append(b, `{"subscriptionId":`...)
 	b = event.AppendString(b, r.SubscriptionID)
 	b = append(b, `,"session":`...)
 	b = append(b, sess...)
 	b = append(b, `,"events":`...)
 	b = event.AppendEvents(b, r.Events)
-	return rawResult{buf: appendTail(b, r.LastSeq, r.HasMore), off: rawHead}, nil
+	return rawResult{buf: appendTail(b, r.LastSeq, r.HasMore), off: rawHead, pooled: true}, nil
 }
 
 func appendTail(b []byte, lastSeq uint64, hasMore bool) []byte {

@@ -74,6 +74,8 @@ type Server struct {
 	accept acceptPause  // accepting stopped by an upgrade
 	sealed sealSet      // connections told daemon.restarting
 
+	workers workerPool // runs the connections' queues (workers.go)
+
 	refusedLoggedAt time.Time // admit.go's log limit
 	refusedSinceLog int
 }
@@ -181,6 +183,7 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
+	s.workers.close() // every connection's handlers are done
 	return nil
 }
 
