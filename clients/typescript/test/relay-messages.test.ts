@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { Daemon } from "./daemon.js";
 import { Phone, RpcError } from "./phone.js";
 import { startRelay, type Relay } from "../relay/relay.js";
+import { SessiondClient } from "../src/index.js";
 
 const T = { timeout: Number(process.env.SESSIOND_TEST_TIMEOUT_MS ?? 60_000) };
 let d: Daemon;
@@ -103,5 +104,32 @@ test("a token file whose directory is writable by others, another user's, or not
     await assert.rejects(startRelay({ port: 0, socketPath: d.socket, tokenFile: join(base, "link", "token") }), /link is not a directory \(a symlink\)/);
   } finally {
     rmSync(base, { recursive: true, force: true });
+  }
+});
+
+test("phone churn (connect, attach, drop, also mid-attach) leaves no daemon connection behind; the relay serves on", T, async () => {
+  const direct = await SessiondClient.connect({ socketPath: d.socket });
+  try {
+    const id = (await direct.create({ provider: "echo", cwd: d.dir })).sessionId;
+    const base = (await direct.status()).connections;
+    for (let i = 0; i < 30; i++) {
+      const p = await Phone.connect(relay.url, relay.token, `churn-${i % 3}`);
+      const att = p.call("agentSession.attach", { sessionId: id });
+      if (i % 2 === 0) await att;
+      else att.catch(() => undefined); // dropped before the answer
+      await p.drop();
+    }
+    const p = await Phone.connect(relay.url, relay.token, "churn-0");
+    const h = await p.call<{ holdToken: string }>("agentSession.hold", { sessionId: id, holderId: "churn" });
+    await p.call("agentSession.attach", { sessionId: id });
+    const { turnId } = await p.call<{ turnId: string }>("agentSession.send", { sessionId: id, text: "after the churn" });
+    await p.until((e) => e.type === "turn.completed" && e.turnId === turnId);
+    await p.call("agentSession.release", { sessionId: id, holderId: "churn", holdToken: h.holdToken });
+    await p.drop();
+    // Every phone's daemon connection is closed (the daemon counts them
+    // as it sees them go: poll its state, no timing assumed).
+    while ((await direct.status()).connections > base) await new Promise((r) => setTimeout(r, 20));
+  } finally {
+    direct.close();
   }
 });

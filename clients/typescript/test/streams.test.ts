@@ -223,3 +223,44 @@ test("an attach given up (aborted, timed out) is detached when its answer comes 
     c.close();
   }
 });
+
+test("an abort storm leaves no subscription behind: every attach answered after its caller gave up is detached", T, async (t) => {
+  const live = new Set<string>();
+  let emptied: (() => void) | undefined;
+  let n = 0;
+  const sock = await fake(t, (s, _conn, m) => {
+    const reply = (result: unknown) => s.write(frame({ jsonrpc: "2.0", id: m.id, result }));
+    if (m.method === "initialize") reply(INIT);
+    if (m.method === "agentSession.attach") {
+      const id = `sub-${++n}`;
+      live.add(id);
+      reply(attachAnswer(id, String(m.params?.sessionId)));
+    }
+    if (m.method === "agentSession.detach") {
+      live.delete(String(m.params?.subscriptionId));
+      reply({});
+      if (live.size === 0) emptied?.();
+    }
+  });
+  const c = await SessiondClient.connect({ socketPath: sock, reconnect: false });
+  try {
+    const calls = Array.from({ length: 400 }, (_, i) => {
+      const ac = new AbortController();
+      const p = c.attach(`s-${i}`, { signal: ac.signal });
+      if (i % 4 === 0) ac.abort();
+      else if (i % 4 === 1) queueMicrotask(() => ac.abort());
+      else if (i % 4 === 2) setImmediate(() => ac.abort());
+      return p;
+    });
+    const results = await Promise.allSettled(calls);
+    for (const r of results) {
+      if (r.status === "fulfilled") r.value.close();
+      else assert.ok(r.reason instanceof AbortError, String(r.reason));
+    }
+    assert.ok(results.some((r) => r.status === "fulfilled"), "some attaches were answered in time");
+    if (live.size > 0) await new Promise<void>((r) => (emptied = r));
+    assert.equal(live.size, 0);
+  } finally {
+    c.close();
+  }
+});
