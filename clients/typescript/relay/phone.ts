@@ -42,6 +42,9 @@ export class Phone {
   private subs = new Map<string, Subscription>();
   private closed = false;
   private inFlight = 0;
+  /** Notifications (requests without an id) of session methods, which
+   * are not run: the first is logged, the count when the phone goes. */
+  private droppedNotifications = 0;
 
   constructor(private ws: WebSocket, private sh: PhoneShared, readonly identity: string = `anon-${randomUUID()}`) {}
 
@@ -70,6 +73,9 @@ export class Phone {
   private end(): void {
     if (this.closed) return;
     this.closed = true;
+    if (this.droppedNotifications > 1) {
+      this.sh.log("phone notifications dropped", { phone: this.id, count: this.droppedNotifications });
+    }
     for (const s of this.subs.values()) s.close();
     this.subs.clear();
     this.client?.then((c) => c.close(), () => undefined);
@@ -111,8 +117,11 @@ export class Phone {
       return this.error(null, -32700, `not JSON${isBinary ? " (binary frame)" : ""}: ${JSON.stringify(buf.subarray(0, 32).toString("utf8"))}`,
         { reason: "parse_error" });
     }
+    if (Array.isArray(msg)) {
+      return this.error(null, -32600, "batches are not supported by the relay: send one request per frame", { reason: "batch_not_supported" });
+    }
     const id = msg?.id;
-    if (!msg || typeof msg !== "object" || Array.isArray(msg) || msg.jsonrpc !== "2.0" || typeof msg.method !== "string") {
+    if (!msg || typeof msg !== "object" || msg.jsonrpc !== "2.0" || typeof msg.method !== "string") {
       return this.error(id, -32600, "not a JSON-RPC 2.0 request", { reason: "invalid_request" });
     }
     const method = msg.method;
@@ -124,14 +133,26 @@ export class Phone {
         : `method not found: ${JSON.stringify(method.slice(0, 64))}`,
         { reason: known ? "method_not_relayed" : "method_not_found", method: method.slice(0, 64) });
     }
-    if (id === undefined) return; // a notification: nothing to answer
+    if (id === undefined) {
+      // A notification: no method of the relay's is one, so it is not run
+      // (nothing could tell the phone how it went). Logged once per phone.
+      if (this.droppedNotifications++ === 0) {
+        this.sh.log("phone notification dropped", { phone: this.id, method, reason: "session methods are requests: give them an id" });
+      }
+      return;
+    }
+    if (msg.params !== undefined && (msg.params === null || typeof msg.params !== "object" || Array.isArray(msg.params))) {
+      const kind = msg.params === null ? "null" : Array.isArray(msg.params) ? "an array" : typeof msg.params;
+      return this.error(id, -32602, `params of ${method} must be an object (by name), not ${kind}`,
+        { reason: "invalid_params", field: "params" });
+    }
     const max = this.sh.limits.maxInFlight;
     if (this.inFlight >= max) {
       return this.error(id, -32019, `${this.inFlight} calls of this phone are being answered, the relay's limit (maxInFlight ${max})`,
         { reason: "limit_exceeded", limit: "phone_calls", max });
     }
     this.inFlight++;
-    const params = (msg.params && typeof msg.params === "object" ? msg.params : {}) as Json;
+    const params = (msg.params ?? {}) as Json;
     try {
       this.reply(id, { result: await this.forward(method as MethodName, params) });
     } catch (e) {
@@ -217,7 +238,12 @@ export class Phone {
     const c = await this.own();
     const sessionId = p.sessionId as string;
     const session = await c.get(sessionId);
-    const sub = await c.attach(sessionId, { afterSeq: (p.afterSeq as number) ?? 0 });
+    // A phone's stream keeps at most 1/16 of maxBufferedBytes (and 1024
+    // events) queued on the relay: past it that stream alone is paused and
+    // resumes from its cursor, so a phone with many streams it does not
+    // read cannot fill the relay's memory.
+    const sub = await c.attach(sessionId, { afterSeq: (p.afterSeq as number) ?? 0,
+      highWaterMark: 1024, highWaterMarkBytes: Math.max(64 << 10, Math.floor(this.sh.limits.maxBufferedBytes / 16)) });
     const subscriptionId = `r-${randomUUID()}`;
     this.subs.set(subscriptionId, sub);
     setImmediate(() => void this.pump(subscriptionId, sub));

@@ -6,13 +6,45 @@ import { dirname } from "node:path";
 export const MIN_TOKEN_LENGTH = 32;
 
 /**
+ * What makes the token file's directory unsafe: not a directory (a
+ * symlink included), owned by another user, or writable by group or
+ * others (whoever can write there can swap the token file). undefined when
+ * it is safe or does not exist.
+ */
+export function tokenDirProblem(dir: string): string | undefined {
+  let st;
+  try {
+    st = lstatSync(dir);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw e;
+  }
+  const euid = typeof process.geteuid === "function" ? process.geteuid() : st.uid;
+  if (!st.isDirectory()) return `is not a directory${st.isSymbolicLink() ? " (a symlink)" : ""}`;
+  if (st.uid !== euid) return `is owned by uid ${st.uid}, not ${euid}`;
+  if ((st.mode & 0o022) !== 0) {
+    return `has mode ${(st.mode & 0o777).toString(8).padStart(4, "0")}, writable by group or others (chmod 700 it)`;
+  }
+  return undefined;
+}
+
+function checkDir(path: string): void {
+  const dir = dirname(path);
+  const problem = tokenDirProblem(dir);
+  if (problem) throw new Error(`relay token directory ${dir} ${problem}; refusing the token file ${path}`);
+}
+
+/**
  * Reads the relay's bearer token from path, creating it (0600, in a 0700
  * directory) with 32 random bytes when absent. created says which. A token
  * file that is a symlink, readable or writable by group or others, or
  * holds fewer than MIN_TOKEN_LENGTH characters is refused (an error naming
- * the file and the problem), never used nor replaced.
+ * the file and the problem), never used nor replaced; so is one whose
+ * directory is not a directory, is another user's, or is writable by
+ * group or others (tokenDirProblem).
  */
 export function loadOrCreateToken(path: string): { token: string; created: boolean } {
+  checkDir(path);
   let st;
   try {
     st = lstatSync(path);
@@ -32,6 +64,7 @@ export function loadOrCreateToken(path: string): { token: string; created: boole
     return { token: t, created: false };
   }
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  checkDir(path); // made by another meanwhile (mkdir -p does not say)
   const token = randomBytes(32).toString("base64url");
   writeFileSync(path, token + "\n", { mode: 0o600, flag: "wx" });
   chmodSync(path, 0o600);

@@ -21,7 +21,8 @@ type Result<M extends MethodName> = Methods[M]["result"];
  * re-initializes, re-holds every hold and re-attaches every stream from its
  * cursor. Events: "disconnected" (Error), "reconnected" (InitializeResult),
  * "reconnecting" ({attempt, delayMs}), "holdLost" ({params, error}), "lagReattach" ({sessionId, delayMs}: a
- * lagged stream is re-attached after delayMs).
+ * lagged stream is re-attached after delayMs), "streamPaused" ({sessionId,
+ * queued, queuedBytes}: a stream reached its high-water mark).
  */
 export class SessiondClient extends EventEmitter {
   readonly socketPath: string;
@@ -47,10 +48,9 @@ export class SessiondClient extends EventEmitter {
     this.streams = new Streams({
       link: () => this.link,
       timeoutMs: () => this.timeoutMs,
-      highWaterMark: opts.highWaterMark,
-      highWaterMarkBytes: opts.highWaterMarkBytes,
       lagRetry: opts.lagRetry,
       onLagReattach: (sub, delayMs) => this.emit("lagReattach", { sessionId: sub.sessionId, delayMs }),
+      onPause: (sub) => this.emit("streamPaused", { sessionId: sub.sessionId, queued: sub.queued, queuedBytes: sub.queuedBytes }),
     });
   }
 
@@ -263,27 +263,32 @@ export class SessiondClient extends EventEmitter {
 
   /** Streams a session's events after afterSeq (default 0); the journal
    * before the attach is read in pages of pageLimit events (default 4096,
-   * the daemon's maximum; pages are also cut at 1 MiB). */
-  async attach(sessionId: string, opts: { afterSeq?: number; pageLimit?: number } & CallOptions = {}): Promise<Subscription> {
+   * the daemon's maximum; pages are also cut at 1 MiB). highWaterMark and
+   * highWaterMarkBytes bound this stream's queue (default: the client's).
+   * An attach that fails, times out or is aborted leaves nothing
+   * subscribed: a subscription whose answer comes too late is detached. */
+  async attach(sessionId: string, opts: { afterSeq?: number; pageLimit?: number; highWaterMark?: number; highWaterMarkBytes?: number } & CallOptions = {}): Promise<Subscription> {
     const sub = new Subscription(this.streams, sessionId, opts.afterSeq ?? 0);
     sub.pageLimit = opts.pageLimit ?? 4096;
+    sub.highWaterMark = opts.highWaterMark ?? this.opts.highWaterMark ?? sub.highWaterMark;
+    sub.highWaterMarkBytes = opts.highWaterMarkBytes ?? this.opts.highWaterMarkBytes ?? sub.highWaterMarkBytes;
     this.streams.add(sub);
     const deadline = Date.now() + (opts.timeoutMs ?? this.timeoutMs);
-    for (;;) {
+    try {
       const link = await this.currentLink("agentSession.attach", deadline, opts.signal);
       try {
         await this.streams.attachOn(link, sub, deadline, opts.signal);
-        return sub;
       } catch (e) {
-        if (e instanceof ConnectionClosedError && this.opts.reconnect !== false) {
-          if (sub.subscriptionId === undefined && !this.streams.has(sub)) throw e;
-          // restore() re-attaches it on the next link.
-          await this.currentLink("agentSession.attach", deadline, opts.signal);
-          return sub;
-        }
-        this.streams.forget(sub);
-        throw e;
+        if (!(e instanceof ConnectionClosedError) || this.opts.reconnect === false || !this.streams.has(sub)) throw e;
+        // restore() re-attaches it on the next link.
+        await this.currentLink("agentSession.attach", deadline, opts.signal);
       }
+      return sub;
+    } catch (e) {
+      // Given up: the stream is closed, so neither a late answer nor a
+      // reconnect's restore leaves it subscribed.
+      sub.close();
+      throw e;
     }
   }
 

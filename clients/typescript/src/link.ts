@@ -164,8 +164,10 @@ export class Link {
   }
 
   /** One request; rejects with SessiondError, ConnectionClosedError,
-   * TimeoutError or AbortError, never hangs past the deadline. */
-  call<R>(method: string, params: unknown, deadline: number, signal?: AbortSignal): Promise<R> {
+   * TimeoutError or AbortError, never hangs past the deadline. onLate gets
+   * a result that arrives after the call was given up (timeout, abort):
+   * what it did on the daemon can then be undone. */
+  call<R>(method: string, params: unknown, deadline: number, signal?: AbortSignal, onLate?: (r: R) => void): Promise<R> {
     return new Promise<R>((resolve, reject) => {
       if (this.closedErr) return reject(new ConnectionClosedError(method, this.closedErr));
       if (signal?.aborted) return reject(new AbortError(method, signal.reason));
@@ -176,7 +178,9 @@ export class Link {
       const bad = this.checkParams(method, p);
       if (bad) return reject(bad);
       let timer: NodeJS.Timeout | undefined;
+      let settled = false;
       const done = () => {
+        settled = true;
         this.pending.delete(onClose);
         if (timer) clearTimeout(timer);
         signal?.removeEventListener("abort", onAbort);
@@ -201,6 +205,10 @@ export class Link {
       this.conn.sendRequest(method, ParameterStructures.byName, p).then(
         (r) => {
           this.handled++;
+          if (settled) {
+            if (onLate && r && typeof r === "object" && !Array.isArray(r)) onLate(r as R);
+            return;
+          }
           done();
           if (!r || typeof r !== "object" || Array.isArray(r)) reject(new BadAnswerError(method, r));
           else resolve(r as R);

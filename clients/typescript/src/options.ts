@@ -42,13 +42,15 @@ export interface ClientOptions {
   timeoutMs?: number;
   /** Reconnect with backoff when the connection drops (default on). */
   reconnect?: boolean | ReconnectOptions;
-  /** Bytes (as read off the wire) of the events queued across
-   * subscriptions before the socket is paused (default 16 MiB); the daemon
-   * then lags the subscription and the client re-attaches from its cursor
-   * when the consumer catches up. */
+  /** Bytes (as read off the wire) of the events one stream may queue
+   * for its consumer (default 16 MiB): past it that stream alone is paused
+   * (event "streamPaused"), its daemon subscription detached, and it
+   * re-attaches from its cursor once its consumer has read the queue down
+   * to half. Other streams and calls never wait for it; the socket is
+   * always read. attach() takes its own. */
   highWaterMarkBytes?: number;
   /** The same bound counted in events (default 8192); whichever is
-   * reached first pauses. */
+   * reached first pauses the stream. */
   highWaterMark?: number;
   /** Largest request a call may send, in bytes as encoded (default
    * 1 MiB, the daemon's default max_message_bytes; set it to the daemon's

@@ -15,19 +15,27 @@ export interface StreamsHost {
   lagRetry?: LagRetryOptions;
   /** A lagged stream is to be re-attached after delayMs. */
   onLagReattach?(sub: Subscription, delayMs: number): void;
+  /** A stream reached its high-water mark and was paused. */
+  onPause?(sub: Subscription): void;
 }
 
 /**
  * A client's event streams: attach and page walks, live events, lag
- * re-attach, re-attach after a reconnect, and backpressure (the socket is
- * paused while the consumers are behind).
+ * re-attach, re-attach after a reconnect, and backpressure per stream: a
+ * stream whose consumer is a high-water mark behind is paused alone (its
+ * daemon subscription detached, nothing more queued for it) and resumes
+ * from its cursor once the consumer read half of its queue. The socket is
+ * never paused: one stalled consumer never holds back another stream or
+ * any call's answer.
  */
 export class Streams implements SubscriptionOwner {
   private subs = new Set<Subscription>();
   private bySubId = new Map<string, Subscription>();
-  private totalQueued = 0;
-  private totalBytes = 0;
-  private paused = false;
+  /** The link each stream's current daemon subscription lives on. */
+  private attachedOn = new WeakMap<Subscription, Link>();
+  /** The link restore() is re-attaching streams on (before it is the
+   * client's link). */
+  private restoring: Link | undefined;
   private lagTimers = new Map<Subscription, NodeJS.Timeout>();
 
   constructor(private host: StreamsHost) {}
@@ -47,17 +55,11 @@ export class Streams implements SubscriptionOwner {
     return this.subs.has(sub);
   }
 
-  /** Forgets a stream whose first attach failed. */
-  forget(sub: Subscription): void {
-    this.subs.delete(sub);
-  }
-
   /** The connection closed: every stream is detached (re-attached by
    * restore on the next link). */
   linkClosed(): void {
     this.bySubId.clear();
     for (const s of this.subs) s.subscriptionId = undefined;
-    this.paused = false;
   }
 
   /** Ends every stream with err. */
@@ -81,21 +83,26 @@ export class Streams implements SubscriptionOwner {
     this.clearLagTimer(sub);
     if (sub.subscriptionId) this.bySubId.delete(sub.subscriptionId);
     sub.fail(err);
-    this.recount();
   }
 
   /** Re-attaches every stream from its cursor on a fresh link. */
   async restore(link: Link, deadline: number): Promise<void> {
-    for (const s of [...this.subs]) {
-      if (s.isClosed) continue;
-      try {
-        await this.attachOn(link, s, deadline);
-      } catch (e) {
-        // The daemon refused this stream (its session was deleted while
-        // it was down, say): that stream ends, the others carry on.
-        if (e instanceof SessiondError) this.lose(s, new StreamLostError(s.sessionId, e));
-        else throw e;
+    this.restoring = link;
+    try {
+      for (const s of [...this.subs]) {
+        // A paused stream re-attaches when its consumer makes room.
+        if (s.isClosed || s.paused) continue;
+        try {
+          await this.attachOn(link, s, deadline);
+        } catch (e) {
+          // The daemon refused this stream (its session was deleted while
+          // it was down, say): that stream ends, the others carry on.
+          if (e instanceof SessiondError) this.lose(s, new StreamLostError(s.sessionId, e));
+          else throw e;
+        }
       }
+    } finally {
+      if (this.restoring === link) this.restoring = undefined;
     }
   }
 
@@ -105,14 +112,21 @@ export class Streams implements SubscriptionOwner {
   async attachOn(link: Link, sub: Subscription, deadline = Date.now() + this.host.timeoutMs(), signal?: AbortSignal): Promise<void> {
     const gen = ++sub.generation;
     sub.holdLive();
+    // An answer that arrives after the caller gave up (timeout, abort)
+    // subscribed all the same: that subscription is detached at once.
     const r = await link.call<AttachResult>("agentSession.attach",
-      { sessionId: sub.sessionId, afterSeq: sub.cursor, limit: sub.pageLimit }, deadline, signal);
-    sub.subscriptionId = r.subscriptionId;
-    this.bySubId.set(r.subscriptionId, sub);
-    if (sub.isClosed) {
+      { sessionId: sub.sessionId, afterSeq: sub.cursor, limit: sub.pageSize }, deadline, signal,
+      (late: AttachResult) => this.detach(link, late?.subscriptionId));
+    // Closed, paused or re-attached meanwhile: this subscription is not
+    // the stream's.
+    if (sub.isClosed || sub.paused || sub.generation !== gen || link.closed) {
       this.detach(link, r.subscriptionId);
       return;
     }
+    this.unsubscribe(sub);
+    sub.subscriptionId = r.subscriptionId;
+    this.bySubId.set(r.subscriptionId, sub);
+    this.attachedOn.set(sub, link);
     this.queuePage(sub, r, r.lastSeq);
     if (!r.hasMore || sub.cursor >= r.lastSeq || r.events.length === 0) return this.goLive(sub);
     void this.walk(link, sub, gen, r.lastSeq).catch((e: Error) => {
@@ -122,10 +136,10 @@ export class Streams implements SubscriptionOwner {
 
   private async walk(link: Link, sub: Subscription, gen: number, lastSeq: number): Promise<void> {
     for (;;) {
-      await sub.room(sub.pageLimit);
+      await sub.room(sub.pageSize);
       if (sub.isClosed || sub.generation !== gen || link.closed) return;
       const next = await link.call<{ events: Event[]; hasMore: boolean }>("agentSession.read",
-        { sessionId: sub.sessionId, afterSeq: sub.cursor, limit: sub.pageLimit }, Date.now() + this.host.timeoutMs());
+        { sessionId: sub.sessionId, afterSeq: sub.cursor, limit: sub.pageSize }, Date.now() + this.host.timeoutMs());
       if (sub.generation !== gen) return;
       this.queuePage(sub, next, lastSeq);
       if (!next.hasMore || sub.cursor >= lastSeq || next.events.length === 0) return this.goLive(sub);
@@ -136,20 +150,61 @@ export class Streams implements SubscriptionOwner {
     const { events } = page;
     const each = Math.ceil((messageBytes.get(page) ?? 0) / Math.max(1, events.length));
     for (const e of events) eventBytes.set(e, each);
-    for (const e of events) if (e.seq <= lastSeq) this.account(sub, () => sub.push(e));
+    for (const e of events) if (e.seq <= lastSeq) sub.push(e);
   }
 
   private goLive(sub: Subscription): void {
-    this.account(sub, () => sub.releaseLive());
-    this.checkPressure();
+    sub.releaseLive();
+    if (sub.overHighWater) this.pause(sub);
   }
 
   private onEvent(p: EventNotice): void {
     const sub = this.bySubId.get(p.subscriptionId);
     if (!sub) return;
     eventBytes.set(p.event, messageBytes.get(p) ?? 0);
-    this.account(sub, () => sub.live(p.event));
-    this.checkPressure();
+    sub.live(p.event);
+    if (sub.overHighWater) this.pause(sub);
+  }
+
+  /** The stream's consumer is its high-water mark behind: its daemon
+   * subscription is detached and what was held back dropped (read again
+   * from the journal when it resumes from its cursor); the queue stays.
+   * Nothing else waits for it. */
+  private pause(sub: Subscription): void {
+    if (sub.paused || sub.isClosed) return;
+    sub.paused = true;
+    sub.pauses++;
+    sub.generation++; // a page walk or an attach under way stops
+    sub.dropHeld();
+    this.clearLagTimer(sub);
+    this.unsubscribe(sub);
+    this.host.onPause?.(sub);
+    // Paused by held events alone: the queue is low already.
+    if (sub.belowLowWater) queueMicrotask(() => this.resume(sub));
+  }
+
+  /** Re-attaches a paused stream from its cursor (on the current link,
+   * or the one being restored; with none, the reconnect's restore does). */
+  private resume(sub: Subscription): void {
+    if (!sub.paused) return;
+    sub.paused = false;
+    sub.reattaches++;
+    const link = this.host.link() ?? this.restoring;
+    if (!link || link.closed || sub.isClosed || !this.subs.has(sub)) return;
+    this.attachOn(link, sub).catch((e: Error) => {
+      if (!(e instanceof ConnectionClosedError)) sub.fail(e);
+    });
+  }
+
+  /** Detaches sub's daemon subscription, if any. */
+  private unsubscribe(sub: Subscription): void {
+    const id = sub.subscriptionId;
+    if (!id) return;
+    sub.subscriptionId = undefined;
+    this.bySubId.delete(id);
+    const link = this.attachedOn.get(sub);
+    this.attachedOn.delete(sub);
+    if (link) this.detach(link, id);
   }
 
   /** The daemon dropped a slow subscription: re-attach from our cursor.
@@ -187,58 +242,20 @@ export class Streams implements SubscriptionOwner {
     this.lagTimers.delete(sub);
   }
 
-  /** Runs f, which queues events on sub, and counts what it queued. */
-  private account(sub: Subscription, f: () => void): void {
-    const n = sub.queued;
-    const b = sub.queuedBytes;
-    f();
-    this.totalQueued += sub.queued - n;
-    this.totalBytes += sub.queuedBytes - b;
-  }
-
-  private recount(): void {
-    this.totalQueued = 0;
-    this.totalBytes = 0;
-    for (const s of this.subs) {
-      this.totalQueued += s.queued;
-      this.totalBytes += s.queuedBytes;
-    }
-  }
-
-  private checkPressure(): void {
-    const hwm = this.host.highWaterMark ?? 8192;
-    const hwmBytes = this.host.highWaterMarkBytes ?? 16 << 20;
-    const link = this.host.link();
-    if (!this.paused && (this.totalQueued > hwm || this.totalBytes > hwmBytes) && link) {
-      this.paused = true;
-      link.socket.pause();
-    } else if (this.paused && this.totalQueued <= hwm / 2 && this.totalBytes <= hwmBytes / 2) {
-      this.paused = false;
-      link?.socket.resume();
-    }
-  }
-
   /** SubscriptionOwner: the consumer took an event. */
-  drained(_sub: Subscription, bytes: number): void {
-    this.totalQueued = Math.max(0, this.totalQueued - 1);
-    this.totalBytes = Math.max(0, this.totalBytes - bytes);
-    if (this.paused) this.checkPressure();
+  drained(sub: Subscription): void {
+    if (sub.paused && sub.belowLowWater) this.resume(sub);
   }
 
   /** SubscriptionOwner: the consumer closed a stream. */
   closed(sub: Subscription): void {
     this.subs.delete(sub);
     this.clearLagTimer(sub);
-    const link = this.host.link();
-    if (sub.subscriptionId) {
-      this.bySubId.delete(sub.subscriptionId);
-      if (link) this.detach(link, sub.subscriptionId);
-    }
-    this.recount();
-    this.checkPressure();
+    this.unsubscribe(sub);
   }
 
-  private detach(link: Link, subscriptionId: string): void {
+  private detach(link: Link, subscriptionId: string | undefined): void {
+    if (typeof subscriptionId !== "string" || link.closed) return; // a closed connection detached it
     link.call("agentSession.detach", { subscriptionId }, Date.now() + this.host.timeoutMs()).catch(() => undefined);
   }
 }

@@ -15,7 +15,9 @@ export interface SubscriptionOwner {
  * One session's event stream: an async iterable of journal events in seq
  * order, with no gap and no duplicate, across reconnections and lag.
  * Breaking out of a `for await` closes it (the daemon subscription is
- * detached).
+ * detached). Concurrent next() calls are queued and settled in order. A
+ * consumer its high-water mark behind pauses this stream alone (see
+ * Streams).
  */
 export class Subscription implements AsyncIterable<Event> {
   readonly sessionId: string;
@@ -41,13 +43,24 @@ export class Subscription implements AsyncIterable<Event> {
   /** Wire bytes of the queued events. */
   queuedBytes = 0;
   private roomWaiter: { n: number; wake: () => void } | undefined;
-  private waiter: ((r: IteratorResult<Event>) => void) | undefined;
-  private failer: ((e: Error) => void) | undefined;
+  /** Pending next() calls, settled in call order. */
+  private waiters: Array<{ resolve: (r: IteratorResult<Event>) => void; reject: (e: Error) => void }> = [];
   private error: Error | undefined;
   private done = false;
   private owner: SubscriptionOwner;
   /** While a page walk runs, live events wait here. */
   private held: Event[] | undefined;
+  /** Wire bytes of the held events. */
+  heldBytes = 0;
+  /** Queued (and held) events past which the stream is paused: its daemon
+   * subscription detached until the consumer reads the queue down to half. */
+  highWaterMark = 8192;
+  /** The same bound in wire bytes. */
+  highWaterMarkBytes = 16 << 20;
+  /** True while paused (see highWaterMark). */
+  paused = false;
+  /** How many times the stream was paused. */
+  pauses = 0;
 
   constructor(owner: SubscriptionOwner, sessionId: string, afterSeq: number) {
     this.owner = owner;
@@ -60,10 +73,36 @@ export class Subscription implements AsyncIterable<Event> {
     return this.queue.length - this.head;
   }
 
-  /** Resolves once fewer than n events are queued (or the stream ended). */
+  /** Resolves once fewer than n events are queued (or the stream ended);
+   * an older wait is woken (its page walk was superseded). */
   room(n: number): Promise<void> {
     if (this.queued < n || this.done || this.error) return Promise.resolve();
+    this.roomWaiter?.wake();
     return new Promise((wake) => (this.roomWaiter = { n, wake }));
+  }
+
+  /** Events asked for per page: pageLimit, at most the high-water mark. */
+  get pageSize(): number {
+    return Math.max(1, Math.min(this.pageLimit, this.highWaterMark));
+  }
+
+  /** More is queued and held than the high-water mark allows. */
+  get overHighWater(): boolean {
+    const n = this.queued + (this.held?.length ?? 0);
+    return n > this.highWaterMark || this.queuedBytes + this.heldBytes > this.highWaterMarkBytes;
+  }
+
+  /** The queue is down to half the high-water mark: a paused stream
+   * resumes. */
+  get belowLowWater(): boolean {
+    return this.queued <= this.highWaterMark / 2 && this.queuedBytes <= this.highWaterMarkBytes / 2;
+  }
+
+  /** Drops the held live events (the stream is paused: they are read
+   * again from the journal when it resumes from its cursor). */
+  dropHeld(): void {
+    this.held = undefined;
+    this.heldBytes = 0;
   }
 
   get isClosed(): boolean {
@@ -78,26 +117,26 @@ export class Subscription implements AsyncIterable<Event> {
   /** Releases the held live events (after the page walk). */
   releaseLive(): void {
     const h = this.held ?? [];
-    this.held = undefined;
+    this.dropHeld();
     for (const e of h) this.push(e);
   }
 
   /** A live notification. */
   live(e: Event): void {
-    if (this.held) this.held.push(e);
-    else this.push(e);
+    if (this.held) {
+      this.held.push(e);
+      this.heldBytes += eventBytes.get(e) ?? 0;
+    } else this.push(e);
   }
 
   /** Queues e unless it was already received (seq <= cursor). */
   push(e: Event): void {
     if (this.done || e.seq <= this.cursor) return;
     this.cursor = e.seq;
-    if (this.waiter) {
-      const w = this.waiter;
-      this.waiter = undefined;
-      this.failer = undefined;
+    const w = this.waiters.shift();
+    if (w) {
       this.delivered = e.seq;
-      w({ value: e, done: false });
+      w.resolve({ value: e, done: false });
       return;
     }
     this.queue.push(e);
@@ -109,12 +148,7 @@ export class Subscription implements AsyncIterable<Event> {
     if (this.done) return;
     this.error = err;
     this.roomWaiter?.wake();
-    if (this.failer) {
-      const f = this.failer;
-      this.waiter = undefined;
-      this.failer = undefined;
-      f(err);
-    }
+    for (const w of this.waiters.splice(0)) w.reject(err);
   }
 
   /** Closes the stream; pending next() resolves done. */
@@ -124,13 +158,9 @@ export class Subscription implements AsyncIterable<Event> {
     this.queue = [];
     this.head = 0;
     this.queuedBytes = 0;
+    this.dropHeld();
     this.roomWaiter?.wake();
-    if (this.waiter) {
-      const w = this.waiter;
-      this.waiter = undefined;
-      this.failer = undefined;
-      w({ value: undefined, done: true });
-    }
+    for (const w of this.waiters.splice(0)) w.resolve({ value: undefined, done: true });
     this.owner.closed(this);
   }
 
@@ -154,10 +184,8 @@ export class Subscription implements AsyncIterable<Event> {
     }
     if (this.done) return Promise.resolve({ value: undefined, done: true });
     if (this.error) return Promise.reject(this.error);
-    return new Promise((resolve, reject) => {
-      this.waiter = resolve;
-      this.failer = reject;
-    });
+    // Concurrent calls queue up: each gets the next event in turn.
+    return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
   }
 
   [Symbol.asyncIterator](): AsyncIterator<Event> {
