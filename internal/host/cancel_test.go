@@ -50,6 +50,7 @@ func TestCancelDuringCrashExitIsNotAFailure(t *testing.T) {
 // it ended) and a close then ends it.
 func TestCancelOfStoppedProviderIsBounded(t *testing.T) {
 	f := newFixture(t)
+	f.h.o.RequestTimeout = 10 * time.Minute // only step_timeout may end the wait
 	id := f.create("echo")
 	hr := f.hold(id, "h", "c1")
 	ctx := context.Background()
@@ -62,7 +63,13 @@ func TestCancelOfStoppedProviderIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { syscall.Kill(hr.PID, syscall.SIGCONT) })
-	_, err = f.h.Cancel(ctx, id)
+	done := make(chan error, 1)
+	go func() { _, err := f.h.Cancel(ctx, id); done <- err }()
+	select {
+	case err = <-done:
+	case <-time.After(2 * time.Minute): // step_timeout is 5 s; the request timeout 10 min
+		t.Fatal("cancel against a stopped provider still waiting: not bounded by step_timeout")
+	}
 	var ae *api.Error
 	if !errors.As(err, &ae) || ae.Kind != api.KindProviderFailed || !strings.Contains(ae.Msg, "step_timeout") ||
 		!strings.Contains(ae.Msg, "close") {

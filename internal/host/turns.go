@@ -105,21 +105,23 @@ func (h *Host) lookupClientMessage(p api.SendParams) (string, bool, error) {
 	return tid, ok, nil
 }
 
-// errNoAnswer ends a cancel's wait at step_timeout.
+// errNoAnswer ends a cancel's wait for the session at step_timeout.
 var errNoAnswer = errors.New("step_timeout passed")
 
-// Cancel interrupts the running turn. It waits at most step_timeout, for
+// Cancel interrupts the running turn. It waits at most step_timeout for
 // the session (a send blocked writing to a child that stopped reading
-// holds it) and for the provider's answer: a stopped or hung provider is
+// holds it), and the adapter waits at most step_timeout for the
+// provider's answer (provider.Options.InterruptTimeout; claude then
+// stops a CLI that never answers itself): a stopped or hung provider is
 // provider_failed naming the bound and the fix, not an answer after the
 // adapter's own 30 s. The turn then stays open: the provider never said
 // it ended, and a close does end it.
 func (h *Host) Cancel(ctx context.Context, id string) (api.CancelResult, error) {
-	ctx, stop := context.WithTimeoutCause(ctx, h.o.StepTimeout, errNoAnswer)
+	lctx, stop := context.WithTimeoutCause(ctx, h.o.StepTimeout, errNoAnswer)
 	defer stop()
-	e, err := h.liveEntry(ctx, id)
+	e, err := h.liveEntry(lctx, id)
 	if err != nil {
-		if errors.Is(context.Cause(ctx), errNoAnswer) {
+		if errors.Is(context.Cause(lctx), errNoAnswer) {
 			h.mu.Lock()
 			ent := h.sessions[id]
 			live := ent != nil && ent.state == StateLive
@@ -136,7 +138,7 @@ func (h *Host) Cancel(ctx context.Context, id string) (api.CancelResult, error) 
 	if stopped(err) {
 		return api.CancelResult{}, notLiveStopping(id, err)
 	}
-	if err != nil && (errors.Is(err, errNoAnswer) || errors.Is(err, provider.ErrTimeout)) {
+	if err != nil && errors.Is(err, provider.ErrTimeout) {
 		return api.CancelResult{}, h.noAnswer(id, "the provider did not answer the interrupt", err)
 	}
 	if err != nil {
