@@ -91,7 +91,11 @@ func doctorOffline(e *ctlEnv, rep *doctorReport) {
 // doctorLeases: with no daemon, every live or reserved lease is left over.
 func doctorLeases(db *bolt.DB) doctorCheck {
 	c := doctorCheck{Name: "leases"}
-	recs, err := lease.New(db, nil, time.Now).List()
+	recs, err := lease.New(db, nil, time.Now).List(func(id string, err error) {
+		c.Problems = append(c.Problems, doctorProblem{
+			What: fmt.Sprintf("session %s: its lease does not decode (damaged on disk); the session cannot be held", id),
+			Fix:  "sessiond ctl delete " + id + "   # or restore sessiond.db from a backup"})
+	})
 	if err != nil {
 		c.Unknown, c.Detail = true, "read leases: "+err.Error()
 		return c
@@ -107,7 +111,7 @@ func doctorLeases(db *bolt.DB) doctorCheck {
 		}
 		c.Problems = append(c.Problems, doctorProblem{What: what, Fix: fixServe})
 	}
-	c.Detail = fmt.Sprintf("%d leases, %d left over", len(recs), len(c.Problems))
+	c.Detail = fmt.Sprintf("%d leases, %d left over or damaged", len(recs), len(c.Problems))
 	return c
 }
 

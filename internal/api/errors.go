@@ -32,6 +32,7 @@ const (
 	KindCursorCompacted
 	KindRequestNotFound
 	KindUpgradeRefused
+	KindSessionDamaged
 )
 
 var kindNames = [...]string{
@@ -54,6 +55,7 @@ var kindNames = [...]string{
 	KindCursorCompacted:     "cursor_compacted",
 	KindRequestNotFound:     "request_not_found",
 	KindUpgradeRefused:      "upgrade_refused",
+	KindSessionDamaged:      "session_damaged",
 }
 
 // String is the data.reason of the kind.
@@ -144,6 +146,9 @@ var (
 	ErrRequestNotFound = &Error{Kind: KindRequestNotFound, Msg: "request not found"}
 	// ErrUpgradeRefused: daemon.upgrade could not start (data.cause); the daemon carries on.
 	ErrUpgradeRefused = &Error{Kind: KindUpgradeRefused, Msg: "upgrade refused"}
+	// ErrSessionDamaged: the session's stored record or lease no longer
+	// decodes (damaged on disk); data.cause, data.fix (delete it).
+	ErrSessionDamaged = &Error{Kind: KindSessionDamaged, Msg: "session damaged"}
 	// ErrInvalidParams: a missing or ill-typed field.
 	ErrInvalidParams = &Error{Kind: KindInvalidParams, Msg: "invalid params"}
 )

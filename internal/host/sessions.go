@@ -24,6 +24,9 @@ func (h *Host) record(id string) (store.Record, error) {
 		return r, &api.Error{Kind: api.KindSessionNotFound, Msg: "session " + id + " not found",
 			Data: map[string]any{"sessionId": id}}
 	}
+	if isDamaged(err) {
+		return r, damagedError(id, err)
+	}
 	if err != nil {
 		return r, fmt.Errorf("session %s: %w", id, err)
 	}
@@ -86,8 +89,8 @@ func (h *Host) List(ctx context.Context) (api.ListResult, error) {
 // Delete removes a stored session's record, lease and journal. Refused while
 // the session is live, held or subscribed.
 func (h *Host) Delete(ctx context.Context, id string) error {
-	if _, err := h.record(id); err != nil {
-		return err
+	if _, err := h.record(id); err != nil && !errors.Is(err, api.ErrSessionDamaged) {
+		return err // a damaged session is deleted all the same: doctor's fix
 	}
 	h.mu.Lock()
 	if e := h.sessions[id]; e != nil {
@@ -108,6 +111,8 @@ func (h *Host) Delete(ctx context.Context, id string) error {
 	defer e.mu.Unlock()
 	defer h.forgetLocked(e)
 
+	// A lease that no longer decodes is deleted with the session: no child
+	// of this daemon runs for it (no entry), and startup reaps by tag.
 	if rec, err := h.leases.Get(id); err == nil && rec.Status != lease.Released {
 		return &api.Error{Kind: api.KindInvalidState, Msg: "session " + id + " lease is " + rec.Status.String()}
 	}

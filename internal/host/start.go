@@ -274,5 +274,8 @@ func leaseError(id string, err error) error {
 	if errors.Is(err, lease.ErrStaleFence) {
 		return &api.Error{Kind: api.KindStaleFence, Msg: "session " + id + ": " + err.Error(), Err: err}
 	}
+	if errors.Is(err, lease.ErrBadRecord) {
+		return damagedError(id, err)
+	}
 	return fmt.Errorf("session %s: lease: %w", id, err)
 }

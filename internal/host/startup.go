@@ -46,7 +46,12 @@ func (h *Host) Startup(ctx context.Context, listen func(context.Context) error) 
 // reapOrphans stops every process a previous daemon left: owners of leases
 // still live or reserved, and any process carrying one of our tags.
 func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
-	leases, err := h.leases.List()
+	leases, err := h.leases.List(func(id string, err error) {
+		// Its tagged processes are reaped below as no lease's; the
+		// session answers session_damaged until it is deleted.
+		h.log.Error("lease record unreadable: the session cannot be held", "session_id", id, "err", err,
+			"fix", "sessiond ctl delete "+id)
+	})
 	if err != nil {
 		return "reaped", 0, fmt.Errorf("list leases: %w", err)
 	}
@@ -200,7 +205,7 @@ func (h *Host) restartTail(ctx context.Context, id string, v proc.Verdict, withE
 // died before journaling it (a kill between the release-lease step's store
 // write and its journal append leaves a journal ending in session.ended).
 func (h *Host) closeOpenTurns(ctx context.Context) (string, int, error) {
-	leases, err := h.leases.List()
+	leases, err := h.leases.List(nil) // damaged ones: logged by reapOrphans
 	if err != nil {
 		return "closed", 0, fmt.Errorf("list leases: %w", err)
 	}
@@ -243,7 +248,7 @@ func (h *Host) restore(ctx context.Context) (string, int, error) {
 	bad := 0
 	recs, err := h.st.ListRecords(func(id string, err error) {
 		bad++
-		h.log.Error("session record unreadable", "session_id", id, "err", err)
+		h.log.Error("session record unreadable", "session_id", id, "err", err, "fix", "sessiond ctl delete "+id)
 	})
 	if err != nil {
 		return "sessions", 0, fmt.Errorf("list records: %w", err)

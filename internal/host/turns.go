@@ -105,10 +105,32 @@ func (h *Host) lookupClientMessage(p api.SendParams) (string, bool, error) {
 	return tid, ok, nil
 }
 
-// Cancel interrupts the running turn.
+// errNoAnswer ends a cancel's wait for the session at step_timeout.
+var errNoAnswer = errors.New("step_timeout passed")
+
+// Cancel interrupts the running turn. It waits at most step_timeout for
+// the session (a send blocked writing to a child that stopped reading
+// holds it), and the adapter waits at most step_timeout for the
+// provider's answer (provider.Options.InterruptTimeout; claude then
+// stops a CLI that never answers itself): a stopped or hung provider is
+// provider_failed naming the bound and the fix, not an answer after the
+// adapter's own 30 s. The turn then stays open: the provider never said
+// it ended, and a close does end it.
 func (h *Host) Cancel(ctx context.Context, id string) (api.CancelResult, error) {
-	e, err := h.liveEntry(ctx, id)
+	lctx, stop := context.WithTimeoutCause(ctx, h.o.StepTimeout, errNoAnswer)
+	defer stop()
+	e, err := h.liveEntry(lctx, id)
 	if err != nil {
+		if errors.Is(context.Cause(lctx), errNoAnswer) {
+			h.mu.Lock()
+			ent := h.sessions[id]
+			live := ent != nil && ent.state == StateLive
+			h.mu.Unlock()
+			if !live { // a hold still starting its child, an eviction: no turn to cancel yet
+				return api.CancelResult{}, &api.Error{Kind: api.KindSessionNotLive, Msg: "session " + id + " has no live provider yet (starting or stopping)", Err: err}
+			}
+			return api.CancelResult{}, h.noAnswer(id, "another call on the session (a send writing to the provider?) did not end", err)
+		}
 		return api.CancelResult{}, err
 	}
 	defer e.mu.Unlock()
@@ -116,11 +138,23 @@ func (h *Host) Cancel(ctx context.Context, id string) (api.CancelResult, error) 
 	if stopped(err) {
 		return api.CancelResult{}, notLiveStopping(id, err)
 	}
+	if err != nil && errors.Is(err, provider.ErrTimeout) {
+		return api.CancelResult{}, h.noAnswer(id, "the provider did not answer the interrupt", err)
+	}
 	if err != nil {
 		return api.CancelResult{}, &api.Error{Kind: api.KindProviderFailed, Msg: "session " + id + ": interrupt", Err: err,
 			Data: map[string]any{"cause": err.Error()}}
 	}
 	return api.CancelResult{Cancelled: ok}, nil
+}
+
+// noAnswer is a cancel's provider_failed when step_timeout passed.
+func (h *Host) noAnswer(id, what string, err error) error {
+	msg := fmt.Sprintf("session %s: %s within step_timeout (%s): the provider may be stopped or hung; agentSession.close stops it",
+		id, what, h.o.StepTimeout)
+	h.log.Warn("cancel unanswered", "session_id", id, "step_timeout", h.o.StepTimeout.String(), "err", err)
+	return &api.Error{Kind: api.KindProviderFailed, Msg: msg, Err: err,
+		Data: map[string]any{"cause": msg, "stepTimeoutMs": h.o.StepTimeout.Milliseconds()}}
 }
 
 // Respond answers a pending approval.

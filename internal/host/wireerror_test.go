@@ -25,6 +25,9 @@ func TestLeaseErrorKinds(t *testing.T) {
 		{"owned", owned, api.ErrSessionOwned, func(d map[string]any) bool { return d["pid"] == 31 }},
 		{"unverifiable", lease.ErrUnverifiable, api.ErrSessionOwned, func(d map[string]any) bool { return d["owner"] == "unverifiable" }},
 		{"stale fence", fmt.Errorf("commit: %w", lease.ErrStaleFence), api.ErrStaleFence, func(map[string]any) bool { return true }},
+		{"damaged", fmt.Errorf("lease s1: %w: eof", lease.ErrBadRecord), api.ErrSessionDamaged, func(d map[string]any) bool {
+			return d["damaged"] == "lease" && d["fix"] == "sessiond ctl delete s1"
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := leaseError("s1", tc.err)
@@ -34,7 +37,7 @@ func TestLeaseErrorKinds(t *testing.T) {
 			}
 		})
 	}
-	if err := leaseError("s1", lease.ErrBadRecord); errors.As(err, new(*api.Error)) {
+	if err := leaseError("s1", errors.New("disk I/O error")); errors.As(err, new(*api.Error)) {
 		t.Fatalf("a storage fault became a wire kind: %v", err)
 	}
 }

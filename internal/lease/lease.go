@@ -43,14 +43,18 @@ func (m *Manager) Get(id string) (Record, error) {
 }
 
 // List returns every stored lease by session id. A record that does not
-// decode fails the list (it names the session).
-func (m *Manager) List() (map[string]Record, error) {
+// decode (ErrBadRecord) is reported through bad (when not nil) and left
+// out, so one damaged row breaks nothing else.
+func (m *Manager) List(bad func(id string, err error)) (map[string]Record, error) {
 	out := map[string]Record{}
 	err := m.db.View(func(tx *bolt.Tx) error {
 		return bucket(tx).ForEach(func(k, v []byte) error {
 			r, err := decode(string(k), v)
 			if err != nil {
-				return err
+				if bad != nil {
+					bad(string(k), err)
+				}
+				return nil
 			}
 			out[string(k)] = r
 			return nil
@@ -149,6 +153,12 @@ func (m *Manager) Delete(id string) error {
 	return m.db.Update(func(tx *bolt.Tx) error {
 		b := bucket(tx)
 		r, err := decode(id, b.Get([]byte(id)))
+		if errors.Is(err, ErrBadRecord) {
+			// Nothing can be learnt from it: deleting the session is the
+			// operator's fix (ctl doctor), and the caller made sure no
+			// child of this daemon runs for it.
+			return b.Delete([]byte(id))
+		}
 		if err != nil {
 			return err
 		}

@@ -95,7 +95,7 @@ func TestAcquireCommitRelease(t *testing.T) {
 	if err != nil || g.Fence != 2 || g.Evidence != nil {
 		t.Fatalf("acquire after release: %+v %v", g, err)
 	}
-	all, err := m.List()
+	all, err := m.List(nil)
 	if err != nil || len(all) != 1 || all[id].Fence != 2 {
 		t.Fatalf("list: %v %v", all, err)
 	}

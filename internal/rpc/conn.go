@@ -139,6 +139,14 @@ func (c *conn) replyBadID() {
 	c.reply(c.ctx, "(invalid)", nil, nil, errInvalidID())
 }
 
+// replyInvalid answers valid JSON that is no request (why says what is
+// wrong): -32600 with id null; the connection goes on.
+func (c *conn) replyInvalid(why string) {
+	c.srv.stats.rpc("(invalid)")
+	c.log.Info("invalid request", "reason", "invalid_request", "detail", why)
+	c.reply(c.ctx, "(invalid)", nil, nil, &protoError{CodeInvalidRequest, "invalid_request", "invalid request: " + why, nil})
+}
+
 // call runs one handler, turning a panic into -32603.
 func (c *conn) call(ctx context.Context, m method, params json.RawMessage) (res any, err error) {
 	defer func() {

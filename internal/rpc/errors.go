@@ -40,6 +40,7 @@ var kindCodes = map[api.Kind]int64{
 	api.KindCursorCompacted:     -32022,
 	api.KindRequestNotFound:     -32023,
 	api.KindUpgradeRefused:      -32024,
+	api.KindSessionDamaged:      -32025,
 }
 
 // protoError is a protocol-level error (not an api.Kind): method_not_found,

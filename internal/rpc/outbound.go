@@ -83,7 +83,8 @@ func (o *outbound) shed() {
 	o.mu.Lock()
 	stalledBefore := time.Now().Add(-o.stall).UnixNano()
 	var victim *stream
-	var live, most, oldest int64
+	var best candidate
+	var live int64
 	for s := range o.streams {
 		if s.shed.Load() {
 			continue
@@ -93,8 +94,13 @@ func (o *outbound) shed() {
 		if p == 0 {
 			continue
 		}
-		if since := s.since.Load(); victim == nil || slower(since, p, oldest, most, stalledBefore) {
-			victim, most, oldest = s, p, since
+		c := candidate{pending: p, since: s.since.Load()}
+		c.stalled = c.since < stalledBefore
+		if !c.stalled {
+			c.unread = peerUnread(s.conn) // only needed to rank the not yet stalled
+		}
+		if victim == nil || c.slower(best) {
+			victim, best = s, c
 		}
 	}
 	if victim == nil || live <= o.max {
@@ -106,25 +112,37 @@ func (o *outbound) shed() {
 	o.mu.Unlock()
 	o.closes.Add(1)
 	o.log.Warn("closing connection: over the outbound byte budget", "conn_id", id, "reason", "outbound_budget",
-		"unwritten_bytes", most, "total_unwritten_bytes", live, "max_outbound_bytes", o.max)
+		"unwritten_bytes", best.pending, "total_unwritten_bytes", live, "max_outbound_bytes", o.max)
 	victim.Close()
 }
 
-// slower reports whether a connection holding p unwritten bytes since
-// since is a better victim than the one holding most since oldest:
-// stalled (since before stalledBefore) beats not stalled; between two
-// stalled, the longer stalled, then the more bytes; between two not
-// stalled, the more bytes, then the longer held.
-func slower(since, p, oldest, most, stalledBefore int64) bool {
-	stalled, victimStalled := since < stalledBefore, oldest < stalledBefore
+// candidate is a connection's state as shed ranks it: unwritten bytes,
+// since when (unix ns) with no byte written, stalled (that for longer
+// than stallAfter), and the bytes its socket already holds that the peer
+// has not read (peerUnread; 0 for a stalled one, where it is not read).
+type candidate struct {
+	pending, since, unread int64
+	stalled                bool
+}
+
+// slower reports whether c is a better victim than v: stalled beats not
+// stalled; between two stalled, the longer stalled, then the more bytes.
+// Between two not stalled, one whose peer has left bytes in its socket
+// unread beats one that has read all it was sent: a burst of connections
+// that never read is not a second old yet, and a reader's larger reply
+// just counted must not make it the victim; then the more unwritten
+// bytes, then the longer held.
+func (c candidate) slower(v candidate) bool {
 	switch {
-	case stalled != victimStalled:
-		return stalled
-	case stalled && since != oldest:
-		return since < oldest
-	case p != most:
-		return p > most
+	case c.stalled != v.stalled:
+		return c.stalled
+	case c.stalled && c.since != v.since:
+		return c.since < v.since
+	case !c.stalled && (c.unread > 0) != (v.unread > 0):
+		return c.unread > 0
+	case c.pending != v.pending:
+		return c.pending > v.pending
 	default:
-		return since < oldest
+		return c.since < v.since
 	}
 }

@@ -175,3 +175,53 @@ func TestOutboundVictim(t *testing.T) {
 		})
 	}
 }
+
+// TestOutboundBudgetSparesAFreshReader: connections that never read but
+// are not stalled yet (a burst of them, younger than stallAfter: here
+// stallAfter is an hour, so none ever is) hold the budget, and a client
+// that reads asks for pages larger than theirs. The budget closes
+// non-readers (their sockets hold bytes their peers never read), never
+// the reader, although its reply is the largest when it is counted.
+func TestOutboundBudgetSparesAFreshReader(t *testing.T) {
+	const budget = 4 << 20
+	fake := newFake()
+	fake.readHook = func(p api.ReadParams) api.ReadResult {
+		if p.AfterSeq == 1 {
+			return bigPage(1200 << 10) // the reader's page
+		}
+		return bigPage(1 << 20)
+	}
+	ts := startServer(t, fake, func(o *ServerOptions) {
+		o.MaxOutboundBytes = budget
+		o.WriteTimeout = time.Hour // only the budget may close them
+		o.stallAfter = time.Hour   // none is ever stalled: the kernel's count must tell
+	})
+	const conns = 6
+	for range conns {
+		r := ts.raw(t, FramingLines)
+		r.initialize()
+		r.send(`{"jsonrpc":"2.0","id":2,"method":"agentSession.read","params":{"sessionId":"s_aaaaaaaa"}}`)
+	}
+	// Every non-reader holds its reply (its socket full) or was closed.
+	waitState(t, func() bool {
+		ts.srv.out.mu.Lock()
+		defer ts.srv.out.mu.Unlock()
+		n := int(ts.srv.out.closes.Load())
+		for s := range ts.srv.out.streams {
+			if !s.shed.Load() && s.pending.Load() > 0 && peerUnread(s.conn) > 0 {
+				n++
+			}
+		}
+		return n == conns
+	})
+	c := ts.client(t, FramingLines, nil, false)
+	for i := range 4 {
+		var r api.ReadResult
+		if err := call(t, c, "agentSession.read", api.ReadParams{SessionID: "s_aaaaaaaa", AfterSeq: 1}, &r); err != nil {
+			t.Fatalf("read %d: the reading client was closed for the budget: %v", i, err)
+		}
+	}
+	if closes := ts.srv.out.closes.Load(); closes == 0 {
+		t.Fatal("no non-reader was closed although the budget was exceeded")
+	}
+}

@@ -1,50 +1,71 @@
 package rpc
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strconv"
 
 	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/sessiond/sessiond/internal/api"
 )
 
 // The server reads its connections itself (jsonrpc2.Conn is the client's):
 // messages decode as jsonrpc2 decodes them (its Request's UnmarshalJSON,
-// its request/response test), except for the id: "id":null is a request
-// answered with id null (JSON-RPC 2.0: only a request without an id is a
-// notification), and an id that is neither a string nor an integer is
-// answered -32600 invalid_request with id null instead of closing the
-// connection. A response from the client is ignored as jsonrpc2 ignored
-// it, and the first read error ends the connection.
-
-// errNotMessage: neither a request nor a response (jsonrpc2's wording).
-var errNotMessage = errors.New("jsonrpc2: unable to determine message type (request or response)")
+// its request/response test), except where JSON-RPC 2.0 asks for an
+// answer: "id":null is a request answered with id null (only a request
+// without an id is a notification); an id that is neither a string nor an
+// integer, and a message that is valid JSON but no request (not an
+// object, a method that is not a string, neither a method nor a
+// result/error) are answered -32600 invalid_request with id null, and the
+// connection goes on. A response from the client is ignored as jsonrpc2
+// ignored it; malformed JSON and the first read error end the connection.
 
 // inMessage is one decoded message: a request (req), a request whose id
-// is unusable (badID), or neither for a response.
+// is unusable (badID), valid JSON that is no request (invalid, why), or
+// neither for a response.
 type inMessage struct {
-	req    *jsonrpc2.Request
-	nullID bool // "id":null: answered with id null
-	badID  bool // the id is not a string or an integer: answered -32600
+	req     *jsonrpc2.Request
+	nullID  bool   // "id":null: answered with id null
+	badID   bool   // the id is not a string or an integer: answered -32600
+	invalid string // why valid JSON is no request: answered -32600
 }
 
 // UnmarshalJSON is jsonrpc2's anyMessage test for a single message.
+// Malformed JSON is an error (the connection ends).
 func (m *inMessage) UnmarshalJSON(data []byte) error {
+	if b := bytes.TrimLeft(data, " \t\r\n"); len(b) == 0 || b[0] != '{' {
+		if !json.Valid(data) {
+			var v any
+			return json.Unmarshal(data, &v) // its syntax error
+		}
+		m.invalid = "a request must be a JSON object"
+		return nil
+	}
 	var probe struct {
-		ID     idProbe        `json:"id"`
-		Method *string        `json:"method"`
-		Result explicitResult `json:"result"`
-		Error  any            `json:"error"`
+		ID     idProbe         `json:"id"`
+		Method json.RawMessage `json:"method"`
+		Result explicitResult  `json:"result"`
+		Error  any             `json:"error"`
 	}
 	if err := json.Unmarshal(data, &probe); err != nil {
-		return err
+		if _, syntax := errors.AsType[*json.SyntaxError](err); syntax || !json.Valid(data) {
+			return err
+		}
+		m.invalid = "not a JSON-RPC message: " + api.Prefix(err.Error())
+		return nil
 	}
 	isReq := probe.Method != nil
 	isResp := probe.Result.null || probe.Result.set || probe.Error != nil
-	if isReq == isResp {
-		return errNotMessage
-	}
-	if isResp {
+	switch {
+	case isReq && isResp:
+		m.invalid = "a message cannot have both a method and a result or error"
+		return nil
+	case !isReq && !isResp:
+		m.invalid = "a request needs a method"
+		return nil
+	case isResp:
 		var r jsonrpc2.Response
 		return json.Unmarshal(data, &r)
 	}
@@ -52,9 +73,15 @@ func (m *inMessage) UnmarshalJSON(data []byte) error {
 		m.badID = true
 		return nil
 	}
+	var name string
+	if json.Unmarshal(probe.Method, &name) != nil {
+		m.invalid = "method must be a string"
+		return nil
+	}
 	req := new(jsonrpc2.Request)
 	if err := req.UnmarshalJSON(data); err != nil {
-		return err
+		m.invalid = "not a JSON-RPC request: " + api.Prefix(err.Error())
+		return nil
 	}
 	if probe.ID.null {
 		req.Notif, m.nullID = false, true
@@ -116,6 +143,8 @@ func (c *conn) readLoop() {
 		switch {
 		case m.badID:
 			c.replyBadID()
+		case m.invalid != "":
+			c.replyInvalid(m.invalid)
 		case m.req == nil:
 			c.log.Debug("jsonrpc2", "detail", "ignoring a response: the server sends no requests")
 		default:

@@ -61,7 +61,9 @@ func (discardLogger) Printf(string, ...any) {}
 // jsonrpc2.Conn did: same error or not, same request (method, params
 // bytes, id, notification, meta, extra fields), responses ignored. The
 // id is the exception, on purpose (null, non-integer and negative ids):
-// see TestIDEdgeCases.
+// see TestIDEdgeCases; so is valid JSON that is no request, which
+// jsonrpc2 refused (closing the connection) and the read loop answers
+// -32600 (see TestInvalidRequestAnswered).
 func TestDecodeLikeJSONRPC2(t *testing.T) {
 	msgs := []string{
 		`{"jsonrpc":"2.0","id":1,"method":"daemon.status"}`,
@@ -85,8 +87,9 @@ func TestDecodeLikeJSONRPC2(t *testing.T) {
 			want, werr := viaConn(t, msg)
 			var m inMessage
 			gerr := unmarshal([]byte(msg), &m)
-			if (werr == nil) != (gerr == nil) {
-				t.Fatalf("error %v, jsonrpc2's %v", gerr, werr)
+			refused := gerr != nil || m.invalid != ""
+			if (werr == nil) == refused {
+				t.Fatalf("error %v (invalid %q), jsonrpc2's %v", gerr, m.invalid, werr)
 			}
 			if werr != nil {
 				return
@@ -140,6 +143,36 @@ func TestIDEdgeCases(t *testing.T) {
 			r.send(`{"jsonrpc":"2.0","id":9,"method":"daemon.status"}`)
 			if m := r.recv(); m["id"] != 9.0 || m["result"] == nil {
 				t.Fatalf("after the edge cases: %v", m)
+			}
+		})
+	}
+}
+
+// TestInvalidRequestAnswered: valid JSON that is no request (JSON-RPC
+// 2.0's "Invalid Request": not an object, no method, a method that is not
+// a string, both a method and a result) is answered -32600
+// invalid_request with id null, and the connection goes on; in both
+// framings. jsonrpc2 closed the connection on each.
+func TestInvalidRequestAnswered(t *testing.T) {
+	ts := startServer(t, newFake(), nil)
+	for _, f := range framings {
+		t.Run(f.String(), func(t *testing.T) {
+			r := ts.raw(t, f)
+			r.initialize()
+			for _, msg := range []string{`{"jsonrpc":"2.0","id":1}`, `{"jsonrpc":"2.0","id":2,"method":7}`,
+				`{"jsonrpc":"2.0","id":3,"method":null}`, `{}`, `5`, `"abc"`, `null`, `true`,
+				`{"jsonrpc":"2.0","id":4,"method":"m","result":1}`} {
+				r.send(msg)
+				m := r.recv()
+				e, _ := m["error"].(map[string]any)
+				if _, has := m["id"]; !has || m["id"] != nil || e == nil || e["code"] != -32600.0 ||
+					e["data"].(map[string]any)["reason"] != "invalid_request" {
+					t.Fatalf("%s: got %v, want -32600 invalid_request with id null", msg, m)
+				}
+			}
+			r.send(`{"jsonrpc":"2.0","id":9,"method":"daemon.status"}`)
+			if m := r.recv(); m["id"] != 9.0 || m["result"] == nil {
+				t.Fatalf("after the invalid requests: %v", m)
 			}
 		})
 	}

@@ -47,6 +47,8 @@ type ServerOptions struct {
 	// next image answers the caller (Caller(ctx)).
 	Upgrade func(ctx context.Context, p api.UpgradeParams) (api.UpgradeResult, error)
 	Logger  *slog.Logger
+
+	stallAfter time.Duration // tests: the outbound budget's stall time (0: stallAfter)
 }
 
 // Server answers JSON-RPC on accepted connections.
@@ -105,6 +107,9 @@ func NewServer(o ServerOptions) *Server {
 		o: o, log: o.Logger, table: newTable(methodList), out: newOutbound(o.MaxOutboundBytes, o.Logger),
 		ctx: ctx, cancel: cancel, listGate: make(chan struct{}, listBuilders),
 		listeners: map[net.Listener]struct{}{}, conns: map[net.Conn]*conn{},
+	}
+	if o.stallAfter > 0 {
+		s.out.stall = o.stallAfter
 	}
 	s.stats.out = s.out
 	s.euid.Store(int64(os.Geteuid()))

@@ -26,6 +26,10 @@ type Record struct {
 // ErrNotFound means no record has that id.
 var ErrNotFound = errors.New("no such session record")
 
+// ErrDamaged means a stored record no longer decodes (damaged on disk).
+// ctl doctor reports it; deleting the session is the fix.
+var ErrDamaged = errors.New("record does not decode (damaged on disk)")
+
 // PutRecord writes r.
 func (s *Store) PutRecord(r Record) error {
 	b, err := json.Marshal(r)
@@ -47,7 +51,7 @@ func (s *Store) UpdateRecord(id string, fn func(*Record)) error {
 		}
 		var r Record
 		if err := json.Unmarshal(raw, &r); err != nil {
-			return fmt.Errorf("session %s: decode record: %w", id, err)
+			return fmt.Errorf("session %s: %w: %w", id, ErrDamaged, err)
 		}
 		fn(&r)
 		b, err := json.Marshal(r)
@@ -67,7 +71,7 @@ func (s *Store) GetRecord(id string) (Record, error) {
 			return fmt.Errorf("session %s: %w", id, ErrNotFound)
 		}
 		if err := json.Unmarshal(raw, &r); err != nil {
-			return fmt.Errorf("session %s: decode record: %w", id, err)
+			return fmt.Errorf("session %s: %w: %w", id, ErrDamaged, err)
 		}
 		return nil
 	})
@@ -83,7 +87,7 @@ func (s *Store) ListRecords(bad func(id string, err error)) ([]Record, error) {
 			var r Record
 			if err := json.Unmarshal(v, &r); err != nil {
 				if bad != nil {
-					bad(string(k), err)
+					bad(string(k), fmt.Errorf("%w: %w", ErrDamaged, err))
 				}
 				return nil
 			}

@@ -12,7 +12,7 @@ import (
 
 // approval is a can_use_tool request waiting for Respond.
 type approval struct {
-	rawID       string // the CLI's request_id (the key is RequestIDPrefix + it)
+	rawID       string // the CLI's request_id (the key is provider.RequestKey of it)
 	turnID      string
 	kind        string
 	options     []string
@@ -61,7 +61,7 @@ func (a *Adapter) onControlRequest(m *inbound) {
 	// The id clients see is unique per child: a restarted CLI may reuse a
 	// request_id, and an answer meant for the earlier (cancelled) request
 	// must never reach the new one.
-	key := a.o.RequestIDPrefix + m.RequestID
+	key := provider.RequestKey(a.o.RequestIDPrefix, m.RequestID)
 	a.mu.Lock()
 	_, dup := a.approvals[key]
 	a.mu.Unlock()
@@ -96,7 +96,7 @@ func (a *Adapter) onControlRequest(m *inbound) {
 
 // onControlCancel: the CLI withdrew a request nobody answered.
 func (a *Adapter) onControlCancel(m *inbound) {
-	key := a.o.RequestIDPrefix + m.RequestID
+	key := provider.RequestKey(a.o.RequestIDPrefix, m.RequestID)
 	a.mu.Lock()
 	ap, open := a.approvals[key]
 	delete(a.approvals, key)

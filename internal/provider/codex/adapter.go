@@ -89,6 +89,9 @@ func newAdapter(o Options) *Adapter {
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = DefaultRequestTimeout
 	}
+	if o.InterruptTimeout <= 0 {
+		o.InterruptTimeout = o.RequestTimeout
+	}
 	if o.MaxLineBytes <= 0 {
 		o.MaxLineBytes = DefaultMaxLineBytes
 	}

@@ -81,6 +81,10 @@ func (a *Adapter) Interrupt(ctx context.Context) (bool, error) {
 	t.interrupted = true
 	params := map[string]any{"threadId": a.threadID, "turnId": t.provider}
 	a.mu.Unlock()
+	// codex gets InterruptTimeout to answer (the host's step_timeout: the
+	// caller holds the session), not the whole request timeout.
+	ctx, cancel := context.WithTimeoutCause(ctx, a.o.InterruptTimeout, fmt.Errorf("no answer within %s: %w", a.o.InterruptTimeout, ErrTimeout))
+	defer cancel()
 	if _, err := a.request(ctx, "turn/interrupt", params, nil); err != nil {
 		var re *RPCError
 		a.mu.Lock()

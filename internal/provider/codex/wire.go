@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/sessiond/sessiond/internal/provider"
 )
 
 // message is any line of the wire: a request (id+method), a notification
@@ -33,9 +35,11 @@ func (e *RPCError) Error() string {
 // codeMethodNotFound answers a server request the adapter does not know.
 const codeMethodNotFound = -32601
 
-// requestKey is the requestId clients see for a provider request id.
+// requestKey is the requestId clients see for a provider request id
+// (provider.RequestKey: a long one becomes a digest; the answer carries
+// the provider's own id, approval.rawID).
 func (a *Adapter) requestKey(raw json.RawMessage) string {
-	return a.o.RequestIDPrefix + idKey(raw)
+	return provider.RequestKey(a.o.RequestIDPrefix, idKey(raw))
 }
 
 // idKey normalizes a request id: a string's contents, a number's text.

@@ -637,6 +637,7 @@ export const ERROR_CODES = {
   not_initialized: -32002,
   provider_failed: -32016,
   request_not_found: -32023,
+  session_damaged: -32025,
   session_not_found: -32010,
   session_not_live: -32011,
   session_owned: -32012,
