@@ -3,7 +3,8 @@ package codex
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
+
+	"github.com/sessiond/sessiond/internal/provider"
 )
 
 // message is any line of the wire: a request (id+method), a notification
@@ -33,25 +34,12 @@ func (e *RPCError) Error() string {
 // codeMethodNotFound answers a server request the adapter does not know.
 const codeMethodNotFound = -32601
 
-// requestKey is the requestId clients see for a provider request id.
-func (a *Adapter) requestKey(raw json.RawMessage) string {
-	return a.o.RequestIDPrefix + idKey(raw)
-}
-
-// idKey normalizes a request id: a string's contents, a number's text.
-func idKey(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var n json.Number
-	if json.Unmarshal(raw, &n) == nil {
-		if i, err := strconv.ParseInt(n.String(), 10, 64); err == nil {
-			return strconv.FormatInt(i, 10)
-		}
-		return n.String()
-	}
-	return string(raw)
+// requestKey is the requestId clients see for a provider request id
+// (provider.RequestKey: ids of different types stay apart); false when
+// raw is neither a string nor a number.
+func (a *Adapter) requestKey(raw json.RawMessage) (string, bool) {
+	k, ok := provider.RequestKey(raw)
+	return a.o.RequestIDPrefix + k, ok
 }
 
 // write sends one message as a line. Write failures wrap ErrExited.
