@@ -115,7 +115,7 @@ type result struct {
 	IsError      bool     `json:"is_error"`
 	Result       string   `json:"result"`
 	Errors       []string `json:"errors"`
-	TotalCostUSD *float64 `json:"total_cost_usd"`
+	TotalCostUSD json.RawMessage `json:"total_cost_usd"` // absent, or not a number: no cost
 	Usage        struct {
 		InputTokens         int64 `json:"input_tokens"`
 		CacheCreation       int64 `json:"cache_creation_input_tokens"`
@@ -131,8 +131,8 @@ type result struct {
 // approvals still open and closing its open items) turn.completed.
 func (a *Adapter) onResult(line []byte) {
 	var r result
-	if err := json.Unmarshal(line, &r); err != nil {
-		a.anomaly("bad_result", "err", err)
+	if !a.decode("result", line, &r) {
+		a.anomaly("bad_result")
 		return
 	}
 	if a.onStartResult(r.Errors, r.Subtype) {
@@ -161,7 +161,7 @@ func (a *Adapter) onResult(line []byte) {
 	in := u.InputTokens + u.CacheRead + u.CacheCreation
 	a.emit(event.New(event.TurnUsage, t.ours, event.TurnUsageData{InputTokens: in, CachedInputTokens: u.CacheRead,
 		OutputTokens: u.OutputTokens, ReasoningTokens: u.OutputTokensDetails.ThinkingTokens,
-		TotalTokens: in + u.OutputTokens, CostUSD: r.TotalCostUSD}))
+		TotalTokens: in + u.OutputTokens, CostUSD: costOf(r.TotalCostUSD)}))
 	for _, k := range open {
 		a.emit(event.New(event.ApprovalResolved, t.ours, event.ApprovalResolvedData{
 			RequestID: k, Decision: "cancel", By: "daemon", Reason: "turn_ended"}))
@@ -184,4 +184,13 @@ func (a *Adapter) onResult(line []byte) {
 		}
 	}
 	a.emit(event.New(event.TurnCompleted, t.ours, d))
+}
+
+// costOf is total_cost_usd, or nil when the CLI gave none (or no number).
+func costOf(raw json.RawMessage) *float64 {
+	var f float64
+	if len(raw) == 0 || raw[0] == '"' || json.Unmarshal(raw, &f) != nil {
+		return nil
+	}
+	return &f
 }

@@ -3,6 +3,7 @@ package claude
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -19,7 +20,7 @@ type inbound struct {
 	ParentToolUseID *string         `json:"parent_tool_use_id"`
 	Event           json.RawMessage `json:"event"`   // stream_event
 	Message         json.RawMessage `json:"message"` // assistant, user
-	RequestID       string          `json:"request_id"`
+	RequestID       json.RawMessage `json:"request_id"` // a string; a number is answered too
 	Request         json.RawMessage `json:"request"`  // control_request
 	Response        json.RawMessage `json:"response"` // control_response
 }
@@ -86,21 +87,22 @@ func (a *Adapter) control(ctx context.Context, request map[string]any) (json.Raw
 	}
 }
 
-// respond writes a control_response to one of the CLI's requests.
-func (a *Adapter) respond(requestID string, response any) error {
+// respond writes a control_response to one of the CLI's requests
+// (requestID is its request_id as the CLI sent it).
+func (a *Adapter) respond(requestID json.RawMessage, response any) error {
 	return a.write(map[string]any{"type": "control_response", "response": map[string]any{
 		"subtype": "success", "request_id": requestID, "response": response}})
 }
 
 // respondError answers one of the CLI's requests with an error.
-func (a *Adapter) respondError(requestID, msg string) error {
+func (a *Adapter) respondError(requestID json.RawMessage, msg string) error {
 	return a.write(map[string]any{"type": "control_response", "response": map[string]any{
 		"subtype": "error", "request_id": requestID, "error": msg}})
 }
 
 func (a *Adapter) onControlResponse(m *inbound) {
 	var r controlResponse
-	if json.Unmarshal(m.Response, &r) != nil || r.RequestID == "" {
+	if !a.decode("control_response", m.Response, &r) || r.RequestID == "" {
 		a.anomaly("bad_control_response")
 		return
 	}
@@ -113,6 +115,23 @@ func (a *Adapter) onControlResponse(m *inbound) {
 		return
 	}
 	ch <- r
+}
+
+// decode unmarshals data (a message, or part of one, named what) into v.
+// A field of the wrong type is left zero and logged, the rest is read:
+// a damaged field must not cost a whole message (a request the CLI waits
+// on, the result that ends a turn). False for data that is not JSON.
+func (a *Adapter) decode(what string, data []byte, v any) bool {
+	err := json.Unmarshal(data, v)
+	var te *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		return true
+	case errors.As(err, &te):
+		a.anomaly("bad_field", "message", what, "field", capText(te.Field, 60), "value", te.Value)
+		return true
+	}
+	return false
 }
 
 // capText cuts s to at most n bytes on a rune boundary.
