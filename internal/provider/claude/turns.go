@@ -111,10 +111,10 @@ func (a *Adapter) onStuck(t *openTurn) {
 
 // result is the part of a `result` message the adapter reads.
 type result struct {
-	Subtype      string   `json:"subtype"`
-	IsError      bool     `json:"is_error"`
-	Result       string   `json:"result"`
-	Errors       []string `json:"errors"`
+	Subtype      string          `json:"subtype"`
+	IsError      bool            `json:"is_error"`
+	Result       string          `json:"result"`
+	Errors       []string        `json:"errors"`
 	TotalCostUSD json.RawMessage `json:"total_cost_usd"` // absent, or not a number: no cost
 	Usage        struct {
 		InputTokens         int64 `json:"input_tokens"`

@@ -18,11 +18,11 @@ type inbound struct {
 	Subtype         string          `json:"subtype"`
 	SessionID       string          `json:"session_id"`
 	ParentToolUseID *string         `json:"parent_tool_use_id"`
-	Event           json.RawMessage `json:"event"`   // stream_event
-	Message         json.RawMessage `json:"message"` // assistant, user
+	Event           json.RawMessage `json:"event"`      // stream_event
+	Message         json.RawMessage `json:"message"`    // assistant, user
 	RequestID       json.RawMessage `json:"request_id"` // a string; a number is answered too
-	Request         json.RawMessage `json:"request"`  // control_request
-	Response        json.RawMessage `json:"response"` // control_response
+	Request         json.RawMessage `json:"request"`    // control_request
+	Response        json.RawMessage `json:"response"`   // control_response
 }
 
 // controlResponse is the inner response of a control_response.
