@@ -80,6 +80,11 @@ func (a *Adapter) onControlRequest(m *inbound) {
 		}
 		return
 	}
+	if t == "" {
+		// Claude asks only while a query runs: relayed without a turn
+		// (whatever turn comes next is not its), open until answered.
+		a.anomaly("approval_outside_turn", "request_id", capText(key, 60))
+	}
 	kind := approvalKind(req.ToolName)
 	opts := optionsTool
 	if kind == "userInput" {
@@ -211,12 +216,15 @@ func joinAnswers(v []string) string {
 	return s
 }
 
-// takeApprovalsLocked removes every pending approval and returns their
-// ids in request order. Needs mu.
-func (a *Adapter) takeApprovalsLocked() []string {
+// takeApprovalsLocked removes the pending approvals of turnID and returns
+// their ids in request order (one asked outside any turn stays open until
+// answered, withdrawn, or the child ends). Needs mu.
+func (a *Adapter) takeApprovalsLocked(turnID string) []string {
 	ids := make([]string, 0, len(a.approvals))
-	for k := range a.approvals {
-		ids = append(ids, k)
+	for k, ap := range a.approvals {
+		if ap.turnID == turnID {
+			ids = append(ids, k)
+		}
 	}
 	slices.SortFunc(ids, func(x, y string) int { return int(a.approvals[x].order - a.approvals[y].order) })
 	for _, k := range ids {

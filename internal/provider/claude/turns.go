@@ -92,7 +92,7 @@ func (a *Adapter) onStuck(t *openTurn) {
 		return
 	}
 	a.turn = nil
-	open := a.takeApprovalsLocked()
+	open := a.takeApprovalsLocked(t.ours)
 	tools := a.takeToolsLocked()
 	a.mu.Unlock()
 	a.log.Warn("provider did not end an interrupted turn; stopping it", "turn_id", t.ours, "timeout", a.o.InterruptTimeout)
@@ -147,7 +147,7 @@ func (a *Adapter) onResult(line []byte) {
 	}
 	var open []string
 	if t != nil {
-		open = a.takeApprovalsLocked()
+		open = a.takeApprovalsLocked(t.ours)
 	}
 	tools := a.takeToolsLocked()
 	a.blocks = map[string]*block{}
