@@ -108,7 +108,10 @@ func TestDamagedResultEndsTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.read(t)
-	f.send(t, `{"type":"result","subtype":{"x":1},"usage":[]}`)
+	f.send(t, `{"type":"result","subtype":{"x":1},"usage":[],"total_cost_usd":null}`)
+	if u := decodeData[event.TurnUsageData](t, f.next(t, event.TurnUsage)); u.CostUSD != nil {
+		t.Fatalf("a null cost journaled as %v", *u.CostUSD)
+	}
 	if tc := decodeData[event.TurnCompletedData](t, f.next(t, event.TurnCompleted)); tc.Status != event.StatusFailed || tc.Reason != event.ReasonProviderError {
 		t.Fatalf("second turn.completed %+v", tc)
 	}

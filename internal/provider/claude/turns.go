@@ -189,7 +189,7 @@ func (a *Adapter) onResult(line []byte) {
 // costOf is total_cost_usd, or nil when the CLI gave none (or no number).
 func costOf(raw json.RawMessage) *float64 {
 	var f float64
-	if len(raw) == 0 || raw[0] == '"' || json.Unmarshal(raw, &f) != nil {
+	if len(raw) == 0 || raw[0] == '"' || string(raw) == "null" || json.Unmarshal(raw, &f) != nil {
 		return nil
 	}
 	return &f

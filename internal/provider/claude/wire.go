@@ -3,7 +3,6 @@ package claude
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -122,16 +121,11 @@ func (a *Adapter) onControlResponse(m *inbound) {
 // a damaged field must not cost a whole message (a request the CLI waits
 // on, the result that ends a turn). False for data that is not JSON.
 func (a *Adapter) decode(what string, data []byte, v any) bool {
-	err := json.Unmarshal(data, v)
-	var te *json.UnmarshalTypeError
-	switch {
-	case err == nil:
-		return true
-	case errors.As(err, &te):
-		a.anomaly("bad_field", "message", what, "field", capText(te.Field, 60), "value", te.Value)
-		return true
+	ok, bad := provider.Decode(data, v)
+	if bad != nil {
+		a.anomaly("bad_field", "message", what, "field", capText(bad.Field, 60), "value", bad.Value)
 	}
-	return false
+	return ok
 }
 
 // capText cuts s to at most n bytes on a rune boundary.

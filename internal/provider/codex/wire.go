@@ -27,12 +27,30 @@ type RPCError struct {
 	Data    json.RawMessage `json:"data,omitempty"`
 }
 
+// UnmarshalJSON reads an error object leniently (a field of the wrong
+// type is left zero); an error that is no object at all is kept as the
+// message of an internal error, so the call it answers still fails
+// with it instead of waiting for an answer that came.
+func (e *RPCError) UnmarshalJSON(b []byte) error {
+	type plain RPCError
+	var p plain
+	if ok, _ := provider.Decode(b, &p); ok && len(b) > 0 && b[0] == '{' {
+		*e = RPCError(p)
+		return nil
+	}
+	*e = RPCError{Code: codeInternalError, Message: "malformed error: " + errorText(b)}
+	return nil
+}
+
 func (e *RPCError) Error() string {
 	return fmt.Sprintf("provider error %d: %s", e.Code, e.Message)
 }
 
 // codeMethodNotFound answers a server request the adapter does not know.
 const codeMethodNotFound = -32601
+
+// codeInternalError stands for an error response that was no error object.
+const codeInternalError = -32603
 
 // requestKey is the requestId clients see for a provider request id
 // (provider.RequestKey: ids of different types stay apart); false when
