@@ -112,6 +112,7 @@ func (a *Adapter) onStuck(t *openTurn) {
 // result is the part of a `result` message the adapter reads.
 type result struct {
 	Subtype      string          `json:"subtype"`
+	SessionID    string          `json:"session_id"`
 	IsError      bool            `json:"is_error"`
 	Result       string          `json:"result"`
 	Errors       []string        `json:"errors"`
@@ -156,6 +157,13 @@ func (a *Adapter) onResult(line []byte) {
 	if t == nil {
 		a.anomaly("result_outside_turn", "subtype", capText(r.Subtype, 40))
 		return
+	}
+	if r.SessionID != "" && a.ThreadID() == "" {
+		// A turn whose system/init never came (or was damaged) still
+		// names the conversation: recorded before the turn ends, so the
+		// next hold resumes it.
+		a.anomaly("session_id_without_init", "session_id", capText(r.SessionID, 60))
+		a.onInit(r.SessionID)
 	}
 	u := r.Usage
 	in := u.InputTokens + u.CacheRead + u.CacheCreation
