@@ -56,7 +56,15 @@ func (a *Adapter) control(ctx context.Context, request map[string]any) (json.Raw
 		a.mu.Unlock()
 	}()
 	sub, _ := request["subtype"].(string)
-	if err := a.write(map[string]any{"type": "control_request", "request_id": id, "request": request}); err != nil {
+	b, err := json.Marshal(map[string]any{"type": "control_request", "request_id": id, "request": request})
+	if err != nil {
+		return nil, fmt.Errorf("provider: marshal: %w", err)
+	}
+	within := a.o.RequestTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		within = time.Until(dl) // a caller with less time (an interrupt) waits no longer on a CLI not reading
+	}
+	if err := a.stdin.WriteLineWithin(append(b, '\n'), within); err != nil {
 		return nil, fmt.Errorf("provider: %s: %w", sub, err)
 	}
 	t := time.NewTimer(a.o.RequestTimeout)
