@@ -97,7 +97,9 @@ func TestClaudeResumeAfterRestart(t *testing.T) {
 
 // The conversation deleted from CLAUDE_CONFIG_DIR: the re-hold's CLI says
 // "No conversation found", a fresh CLI starts a fresh conversation, and
-// provider.thread_replaced names both.
+// provider.thread_replaced names the old one at the hold (before
+// provider.started, whether or not a turn follows); the first turn's init
+// names the new one, which the session records.
 func TestClaudeConversationRemoved(t *testing.T) {
 	m := claudetest.NewModel(t)
 	env := claudetest.NewEnv(t, m.URL)
@@ -117,14 +119,17 @@ func TestClaudeConversationRemoved(t *testing.T) {
 		}
 	}
 	s.AttachAndHold(t)
-	s.Send(t, "hello again")
 	rep := providertest.Decode[event.ThreadReplacedData](t, s.Next(t, event.ProviderThreadReplace))
-	s.Next(t, event.TurnCompleted)
-	if rep.OldThreadID != old || rep.NewThreadID == "" || rep.NewThreadID == old || !strings.Contains(rep.Cause, "No conversation found") {
+	if rep.OldThreadID != old || rep.NewThreadID != "" || !strings.Contains(rep.Cause, "No conversation found") {
 		t.Fatalf("thread_replaced %+v (old %s)", rep, old)
 	}
-	if got := s.ThreadID(t); got != rep.NewThreadID {
-		t.Fatalf("thread %s, want %s", got, rep.NewThreadID)
+	if ps := s.Next(t, event.ProviderStarted); !strings.Contains(string(ps.Data), `"resumed":false`) {
+		t.Fatalf("provider.started %s", ps.Data)
+	}
+	s.Send(t, "hello again")
+	s.Next(t, event.TurnCompleted)
+	if got := s.ThreadID(t); got == "" || got == old {
+		t.Fatalf("thread after the fresh turn %q (old %s)", got, old)
 	}
 	s.Close(t)
 	providertest.NoProcesses(t, d)

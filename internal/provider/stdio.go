@@ -160,11 +160,16 @@ func NewStdin(in io.Writer, timeout time.Duration) *Stdin {
 // WriteLine writes b (a line, its newline included). A cancelled stdin is
 // ErrStopping; a child that does not read within the timeout ErrTimeout;
 // any other failure wraps ErrExited.
-func (s *Stdin) WriteLine(b []byte) error {
+func (s *Stdin) WriteLine(b []byte) error { return s.WriteLineWithin(b, s.timeout) }
+
+// WriteLineWithin is WriteLine bounded by the shorter of within and the
+// stdin's timeout (a request whose caller has less time than that).
+func (s *Stdin) WriteLineWithin(b []byte, within time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	timeout := min(within, s.timeout)
 	if d, ok := s.in.(writeDeadliner); ok {
-		if d.SetWriteDeadline(time.Now().Add(s.timeout)) == nil {
+		if d.SetWriteDeadline(time.Now().Add(timeout)) == nil {
 			defer d.SetWriteDeadline(time.Time{})
 		}
 	}
@@ -178,7 +183,7 @@ func (s *Stdin) WriteLine(b []byte) error {
 		case s.cancelled.Load():
 			return fmt.Errorf("provider: write stdin: %w", ErrStopping)
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			return fmt.Errorf("provider: write stdin: not read for %s: %w", s.timeout, ErrTimeout)
+			return fmt.Errorf("provider: write stdin: not read for %s: %w", timeout, ErrTimeout)
 		}
 		return fmt.Errorf("provider: write stdin: %w: %w", ErrExited, err)
 	}

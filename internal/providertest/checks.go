@@ -141,3 +141,19 @@ func Alive(pid int) bool {
 	i := strings.LastIndexByte(string(b), ')')
 	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }
+
+// WaitFile waits until path exists (a command the agent runs wrote it).
+// There is no signal for another process's write, so this polls.
+func WaitFile(t testing.TB, path string) {
+	t.Helper()
+	deadline := time.Now().Add(WaitLong)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never appeared", path)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -84,6 +84,7 @@ func NewAdapter(o provider.Options) *Adapter {
 		done: make(chan struct{}), stopping: make(chan struct{}), startErr: make(chan string, 1),
 		calls: map[string]chan controlResponse{}, approvals: map[string]*approval{}, warned: map[string]bool{},
 		blocks: map[string]*block{}, tools: map[string]*tool{}, denied: map[string]bool{},
+		threadID: o.ThreadID, // a resume's (on the command line): an init naming another is a change
 	}
 	go a.readLoop()
 	return a
@@ -99,7 +100,8 @@ func (a *Adapter) Busy() bool {
 	return a.turn != nil || len(a.approvals) > 0
 }
 
-// ThreadID is Claude's session_id (empty until known).
+// ThreadID is Claude's session_id: the resumed one, or a fresh
+// conversation's once its first init named it (empty until then).
 func (a *Adapter) ThreadID() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -213,8 +213,9 @@ func TestLineTooLong(t *testing.T) {
 // the host's per-child prefix + the CLI's request_id (an answer meant for
 // an earlier child's request that reused the id never reaches this one),
 // the control_response names the CLI's own id, and a second open request
-// with the same id is refused (error response, resolved deny by daemon)
-// while the first stays answerable.
+// with the same id is refused (an error response and one notice, never an
+// approval.resolved under the open one's requestId) while the first stays
+// open and answerable.
 func TestRequestIDsPrefixedAndDuplicatesRefused(t *testing.T) {
 	f := newFake(t, func(o *provider.Options) { o.RequestIDPrefix = "f2-" })
 	f.started(t)
@@ -231,8 +232,8 @@ func TestRequestIDsPrefixedAndDuplicatesRefused(t *testing.T) {
 	if resp := m["response"].(map[string]any); resp["subtype"] != "error" || resp["request_id"] != "r1" {
 		t.Fatalf("duplicate request answered %v, want an error response", m)
 	}
-	if res := decodeData[event.ApprovalResolvedData](t, f.next(t, event.ApprovalResolved)); res.RequestID != "f2-r1" || res.By != "daemon" {
-		t.Fatalf("duplicate resolved %+v", res)
+	if n := decodeData[event.NoticeData](t, f.next(t, event.ProviderNotice)); n.Code != "duplicate_request_id" {
+		t.Fatalf("duplicate noticed %+v", n)
 	}
 	if err := f.a.Respond(t.Context(), "r1", provider.Answer{Decision: "approve"}); !errors.Is(err, provider.ErrRequestNotFound) {
 		t.Fatalf("answer by the CLI's bare id: %v, want request not found", err)

@@ -12,7 +12,7 @@ import (
 
 // approval is a can_use_tool request waiting for Respond.
 type approval struct {
-	rawID       string // the CLI's request_id (the key is provider.RequestKey of it)
+	rawID       json.RawMessage // the CLI's request_id as sent (the key is RequestIDPrefix + provider.RequestKey of it)
 	turnID      string
 	kind        string
 	options     []string
@@ -52,33 +52,38 @@ func (a *Adapter) onControlRequest(m *inbound) {
 		Suggestions []json.RawMessage `json:"permission_suggestions"`
 		ToolUseID   string            `json:"tool_use_id"`
 	}
-	if m.RequestID == "" {
-		a.anomaly("control_request_without_id")
-		return
-	}
-	_ = json.Unmarshal(m.Request, &req)
-	t := a.turnID()
 	// The id clients see is unique per child: a restarted CLI may reuse a
 	// request_id, and an answer meant for the earlier (cancelled) request
 	// must never reach the new one.
-	key := provider.RequestKey(a.o.RequestIDPrefix, m.RequestID)
+	id, ok := provider.RequestKey(m.RequestID)
+	if !ok {
+		a.anomaly("bad_request_id", "request_id", capText(string(m.RequestID), 40))
+		return // no answer could name it
+	}
+	key := a.o.RequestIDPrefix + id
+	a.decode("control_request", m.Request, &req)
+	t := a.turnID()
 	a.mu.Lock()
 	_, dup := a.approvals[key]
 	a.mu.Unlock()
-	if dup || req.Subtype != "can_use_tool" {
+	switch {
+	case dup: // the open one stays open and answerable; this one is refused
+		a.refuseDuplicate(m.RequestID, key)
+		return
+	case req.Subtype != "can_use_tool":
 		reason := "sessiond does not serve control request " + capText(req.Subtype, 60)
-		if dup { // the open one stays answerable; this one is refused
-			reason = "a request with this request_id is already open"
-			a.anomaly("duplicate_request_id")
-		} else {
-			a.anomaly("unserved_control_request", "subtype", capText(req.Subtype, 60))
-		}
+		a.anomaly("unserved_control_request", "subtype", capText(req.Subtype, 60))
 		a.emit(event.New(event.ApprovalResolved, t, event.ApprovalResolvedData{
 			RequestID: key, Decision: provider.DecisionDeny, By: "daemon", Reason: reason}))
 		if err := a.respondError(m.RequestID, reason); err != nil {
-			a.log.Warn("answer provider control request", "subtype", req.Subtype, "err", err)
+			a.log.Warn("answer provider control request", "subtype", capText(req.Subtype, 60), "err", err)
 		}
 		return
+	}
+	if t == "" {
+		// Claude asks only while a query runs: relayed without a turn
+		// (whatever turn comes next is not its), open until answered.
+		a.anomaly("approval_outside_turn", "request_id", capText(key, 60))
 	}
 	kind := approvalKind(req.ToolName)
 	opts := optionsTool
@@ -94,9 +99,26 @@ func (a *Adapter) onControlRequest(m *inbound) {
 		RequestID: key, Kind: kind, ItemID: req.ToolUseID, Detail: rawOf(m.Request), Options: opts}))
 }
 
+// refuseDuplicate answers a request whose request_id is that of an open
+// one with an error; the journal gets one notice per child (never an
+// approval.resolved under the open one's requestId).
+func (a *Adapter) refuseDuplicate(rawID json.RawMessage, key string) {
+	a.anomaly("duplicate_request_id", "request_id", capText(key, 60))
+	a.noticeOnce("duplicate_request_id", "warning", "duplicate_request_id",
+		"provider sent a control request with the request_id of one still open ("+capText(key, 60)+"); it was refused")
+	if err := a.respondError(rawID, "a request with this request_id is already open"); err != nil {
+		a.log.Warn("answer provider control request", "err", err)
+	}
+}
+
 // onControlCancel: the CLI withdrew a request nobody answered.
 func (a *Adapter) onControlCancel(m *inbound) {
-	key := provider.RequestKey(a.o.RequestIDPrefix, m.RequestID)
+	id, ok := provider.RequestKey(m.RequestID)
+	if !ok {
+		a.anomaly("bad_request_id", "request_id", capText(string(m.RequestID), 40))
+		return
+	}
+	key := a.o.RequestIDPrefix + id
 	a.mu.Lock()
 	ap, open := a.approvals[key]
 	delete(a.approvals, key)
@@ -194,12 +216,15 @@ func joinAnswers(v []string) string {
 	return s
 }
 
-// takeApprovalsLocked removes every pending approval and returns their
-// ids in request order. Needs mu.
-func (a *Adapter) takeApprovalsLocked() []string {
+// takeApprovalsLocked removes the pending approvals of turnID and returns
+// their ids in request order (one asked outside any turn stays open until
+// answered, withdrawn, or the child ends). Needs mu.
+func (a *Adapter) takeApprovalsLocked(turnID string) []string {
 	ids := make([]string, 0, len(a.approvals))
-	for k := range a.approvals {
-		ids = append(ids, k)
+	for k, ap := range a.approvals {
+		if ap.turnID == turnID {
+			ids = append(ids, k)
+		}
 	}
 	slices.SortFunc(ids, func(x, y string) int { return int(a.approvals[x].order - a.approvals[y].order) })
 	for _, k := range ids {

@@ -41,9 +41,18 @@ func (a *Adapter) Start(ctx context.Context) (provider.StartResult, error) {
 	}
 	a.mu.Lock()
 	a.started = true
-	a.threadID = a.o.ThreadID
 	a.mu.Unlock()
 	res.ThreadID, res.Resumed = a.o.ThreadID, a.o.ThreadID != ""
+	if r := a.o.Replaces; r != nil && a.o.ThreadID == "" {
+		// The old conversation is gone now, whether or not a turn ever
+		// names the new one: journaled here, before provider.started, as
+		// for codex. The new id comes with the first turn's init
+		// (OnThreadID), so it is empty here.
+		d := *r
+		d.NewThreadID = ""
+		res.Replaced = &d
+		a.emit(event.New(event.ProviderThreadReplace, "", d))
+	}
 	return res, nil
 }
 
@@ -85,8 +94,10 @@ func (a *Adapter) onSystem(m *inbound, line []byte) {
 	a.noticeOnce("system:"+m.Subtype, "info", "unknown_message", "provider sent an unknown system message "+capText(m.Subtype, 100))
 }
 
-// onInit records the conversation's session_id; a fresh one (or one the
-// CLI changed) is reported to OnThreadID, and a replacement is journaled.
+// onInit records the conversation's session_id: a fresh one is reported
+// to OnThreadID; one that differs from the id already known (a resume the
+// CLI continued under another id) is reported too and journaled as
+// provider.thread_replaced, so the thread never moves silently.
 func (a *Adapter) onInit(id string) {
 	if id == "" {
 		a.anomaly("init_without_session_id")
@@ -99,17 +110,16 @@ func (a *Adapter) onInit(id string) {
 		return
 	}
 	a.mu.Lock()
-	changed := a.threadID != id
+	old := a.threadID
 	a.threadID = id
 	a.mu.Unlock()
-	if !changed {
+	if old == id {
 		return
 	}
-	if r := a.o.Replaces; r != nil {
-		d := *r
-		d.NewThreadID = id
-		a.emit(event.New(event.ProviderThreadReplace, "", d))
-		a.o.Replaces = nil
+	if old != "" {
+		a.anomaly("session_id_changed", "old", old, "new", id)
+		a.emit(event.New(event.ProviderThreadReplace, "", event.ThreadReplacedData{OldThreadID: old, NewThreadID: id,
+			Cause: "the provider continued under another session_id"}))
 	}
 	if a.o.OnThreadID != nil {
 		a.o.OnThreadID(id)

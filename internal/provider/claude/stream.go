@@ -33,7 +33,7 @@ func (a *Adapter) onStreamEvent(m *inbound, line []byte) {
 	var outer struct {
 		APIMessageID string `json:"api_message_id"`
 	}
-	if json.Unmarshal(m.Event, &ev) != nil {
+	if !a.decode("stream_event", m.Event, &ev) {
 		a.anomaly("bad_stream_event")
 		return
 	}
@@ -95,7 +95,7 @@ func (a *Adapter) onAssistant(m *inbound, line []byte) {
 			Input json.RawMessage `json:"input"`
 		} `json:"content"`
 	}
-	if json.Unmarshal(m.Message, &msg) != nil {
+	if !a.decode("assistant", m.Message, &msg) {
 		a.anomaly("bad_assistant_message")
 		return
 	}

@@ -101,7 +101,7 @@ func (a *Adapter) handleLine(line []byte) {
 		return
 	}
 	var m inbound
-	if err := json.Unmarshal(line, &m); err != nil || m.Type == "" {
+	if !a.decode("line", line, &m) || m.Type == "" {
 		a.anomaly("unparseable_line", "line", capText(string(line), 120))
 		return
 	}

@@ -92,7 +92,7 @@ func (a *Adapter) onStuck(t *openTurn) {
 		return
 	}
 	a.turn = nil
-	open := a.takeApprovalsLocked()
+	open := a.takeApprovalsLocked(t.ours)
 	tools := a.takeToolsLocked()
 	a.mu.Unlock()
 	a.log.Warn("provider did not end an interrupted turn; stopping it", "turn_id", t.ours, "timeout", a.o.InterruptTimeout)
@@ -111,11 +111,12 @@ func (a *Adapter) onStuck(t *openTurn) {
 
 // result is the part of a `result` message the adapter reads.
 type result struct {
-	Subtype      string   `json:"subtype"`
-	IsError      bool     `json:"is_error"`
-	Result       string   `json:"result"`
-	Errors       []string `json:"errors"`
-	TotalCostUSD *float64 `json:"total_cost_usd"`
+	Subtype      string          `json:"subtype"`
+	SessionID    string          `json:"session_id"`
+	IsError      bool            `json:"is_error"`
+	Result       string          `json:"result"`
+	Errors       []string        `json:"errors"`
+	TotalCostUSD json.RawMessage `json:"total_cost_usd"` // absent, or not a number: no cost
 	Usage        struct {
 		InputTokens         int64 `json:"input_tokens"`
 		CacheCreation       int64 `json:"cache_creation_input_tokens"`
@@ -131,8 +132,8 @@ type result struct {
 // approvals still open and closing its open items) turn.completed.
 func (a *Adapter) onResult(line []byte) {
 	var r result
-	if err := json.Unmarshal(line, &r); err != nil {
-		a.anomaly("bad_result", "err", err)
+	if !a.decode("result", line, &r) {
+		a.anomaly("bad_result")
 		return
 	}
 	if a.onStartResult(r.Errors, r.Subtype) {
@@ -147,7 +148,7 @@ func (a *Adapter) onResult(line []byte) {
 	}
 	var open []string
 	if t != nil {
-		open = a.takeApprovalsLocked()
+		open = a.takeApprovalsLocked(t.ours)
 	}
 	tools := a.takeToolsLocked()
 	a.blocks = map[string]*block{}
@@ -157,11 +158,18 @@ func (a *Adapter) onResult(line []byte) {
 		a.anomaly("result_outside_turn", "subtype", capText(r.Subtype, 40))
 		return
 	}
+	if r.SessionID != "" && a.ThreadID() == "" {
+		// A turn whose system/init never came (or was damaged) still
+		// names the conversation: recorded before the turn ends, so the
+		// next hold resumes it.
+		a.anomaly("session_id_without_init", "session_id", capText(r.SessionID, 60))
+		a.onInit(r.SessionID)
+	}
 	u := r.Usage
 	in := u.InputTokens + u.CacheRead + u.CacheCreation
 	a.emit(event.New(event.TurnUsage, t.ours, event.TurnUsageData{InputTokens: in, CachedInputTokens: u.CacheRead,
 		OutputTokens: u.OutputTokens, ReasoningTokens: u.OutputTokensDetails.ThinkingTokens,
-		TotalTokens: in + u.OutputTokens, CostUSD: r.TotalCostUSD}))
+		TotalTokens: in + u.OutputTokens, CostUSD: costOf(r.TotalCostUSD)}))
 	for _, k := range open {
 		a.emit(event.New(event.ApprovalResolved, t.ours, event.ApprovalResolvedData{
 			RequestID: k, Decision: "cancel", By: "daemon", Reason: "turn_ended"}))
@@ -184,4 +192,13 @@ func (a *Adapter) onResult(line []byte) {
 		}
 	}
 	a.emit(event.New(event.TurnCompleted, t.ours, d))
+}
+
+// costOf is total_cost_usd, or nil when the CLI gave none (or no number).
+func costOf(raw json.RawMessage) *float64 {
+	var f float64
+	if len(raw) == 0 || raw[0] == '"' || string(raw) == "null" || json.Unmarshal(raw, &f) != nil {
+		return nil
+	}
+	return &f
 }

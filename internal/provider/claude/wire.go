@@ -17,11 +17,11 @@ type inbound struct {
 	Subtype         string          `json:"subtype"`
 	SessionID       string          `json:"session_id"`
 	ParentToolUseID *string         `json:"parent_tool_use_id"`
-	Event           json.RawMessage `json:"event"`   // stream_event
-	Message         json.RawMessage `json:"message"` // assistant, user
-	RequestID       string          `json:"request_id"`
-	Request         json.RawMessage `json:"request"`  // control_request
-	Response        json.RawMessage `json:"response"` // control_response
+	Event           json.RawMessage `json:"event"`      // stream_event
+	Message         json.RawMessage `json:"message"`    // assistant, user
+	RequestID       json.RawMessage `json:"request_id"` // a string; a number is answered too
+	Request         json.RawMessage `json:"request"`    // control_request
+	Response        json.RawMessage `json:"response"`   // control_response
 }
 
 // controlResponse is the inner response of a control_response.
@@ -56,7 +56,15 @@ func (a *Adapter) control(ctx context.Context, request map[string]any) (json.Raw
 		a.mu.Unlock()
 	}()
 	sub, _ := request["subtype"].(string)
-	if err := a.write(map[string]any{"type": "control_request", "request_id": id, "request": request}); err != nil {
+	b, err := json.Marshal(map[string]any{"type": "control_request", "request_id": id, "request": request})
+	if err != nil {
+		return nil, fmt.Errorf("provider: marshal: %w", err)
+	}
+	within := a.o.RequestTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		within = time.Until(dl) // a caller with less time (an interrupt) waits no longer on a CLI not reading
+	}
+	if err := a.stdin.WriteLineWithin(append(b, '\n'), within); err != nil {
 		return nil, fmt.Errorf("provider: %s: %w", sub, err)
 	}
 	t := time.NewTimer(a.o.RequestTimeout)
@@ -86,21 +94,22 @@ func (a *Adapter) control(ctx context.Context, request map[string]any) (json.Raw
 	}
 }
 
-// respond writes a control_response to one of the CLI's requests.
-func (a *Adapter) respond(requestID string, response any) error {
+// respond writes a control_response to one of the CLI's requests
+// (requestID is its request_id as the CLI sent it).
+func (a *Adapter) respond(requestID json.RawMessage, response any) error {
 	return a.write(map[string]any{"type": "control_response", "response": map[string]any{
 		"subtype": "success", "request_id": requestID, "response": response}})
 }
 
 // respondError answers one of the CLI's requests with an error.
-func (a *Adapter) respondError(requestID, msg string) error {
+func (a *Adapter) respondError(requestID json.RawMessage, msg string) error {
 	return a.write(map[string]any{"type": "control_response", "response": map[string]any{
 		"subtype": "error", "request_id": requestID, "error": msg}})
 }
 
 func (a *Adapter) onControlResponse(m *inbound) {
 	var r controlResponse
-	if json.Unmarshal(m.Response, &r) != nil || r.RequestID == "" {
+	if !a.decode("control_response", m.Response, &r) || r.RequestID == "" {
 		a.anomaly("bad_control_response")
 		return
 	}
@@ -113,6 +122,18 @@ func (a *Adapter) onControlResponse(m *inbound) {
 		return
 	}
 	ch <- r
+}
+
+// decode unmarshals data (a message, or part of one, named what) into v.
+// A field of the wrong type is left zero and logged, the rest is read:
+// a damaged field must not cost a whole message (a request the CLI waits
+// on, the result that ends a turn). False for data that is not JSON.
+func (a *Adapter) decode(what string, data []byte, v any) bool {
+	ok, bad := provider.Decode(data, v)
+	if bad != nil {
+		a.anomaly("bad_field", "message", what, "field", capText(bad.Field, 60), "value", bad.Value)
+	}
+	return ok
 }
 
 // capText cuts s to at most n bytes on a rune boundary.

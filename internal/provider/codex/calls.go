@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/sessiond/sessiond/internal/provider"
 )
 
 // call is one of our requests waiting for its response.
@@ -86,7 +88,7 @@ func (a *Adapter) notify(method string, params any) error {
 
 // handleResponse routes a response to its waiting call (reader goroutine).
 func (a *Adapter) handleResponse(m *message) {
-	key := idKey(m.ID)
+	key, _ := provider.RequestKey(m.ID) // ours are numbers: a string "1" is not our 1
 	a.mu.Lock()
 	c, ok := a.calls[key]
 	delete(a.calls, key)

@@ -83,12 +83,12 @@ type threadItem struct {
 	Summary json.RawMessage `json:"summary"`
 	Content json.RawMessage `json:"content"`
 	// commandExecution
-	Command          string  `json:"command"`
-	Cwd              string  `json:"cwd"`
-	ExitCode         *int    `json:"exitCode"`
-	DurationMs       *int64  `json:"durationMs"`
-	AggregatedOutput *string `json:"aggregatedOutput"`
-	Status           string  `json:"status"`
+	Command          string          `json:"command"`
+	Cwd              string          `json:"cwd"`
+	ExitCode         json.RawMessage `json:"exitCode"`   // a number; anything else is no exit code
+	DurationMs       json.RawMessage `json:"durationMs"` // (not a zero a damaged value would decode to)
+	AggregatedOutput *string         `json:"aggregatedOutput"`
+	Status           string          `json:"status"`
 	// fileChange
 	Changes []struct {
 		Path string `json:"path"`
@@ -129,8 +129,7 @@ func (a *Adapter) onItem(method string, p json.RawMessage, done bool) {
 		a.anomaly("bad_item", "method", method, "err", "no item")
 		return
 	}
-	if err := json.Unmarshal(n.Item, &it); err != nil {
-		a.anomaly("bad_item", "method", method, "err", err)
+	if !a.decode(method+" item", n.Item, &it) {
 		return
 	}
 	switch it.Type {
@@ -206,11 +205,11 @@ func itemPayload(kind string, it *threadItem, cut int) any {
 		return map[string]any{"summary": nonNil(summary), "text": strings.Join(content, "\n")}
 	case event.KindCommandExecution:
 		p := map[string]any{"command": it.Command, "cwd": it.Cwd}
-		if it.ExitCode != nil {
-			p["exitCode"] = *it.ExitCode
+		if n, ok := integer(it.ExitCode); ok {
+			p["exitCode"] = n
 		}
-		if it.DurationMs != nil {
-			p["durationMs"] = *it.DurationMs
+		if n, ok := integer(it.DurationMs); ok {
+			p["durationMs"] = n
 		}
 		if it.AggregatedOutput != nil {
 			out := *it.AggregatedOutput
@@ -286,4 +285,13 @@ func omitEmpty(m map[string]any) map[string]any {
 		}
 	}
 	return m
+}
+
+// integer is raw as an integer; false when absent, null or no integer.
+func integer(raw json.RawMessage) (int64, bool) {
+	var n int64
+	if len(raw) == 0 || raw[0] == '"' || string(raw) == "null" || json.Unmarshal(raw, &n) != nil {
+		return 0, false
+	}
+	return n, true
 }

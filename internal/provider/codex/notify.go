@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/provider"
 )
 
 // Every notification codex app-server v2 can send is in exactly one of
@@ -150,11 +151,22 @@ func (a *Adapter) params(method string, p json.RawMessage, v any) bool {
 		a.anomaly("bad_params", "method", method, "err", "no params")
 		return false
 	}
-	if err := json.Unmarshal(p, v); err != nil {
-		a.anomaly("bad_params", "method", method, "err", err)
-		return false
+	return a.decode(method, p, v)
+}
+
+// decode unmarshals data (of method) into v: a field of the wrong type is
+// left zero and logged (bad_field), the rest is read, so a damaged field
+// never costs a whole notification (the turn/completed that ends a turn,
+// an item's completion). False for data that is not JSON of v's shape.
+func (a *Adapter) decode(method string, data []byte, v any) bool {
+	ok, bad := provider.Decode(data, v)
+	if bad != nil {
+		a.anomaly("bad_field", "method", truncate([]byte(method), 100), "field", truncate([]byte(bad.Field), 60), "value", bad.Value)
 	}
-	return true
+	if !ok {
+		a.anomaly("bad_params", "method", truncate([]byte(method), 100))
+	}
+	return ok
 }
 
 // notice journals a provider.notice, in the open turn when there is one.

@@ -232,7 +232,11 @@ func (a *Adapter) onRequestResolved(p json.RawMessage) {
 	if !a.params("serverRequest/resolved", p, &n) || len(n.RequestID) == 0 {
 		return
 	}
-	key := a.requestKey(n.RequestID)
+	key, ok := a.requestKey(n.RequestID)
+	if !ok {
+		a.anomaly("bad_params", "method", "serverRequest/resolved", "err", "requestId is neither a string nor a number")
+		return
+	}
 	a.mu.Lock()
 	ap, open := a.approvals[key]
 	delete(a.approvals, key)

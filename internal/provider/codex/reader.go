@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/provider"
 )
 
 // readLoop reads the provider's stdout line by line until EOF, a read error
@@ -45,9 +46,12 @@ func (a *Adapter) handleLine(line []byte) {
 		return
 	}
 	var m message
-	if err := json.Unmarshal(line, &m); err != nil {
-		a.anomaly("unparseable_line", "err", err, "line", truncate(line, 120))
+	if ok, bad := provider.Decode(line, &m); !ok || bad != nil && bad.Field == "method" {
+		// (a method that is no string names nothing the adapter could serve)
+		a.anomaly("unparseable_line", "line", truncate(line, 120))
 		return
+	} else if bad != nil {
+		a.anomaly("bad_field", "field", truncate([]byte(bad.Field), 60), "value", bad.Value)
 	}
 	switch {
 	case m.Method != "" && m.hasID():

@@ -47,23 +47,29 @@ var requestRefused = map[string]refusal{
 		result: map[string]any{"decision": map[string]any{"denied": map[string]any{"rejection": "sessiond relays only v2 approvals"}}}},
 }
 
-// validID: JSON-RPC ids are strings or numbers.
-func validID(raw json.RawMessage) bool {
-	return len(raw) > 0 && (raw[0] == '"' || raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9'))
-}
+// codeInvalidRequest answers a request that reuses the id of one still open.
+const codeInvalidRequest = -32600
 
 func (a *Adapter) handleServerRequest(m *message) {
-	if !validID(m.ID) {
-		a.anomaly("bad_request_id", "method", m.Method, "id", truncate(m.ID, 40))
+	key, ok := a.requestKey(m.ID)
+	if !ok {
+		a.anomaly("bad_request_id", "method", truncate([]byte(m.Method), 100), "id", truncate(m.ID, 40))
 		return // no answer can name it
 	}
-	key := a.requestKey(m.ID)
 	turnID := ""
 	a.mu.Lock()
 	if a.turn != nil {
 		turnID = a.turn.ours
 	}
+	_, dup := a.approvals[key]
 	a.mu.Unlock()
+	if dup {
+		// JSON-RPC ids are unique among open requests: the open one stays
+		// open and answerable, this one is refused (and never journaled
+		// under the open one's requestId).
+		a.refuseDuplicate(m, key)
+		return
+	}
 	r, ok := requestRelayed[m.Method]
 	if !ok {
 		a.refuse(m, key, turnID)
@@ -74,9 +80,6 @@ func (a *Adapter) handleServerRequest(m *message) {
 	}
 	_ = json.Unmarshal(m.Params, &p)
 	a.mu.Lock()
-	if _, dup := a.approvals[key]; dup {
-		a.anomalyLocked("duplicate_request_id")
-	}
 	a.approvalN++
 	a.approvals[key] = &approval{rawID: append([]byte(nil), m.ID...), turnID: turnID, method: m.Method,
 		kind: r.kind, options: r.options, params: append([]byte(nil), m.Params...), order: a.approvalN}
@@ -90,12 +93,31 @@ func (a *Adapter) handleServerRequest(m *message) {
 	}))
 }
 
+// refuseDuplicate answers a request whose id is that of an open one with
+// an error; the journal gets one notice per child.
+func (a *Adapter) refuseDuplicate(m *message, key string) {
+	a.mu.Lock()
+	first := !a.warned["notice:duplicate_request_id"]
+	a.warned["notice:duplicate_request_id"] = true
+	a.anomalyLocked("duplicate_request_id", "method", truncate([]byte(m.Method), 100), "request_id", truncate([]byte(key), 60))
+	a.mu.Unlock()
+	if first {
+		a.notice("warning", "duplicate_request_id", "provider sent a request with the id of one still open ("+
+			truncate([]byte(key), 60)+"); it was refused")
+	}
+	err := a.write(outError{ID: m.ID, Error: RPCError{Code: codeInvalidRequest,
+		Message: "request id " + truncate(m.ID, 60) + " is already open; ids must be unique among open requests"}})
+	if err != nil {
+		a.log.Warn("answer provider request", "method", truncate([]byte(m.Method), 100), "err", err)
+	}
+}
+
 // refuse answers a request nobody can answer with the provider's safe
 // refusal and journals it as resolved by the daemon.
 func (a *Adapter) refuse(m *message, key, turnID string) {
 	rf, known := requestRefused[m.Method]
 	if !known {
-		a.anomaly("unknown_request", "method", m.Method)
+		a.anomaly("unknown_request", "method", truncate([]byte(m.Method), 100))
 		rf = refusal{reason: "unknown request " + truncate([]byte(m.Method), 100),
 			err: &RPCError{Code: codeMethodNotFound, Message: "method not found: " + truncate([]byte(m.Method), 100)}}
 	}
@@ -108,7 +130,7 @@ func (a *Adapter) refuse(m *message, key, turnID string) {
 		err = a.write(outResult{ID: m.ID, Result: rf.result})
 	}
 	if err != nil {
-		a.log.Warn("answer provider request", "method", m.Method, "err", err)
+		a.log.Warn("answer provider request", "method", truncate([]byte(m.Method), 100), "err", err)
 	}
 }
 

@@ -3,7 +3,6 @@ package codex
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 
 	"github.com/sessiond/sessiond/internal/provider"
 )
@@ -28,6 +27,21 @@ type RPCError struct {
 	Data    json.RawMessage `json:"data,omitempty"`
 }
 
+// UnmarshalJSON reads an error object leniently (a field of the wrong
+// type is left zero); an error that is no object at all is kept as the
+// message of an internal error, so the call it answers still fails
+// with it instead of waiting for an answer that came.
+func (e *RPCError) UnmarshalJSON(b []byte) error {
+	type plain RPCError
+	var p plain
+	if ok, _ := provider.Decode(b, &p); ok && len(b) > 0 && b[0] == '{' {
+		*e = RPCError(p)
+		return nil
+	}
+	*e = RPCError{Code: codeInternalError, Message: "malformed error: " + errorText(b)}
+	return nil
+}
+
 func (e *RPCError) Error() string {
 	return fmt.Sprintf("provider error %d: %s", e.Code, e.Message)
 }
@@ -35,27 +49,15 @@ func (e *RPCError) Error() string {
 // codeMethodNotFound answers a server request the adapter does not know.
 const codeMethodNotFound = -32601
 
-// requestKey is the requestId clients see for a provider request id
-// (provider.RequestKey: a long one becomes a digest; the answer carries
-// the provider's own id, approval.rawID).
-func (a *Adapter) requestKey(raw json.RawMessage) string {
-	return provider.RequestKey(a.o.RequestIDPrefix, idKey(raw))
-}
+// codeInternalError stands for an error response that was no error object.
+const codeInternalError = -32603
 
-// idKey normalizes a request id: a string's contents, a number's text.
-func idKey(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var n json.Number
-	if json.Unmarshal(raw, &n) == nil {
-		if i, err := strconv.ParseInt(n.String(), 10, 64); err == nil {
-			return strconv.FormatInt(i, 10)
-		}
-		return n.String()
-	}
-	return string(raw)
+// requestKey is the requestId clients see for a provider request id
+// (provider.RequestKey: ids of different types stay apart); false when
+// raw is neither a string nor a number.
+func (a *Adapter) requestKey(raw json.RawMessage) (string, bool) {
+	k, ok := provider.RequestKey(raw)
+	return a.o.RequestIDPrefix + k, ok
 }
 
 // write sends one message as a line. Write failures wrap ErrExited.
