@@ -9,6 +9,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sys/unix"
 
 	"github.com/sessiond/sessiond/internal/config"
 	"github.com/sessiond/sessiond/internal/event"
@@ -57,7 +58,11 @@ func doctorOffline(e *ctlEnv, rep *doctorReport) {
 	for _, w := range st.Warnings {
 		detail += "; warning: " + w
 	}
-	rep.add(doctorCheck{Name: "store", Detail: detail})
+	check := doctorCheck{Name: "store", Detail: detail}
+	if p := notWritable(dir, st.Path); p != nil {
+		check.Problems = append(check.Problems, *p)
+	}
+	rep.add(check)
 	db := st.DB
 	var version uint64
 	var stateID string
@@ -86,6 +91,20 @@ func doctorOffline(e *ctlEnv, rep *doctorReport) {
 		func(t proc.Tagged) string {
 			return fmt.Sprintf("kill %d   # or start `sessiond serve`: it reaps", t.PID)
 		}))
+}
+
+// notWritable is a problem when serve could not write the state dir or its
+// store (a read-only mount, a changed owner or mode): the daemon would
+// refuse to start although the store itself is sound.
+func notWritable(paths ...string) *doctorProblem {
+	for _, p := range paths {
+		if err := unix.Access(p, unix.W_OK); err != nil {
+			return &doctorProblem{
+				What: fmt.Sprintf("%s is not writable (%v): sessiond serve cannot open the store", termSafe(p), err),
+				Fix:  "make it writable (remount read-write, fix its owner or mode) or pass another --state-dir"}
+		}
+	}
+	return nil
 }
 
 // doctorLeases: with no daemon, every live or reserved lease is left over.

@@ -6,11 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/sessiond/sessiond/internal/config"
@@ -118,6 +120,11 @@ func (d *daemon) run() error {
 		// One line naming the file, what is wrong and the fix; the file
 		// is left exactly as it is.
 		log.Error("refusing to start: "+refused.Kind.Error(), "path", refused.Path, "err", refused.Reason, "fix", refused.Fix)
+		return err
+	}
+	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+		log.Error("cannot open the store: the state directory is not writable", "state_dir", d.stateDir, "err", err.Error(),
+			"fix", "make it writable (remount read-write, fix its owner or mode) or pass another --state-dir")
 		return err
 	}
 	if err != nil {
