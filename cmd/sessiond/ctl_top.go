@@ -103,6 +103,9 @@ func ctlTop(e *ctlEnv, args []string) int {
 		}
 		cur, err := st.sample(e, c)
 		if err != nil {
+			if e.ctx.Err() != nil && e.stalled() == nil {
+				return exitOK // Ctrl-C while a frame was being read
+			}
 			return e.fail(err)
 		}
 		rows := rates(prev, cur)

@@ -170,3 +170,35 @@ func TestE2ECtlTopChurn(t *testing.T) {
 		t.Fatalf("top under churn: exit %d\n%s", top.code, out[max(0, len(out)-1500):])
 	}
 }
+
+// TestE2ECtlTopInterruptedMidFrame: Ctrl-C while top waits for a frame's
+// calls ends top with exit 0 and no error, as between frames (it printed
+// "agentSession.list: context canceled" and exited 1). The daemon is
+// stopped so that top, once its next tick has come, stays inside the
+// frame's first call; ten intervals without a frame is that moment (on a
+// machine too loaded to tick in a second the test passes without proving
+// anything, it cannot fail falsely).
+func TestE2ECtlTopInterruptedMidFrame(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Options{})
+	top := startCtl(t, d.Socket, "--json", "top", "--interval", "100ms")
+	top.waitLine(t, "[")
+	pid := d.Cmd.Process.Pid
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGCONT) })
+	for quiet := time.NewTimer(time.Second); ; {
+		select {
+		case <-top.lines:
+			quiet.Reset(time.Second) // a frame read before the stop
+			continue
+		case <-quiet.C:
+		}
+		break
+	}
+	top.cmd.Process.Signal(syscall.SIGINT)
+	<-top.exited
+	if top.code != 0 || strings.Contains(top.output(), "sessiond ctl:") {
+		t.Fatalf("top interrupted mid-frame: exit %d, want 0 and no error:\n%s", top.code, top.output())
+	}
+}
