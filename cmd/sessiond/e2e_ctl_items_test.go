@@ -14,21 +14,16 @@ import (
 	"github.com/sessiond/sessiond/internal/sysx"
 )
 
-// TestE2ECtlRendersItems: `ctl send` of an echo /work turn prints the
-// plan, the command with its output's tail and exit code, the file change,
-// an approval with the `ctl respond` line that answers it, and the turn's
-// token use (golden file testdata/ctl_send_work.golden); running the
-// respond line lets the turn finish. A decision outside the options is
-// refused naming them.
-func TestE2ECtlRendersItems(t *testing.T) {
-	d := daemontest.Start(t, daemontest.Options{})
-	dir := t.TempDir()
+// startCtlSend creates an echo session with ctl in dir and starts `ctl
+// send ID text`, returning the session, the command and its stdout.
+func startCtlSend(t *testing.T, d *daemontest.Daemon, dir, text string) (api.SessionInfo, *exec.Cmd, *bufio.Scanner) {
+	t.Helper()
 	code, out, errOut := runCtl(t, d.Socket, dir, "--json", "create", "--provider", "echo", "--cwd", dir)
 	var s api.SessionInfo
 	if code != 0 || json.Unmarshal([]byte(out), &s) != nil {
 		t.Fatalf("create: %d %s %s", code, out, errOut)
 	}
-	cmd := exec.Command(daemontest.Binary(t), "ctl", "--socket", d.Socket, "send", s.SessionID, "/work")
+	cmd := exec.Command(daemontest.Binary(t), "ctl", "--socket", d.Socket, "send", s.SessionID, text)
 	cmd.Env = append(cmd.Environ(), "GORACE=atexit_sleep_ms=0")
 	sysx.Tie(cmd, syscall.SIGKILL)
 	stdout, err := cmd.StdoutPipe()
@@ -38,7 +33,21 @@ func TestE2ECtlRendersItems(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	sc := bufio.NewScanner(stdout)
+	return s, cmd, bufio.NewScanner(stdout)
+}
+
+// TestE2ECtlRendersItems: `ctl send` of an echo /work turn prints the
+// plan, the command with its output's tail and exit code, the file change,
+// an approval with the `ctl respond` line that answers it, and the turn's
+// token use (golden file testdata/ctl_send_work.golden); running the
+// respond line lets the turn finish. A decision outside the options is
+// refused naming them.
+func TestE2ECtlRendersItems(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Options{})
+	dir := t.TempDir()
+	s, cmd, sc := startCtlSend(t, d, dir, "/work")
+	var code int
+	var out, errOut string
 	var lines []string
 	var answer []string
 	for answer == nil && sc.Scan() {
@@ -78,22 +87,7 @@ func TestE2ECtlRendersItems(t *testing.T) {
 func TestE2ECtlRendersQuestion(t *testing.T) {
 	d := daemontest.Start(t, daemontest.Options{})
 	dir := t.TempDir()
-	code, out, errOut := runCtl(t, d.Socket, dir, "--json", "create", "--provider", "echo", "--cwd", dir)
-	var s api.SessionInfo
-	if code != 0 || json.Unmarshal([]byte(out), &s) != nil {
-		t.Fatalf("create: %d %s %s", code, out, errOut)
-	}
-	cmd := exec.Command(daemontest.Binary(t), "ctl", "--socket", d.Socket, "send", s.SessionID, "/ask")
-	cmd.Env = append(cmd.Environ(), "GORACE=atexit_sleep_ms=0")
-	sysx.Tie(cmd, syscall.SIGKILL)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
+	s, cmd, sc := startCtlSend(t, d, dir, "/ask")
 	var lines []string
 	var respond string
 	for respond == "" && sc.Scan() {
