@@ -30,6 +30,10 @@ type inMessage struct {
 
 // UnmarshalJSON is jsonrpc2's anyMessage test for a single message.
 func (m *inMessage) UnmarshalJSON(data []byte) error {
+	if req, ok := decodeSimple(data); ok { // simple.go
+		m.req = req
+		return nil
+	}
 	var probe struct {
 		ID     idProbe        `json:"id"`
 		Method *string        `json:"method"`
