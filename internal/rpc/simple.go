@@ -1,27 +1,37 @@
 package rpc
 
-import "github.com/sourcegraph/jsonrpc2"
+import (
+	"bytes"
+	"encoding/json"
 
-// Most requests without params (daemon.status, agentSession.list without
-// a filter, daemon.stats) look like {"jsonrpc":"2.0","id":7,"method":"m"}.
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+// Most requests look like {"id":7,"jsonrpc":"2.0","method":"m","params":{…}}
+// (our client sends "params":{} when there are none).
 // jsonrpc2's decoding of one (a probe, then a map through a json.Decoder
 // with UseNumber, then the id again) costs several microseconds, more
 // than the rest of the server's work on a status but the read and write.
 // decodeSimple reads exactly that shape by hand and gives the request
 // jsonrpc2 would give; anything else (params, meta, another member, a
-// member twice, an escape or a non-ASCII byte in a string, a null,
-// negative, fractional or long id, no id) is left to the general path.
+// member twice, an escape or a non-ASCII byte in the envelope's strings,
+// a null, negative, fractional or long id, no id, params that are not an
+// object or an array) is left to the general path. Params are what
+// jsonrpc2 makes of them: decoded with UseNumber and marshalled again
+// (sorted keys, the last of a repeated key, HTML-escaped), "{}" as is.
 
 // decodeSimple returns the request in b, or ok false when b is not of the
 // simple shape: an object of exactly the members "jsonrpc" (a plain
 // string), "id" (a plain string or an integer of 1 to 18 digits without a
-// leading zero) and "method" (a plain string), in any order, JSON white
-// space anywhere between tokens. Plain: printable ASCII without '"' or
+// leading zero), "method" (a plain string) and optionally "params" (an
+// object or an array), in any order, JSON white space anywhere between
+// tokens. Plain: printable ASCII without '"' or
 // '\', so the bytes are the value.
 func decodeSimple(b []byte) (req *jsonrpc2.Request, ok bool) {
 	var (
 		i                      int
 		haveRPC, haveID, haveM bool
+		haveParams             bool
 		r                      jsonrpc2.Request
 	)
 	ws := func() {
@@ -85,6 +95,19 @@ func decodeSimple(b []byte) (req *jsonrpc2.Request, ok bool) {
 				return nil, false
 			}
 			haveID = true
+		case "params":
+			if haveParams {
+				return nil, false
+			}
+			end := skipValue(b, i)
+			if end < 0 {
+				return nil, false
+			}
+			p, ok := simpleParams(b[i:end])
+			if !ok {
+				return nil, false
+			}
+			r.Params, i, haveParams = &p, end, true
 		default:
 			return nil, false
 		}
@@ -144,4 +167,55 @@ func simpleID(b []byte, i *int, id *jsonrpc2.ID) bool {
 	*id = jsonrpc2.ID{Num: n}
 	*i = k
 	return true
+}
+
+// emptyParams is what jsonrpc2 makes of "params":{}.
+var emptyParams = []byte("{}")
+
+// simpleParams returns params as jsonrpc2 hands them to a handler: v
+// decoded into an any with UseNumber, then json.Marshal; ok false when v
+// is not an object or an array or is not valid JSON.
+func simpleParams(v []byte) (json.RawMessage, bool) {
+	if len(v) == 2 && v[0] == '{' && v[1] == '}' {
+		return emptyParams, true
+	}
+	if v[0] != '{' && v[0] != '[' {
+		return nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.UseNumber()
+	var x any
+	if dec.Decode(&x) != nil || dec.InputOffset() != int64(len(v)) {
+		return nil, false
+	}
+	out, err := json.Marshal(x)
+	return out, err == nil
+}
+
+// skipValue returns the end of the object or array that starts at b[i]
+// (brackets balanced outside strings), or -1: not one, or unterminated.
+// It does not validate; simpleParams's decoder does.
+func skipValue(b []byte, i int) int {
+	if i >= len(b) || (b[i] != '{' && b[i] != '[') {
+		return -1
+	}
+	depth, inStr := 0, false
+	for j := i; j < len(b); j++ {
+		c := b[j]
+		switch {
+		case inStr && c == '\\':
+			j++
+		case inStr:
+			inStr = c != '"'
+		case c == '"':
+			inStr = true
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			if depth--; depth == 0 {
+				return j + 1
+			}
+		}
+	}
+	return -1
 }

@@ -10,7 +10,7 @@ import (
 
 // TestDecodeSimpleLikeJSONRPC2: whenever the hand-written decoder takes a
 // message (decodeSimple), jsonrpc2.Conn decodes it without error to the
-// same request (method, id, no params, no meta, no extra fields); the
+// same request (method, id, params, no meta, no extra fields); the
 // messages are built from members that fit the simple shape and members
 // that do not, in any order, with or without white space, a member
 // sometimes twice.
@@ -20,10 +20,12 @@ func TestDecodeSimpleLikeJSONRPC2(t *testing.T) {
 		"jsonrpc": {`"2.0"`, `"1.0"`, `""`, `2`, `null`, `"2\u002e0"`},
 		"id":      {`0`, `7`, `42`, `999999999999999999`, `1000000000000000000`, `9223372036854775807`, `007`, `-1`, `1.5`, `1e3`, `null`, `"x"`, `""`, `"a b<&>"`, `"é"`, `"a\"b"`, `true`, `{}`},
 		"method":  {`"daemon.status"`, `"agentSession.list"`, `""`, `"a\u0062"`, `"ü"`, `7`, `null`},
-		"params":  {`{}`, `null`, `[1]`, `{"sessionId":"s_aaaaaaaa"}`},
-		"meta":    {`{"t":1}`},
-		"extra":   {`"e"`},
-		"Method":  {`"daemon.status"`},
+		"params": {`{}`, `{"sessionId":"s_aaaaaaaa","holderId":"h","ttlMs":1.50e3}`, `{ }`, `[]`, `[1,"<&>"]`, `null`,
+			`"s"`, `7`, `{"a":"x\"}]{[y","b":[1.50,{"c":null}],"a":2,"é\u00e9":"\ud800"}`, `{"a":1,}`, `{"a":[1}`, `{"a":"\q"}`,
+			`{"a":1} {"b":2}`, `{"n":123456789012345678901234567890,"e":-0.0e-0}`},
+		"meta":   {`{"t":1}`},
+		"extra":  {`"e"`},
+		"Method": {`"daemon.status"`},
 	}
 	names := []string{"jsonrpc", "id", "method", "params", "meta", "extra", "Method"}
 	simple := 0
@@ -33,7 +35,7 @@ func TestDecodeSimpleLikeJSONRPC2(t *testing.T) {
 		for _, n := range names {
 			in := rapid.IntRange(0, 9).Draw(t, "in")
 			switch n {
-			case "jsonrpc", "id", "method":
+			case "jsonrpc", "id", "method", "params":
 				if in == 0 { // the simple shape's members, usually
 					continue
 				}
