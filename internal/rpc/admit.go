@@ -48,6 +48,7 @@ type deadlineReader struct {
 	initBy  time.Time // zero once initialized
 	stall   time.Duration
 	inFrame bool
+	armed   bool // a deadline is set on conn (none: between messages, once initialized)
 }
 
 func (d *deadlineReader) Read(p []byte) (int, error) {
@@ -58,7 +59,10 @@ func (d *deadlineReader) Read(p []byte) (int, error) {
 	if !d.initBy.IsZero() && (at.IsZero() || d.initBy.Before(at)) {
 		at = d.initBy
 	}
-	d.conn.SetReadDeadline(at)
+	if !at.IsZero() || d.armed { // none set and none wanted: no call (one per message otherwise)
+		d.conn.SetReadDeadline(at)
+		d.armed = !at.IsZero()
+	}
 	return d.conn.Read(p)
 }
 

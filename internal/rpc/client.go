@@ -45,6 +45,7 @@ func Dial(ctx context.Context, path string, o ClientOptions) (*Client, error) {
 		return nil, fmt.Errorf("dial %s: %w", path, err)
 	}
 	st := newStream(nc, bufio.NewReaderSize(nc, 64<<10), o.Framing, clientMaxMessage, 0)
+	st.client = true
 	c := &Client{o: o}
 	c.jc = jsonrpc2.NewConn(context.Background(), st, jsonrpc2.HandlerWithError(c.handle),
 		jsonrpc2.SetLogger(nopLogger{}))

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"os"
-	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
 )
@@ -22,18 +20,9 @@ func hInitialize(_ context.Context, c *conn, params json.RawMessage) (any, error
 	return c.initialize(p), nil
 }
 
-func hStatus(_ context.Context, c *conn, params json.RawMessage) (any, error) {
+func hStatus(_ context.Context, c *conn, _ json.RawMessage) (any, error) {
 	s := c.srv
-	providers := s.o.Backend.Providers()
-	if providers == nil {
-		providers = []string{}
-	}
-	return Status{
-		Version: s.o.Version, ProtocolVersion: api.ProtocolVersion, PID: os.Getpid(),
-		StartedAt: s.o.StartedAt.UTC().Format(time.RFC3339Nano), Socket: s.o.Socket,
-		StateDir: s.o.StateDir, StateID: s.o.StateID, Sessions: s.o.Backend.Counts(),
-		Connections: s.openConns(), Providers: providers, Supervision: supervision(s.o.Supervision),
-	}, nil
+	return s.encodeStatus(s.o.Backend.Counts(), s.openConns(), s.o.Backend.Providers()), nil // status.go
 }
 
 // hDiscover answers the OpenRPC document (openrpc.go).

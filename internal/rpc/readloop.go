@@ -35,6 +35,10 @@ type inMessage struct {
 // UnmarshalJSON is jsonrpc2's anyMessage test for a single message.
 // Malformed JSON is an error (the connection ends).
 func (m *inMessage) UnmarshalJSON(data []byte) error {
+	if req, ok := decodeSimple(data); ok { // simple.go
+		m.req = req
+		return nil
+	}
 	if b := bytes.TrimLeft(data, " \t\r\n"); len(b) == 0 || b[0] != '{' {
 		if !json.Valid(data) {
 			var v any

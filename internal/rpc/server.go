@@ -61,6 +61,7 @@ type Server struct {
 	cancel context.CancelFunc
 	nextID atomic.Uint64
 	stats  stats
+	status statusParts // daemon.status's static bytes (status.go)
 	out    *outbound
 	// listGate: agentSession.list replies being built (list.go).
 	listGate chan struct{}

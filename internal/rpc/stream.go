@@ -37,6 +37,8 @@ type stream struct {
 
 	dl *deadlineReader // the server's read deadlines (admit.go); nil for the client
 
+	client bool // the client's stream: messages are decoded by jsonrpc2.Conn (unmarshalClient)
+
 	wmu sync.Mutex
 
 	closeOnce sync.Once
@@ -102,7 +104,11 @@ func (s *stream) readObject(v any) error {
 			}
 			continue
 		}
-		if err := unmarshal(b, v); err != nil {
+		dec := unmarshal
+		if s.client {
+			dec = unmarshalClient
+		}
+		if err := dec(b, v); err != nil {
 			return fmt.Errorf("%w: %w", ErrMalformed, err)
 		}
 		return nil
@@ -110,13 +116,24 @@ func (s *stream) readObject(v any) error {
 }
 
 // unmarshal decodes one message into v. The read loop's *inMessage
-// decodes b with json.Unmarshal (validating all of it) before anything
-// else, so json.Unmarshal's own validating pass is skipped for it; any
-// other v (a json.RawMessage copies without validating) goes through
-// json.Unmarshal.
+// decodes b by hand (simple.go, validating all of it) or with
+// json.Unmarshal before anything else, so json.Unmarshal's own validating
+// pass is skipped for it; any other v (a json.RawMessage copies without
+// validating) goes through json.Unmarshal.
 func unmarshal(b []byte, v any) error {
 	if m, ok := v.(*inMessage); ok {
 		return m.UnmarshalJSON(b)
+	}
+	return json.Unmarshal(b, v)
+}
+
+// unmarshalClient is unmarshal for the client's stream: jsonrpc2.Conn
+// reads every message into its own type, whose UnmarshalJSON starts with
+// json.Unmarshal of all of b (jsonrpc2 v0.2.3 conn.go, anyMessage), so
+// the outer validating pass is skipped for it too.
+func unmarshalClient(b []byte, v any) error {
+	if u, ok := v.(json.Unmarshaler); ok {
+		return u.UnmarshalJSON(b)
 	}
 	return json.Unmarshal(b, v)
 }
