@@ -1,29 +1,7 @@
 package rpc
 
-import (
-	"net"
-	"syscall"
+import "golang.org/x/sys/unix"
 
-	"golang.org/x/sys/unix"
-)
-
-// peerUnread is how many bytes c's kernel send queue holds that the peer
-// has not read yet (ioctl SIOCOUTQ; for a Unix socket, what sits in the
-// peer's receive queue). 0 when it cannot be read (not a socket, closed).
-func peerUnread(c net.Conn) int64 {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return 0
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return 0
-	}
-	var n int
-	rc.Control(func(fd uintptr) {
-		if v, err := unix.IoctlGetInt(int(fd), unix.SIOCOUTQ); err == nil {
-			n = v
-		}
-	})
-	return int64(n)
-}
+// unreadBytes: ioctl SIOCOUTQ, the kernel send queue; for a Unix socket,
+// what sits in the peer's receive queue.
+func unreadBytes(fd int) (int, error) { return unix.IoctlGetInt(fd, unix.SIOCOUTQ) }
