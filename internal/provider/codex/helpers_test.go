@@ -223,6 +223,17 @@ func typesOf(ds []event.Draft) string {
 	return strings.Join(s, ",")
 }
 
+// countOf is how many drafts of type typ ds holds.
+func countOf(ds []event.Draft, typ string) int {
+	n := 0
+	for _, d := range ds {
+		if d.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
 // turnText joins the message.delta texts of a turn.
 func turnText(ds []event.Draft, turn string) string {
 	var b strings.Builder

@@ -58,13 +58,7 @@ func TestRepeatedTurnCompletedAndStrangers(t *testing.T) {
 	}
 	f.send(t, `{"method":"turn/completed","params":{"threadId":"thr_1","turn":{"id":"pt2","status":"completed"}}}`)
 	f.rec.waitFor(t, event.TurnCompleted, "t_2")
-	n := 0
-	for _, d := range f.rec.all() {
-		if d.Type == event.TurnCompleted {
-			n++
-		}
-	}
-	if n != 2 {
+	if n := countOf(f.rec.all(), event.TurnCompleted); n != 2 {
 		t.Fatalf("%d turn.completed: %s", n, typesOf(f.rec.all()))
 	}
 }
@@ -84,13 +78,7 @@ func TestItemCompletedWithoutStarted(t *testing.T) {
 	}
 	f.send(t, `{"method":"turn/completed","params":{"threadId":"thr_1","turn":{"id":"pt","status":"completed"}}}`)
 	f.rec.waitFor(t, event.TurnCompleted, "t_1")
-	n := 0
-	for _, d := range f.rec.all() {
-		if d.Type == event.ItemCompleted {
-			n++
-		}
-	}
-	if n != 1 {
+	if n := countOf(f.rec.all(), event.ItemCompleted); n != 1 {
 		t.Fatalf("%d item.completed: %s", n, typesOf(f.rec.all()))
 	}
 }
