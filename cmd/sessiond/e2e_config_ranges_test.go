@@ -49,17 +49,32 @@ func TestE2EConfigOutOfRange(t *testing.T) {
 	}
 }
 
+// maximaConfig is every duration and size at the top of its range, but
+// for the ladder (given).
+const maximaConfig = "idle_timeout = \"720h\"\nstart_timeout = \"1h\"\nstep_timeout = \"1h\"\nwrite_timeout = \"1h\"\n" +
+	"initialize_timeout = \"1h\"\nmax_message_bytes = 67108864\nmax_outbound_bytes = 1099511627776\n" +
+	"max_connections = 1048576\n"
+
 // TestE2EShutdownAtConfigMaxima: with every duration and size at the top
-// of its range (the ladder short, so the test does not climb ten minutes
-// per rung), SIGTERM still evicts a session whose provider left a
-// descendant that ignores SIGTERM: the daemon exits 0 and nothing it
-// started outlives it. (With step_timeout = "1000000h", before the ranges,
-// the shutdown budget wrapped negative: SIGTERM gave up at once, exit 1,
-// the descendant kept running.)
+// of its range, SIGTERM still evicts: the daemon exits 0 and nothing it
+// started outlives it. With a short ladder (not ten minutes per rung) the
+// session's provider left a descendant that ignores SIGTERM, so the
+// whole ladder is climbed; with the ladder at its maxima too, a provider
+// that exits on stdin EOF. (With step_timeout = "1000000h", before the
+// ranges, the shutdown budget wrapped negative: SIGTERM gave up within
+// 60 ms, exit 1, the descendant kept running.)
 func TestE2EShutdownAtConfigMaxima(t *testing.T) {
-	cfg := "idle_timeout = \"720h\"\nstart_timeout = \"1h\"\nstep_timeout = \"1h\"\nwrite_timeout = \"1h\"\n" +
-		"initialize_timeout = \"1h\"\nmax_message_bytes = 67108864\nmax_outbound_bytes = 1099511627776\n" +
-		"max_connections = 1048576\n[ladder]\ngrace = \"100ms\"\nterm_timeout = \"300ms\"\nkill_timeout = \"1s\"\n"
+	t.Run("short ladder, stubborn descendant", func(t *testing.T) {
+		shutdownEvicts(t, maximaConfig+"[ladder]\ngrace = \"100ms\"\nterm_timeout = \"300ms\"\nkill_timeout = \"1s\"\n", "/orphan")
+	})
+	t.Run("ladder at its maxima", func(t *testing.T) {
+		shutdownEvicts(t, maximaConfig+"[ladder]\ngrace = \"10m\"\nterm_timeout = \"10m\"\nkill_timeout = \"10m\"\n", "hello")
+	})
+}
+
+// shutdownEvicts runs a held echo session's turn (text), SIGTERMs the
+// daemon and checks it exits 0 with no process of its own left.
+func shutdownEvicts(t *testing.T, cfg, text string) {
 	d := daemontest.Start(t, daemontest.Options{Config: cfg})
 	rec := newRecorder()
 	c, err := rpc.Dial(ctx10(t), d.Socket, rpc.ClientOptions{Name: "e2e-maxima", OnNotify: rec.onNotify})
@@ -78,24 +93,24 @@ func TestE2EShutdownAtConfigMaxima(t *testing.T) {
 	if err := c.Call(ctx10(t), "agentSession.hold", api.HoldParams{SessionID: s.SessionID, HolderID: "t"}, &h); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Call(ctx10(t), "agentSession.send", api.SendParams{SessionID: s.SessionID, Text: "/orphan"}, nil); err != nil {
+	if err := c.Call(ctx10(t), "agentSession.send", api.SendParams{SessionID: s.SessionID, Text: text}, nil); err != nil {
 		t.Fatal(err)
 	}
-	// The echo provider starts the descendant before it answers: once the
-	// turn completed, it runs.
+	// The echo provider starts an /orphan descendant before it answers:
+	// once the turn completed, it runs.
 	waitEvent(t, rec.ch, event.TurnCompleted)
 	tagged := daemontest.TaggedProcesses(d.StateID)
-	orphan := slices.IndexFunc(tagged, func(p int) bool { return p != h.PID })
-	if orphan < 0 {
+	if text == "/orphan" && !slices.ContainsFunc(tagged, func(p int) bool { return p != h.PID }) {
 		t.Fatalf("no /orphan descendant among the tagged processes %v (provider %d)", tagged, h.PID)
 	}
-	pid := tagged[orphan]
 	d.Cmd.Process.Signal(syscall.SIGTERM)
 	if code := d.Wait(60 * time.Second); code != 0 {
 		t.Fatalf("exit %d after SIGTERM, want 0:\n%s", code, d.Log.String())
 	}
-	if daemontest.Running(pid) {
-		t.Fatalf("the /orphan descendant %d outlived the daemon:\n%s", pid, d.Log.String())
+	for _, pid := range tagged {
+		if daemontest.Running(pid) {
+			t.Fatalf("process %d (provider %d) outlived the daemon:\n%s", pid, h.PID, d.Log.String())
+		}
 	}
 	if left := daemontest.TaggedProcesses(d.StateID); len(left) != 0 {
 		t.Fatalf("tagged processes left after the daemon exited: %v", left)
