@@ -119,7 +119,7 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 		// may be closed (the caller hung up) and its number reused.
 		if fd, err := dupInheritable(c.Conn); err == nil {
 			callerConn = c.Conn
-			ho.Caller = &handoffCaller{FD: fd, Framing: c.Framing.String(), ID: c.ID}
+			ho.Caller = &handoffCaller{FD: fd, Framing: c.Framing.String(), ID: c.ID, Serve: true, Caps: c.Caps, Unread: c.Unread()}
 		} else {
 			log.Warn("upgrade: the caller's connection cannot be handed over; it is not answered", "err", err.Error())
 		}
