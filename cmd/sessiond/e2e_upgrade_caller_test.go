@@ -87,7 +87,7 @@ exec "$REAL" "$@"`)
 
 // TestE2EUpgradeShutdownDuringQuiesce: SIGTERM while a live upgrade waits
 // for a call in flight (a hold whose child starts slowly): the upgrade is
-// abandoned before the exec (upgrade_refused, "shutting down") and the
+// abandoned before the exec (upgrade_refused {cause: shutting_down}) and the
 // shutdown runs whole: the daemon exits 0 and no child is left.
 func TestE2EUpgradeShutdownDuringQuiesce(t *testing.T) {
 	v2 := daemontest.BinaryVersion(t, upgradeVersion)
@@ -123,7 +123,7 @@ func TestE2EUpgradeShutdownDuringQuiesce(t *testing.T) {
 	<-held
 	if !strings.Contains(d.Log.String(), "re-executing in place") { // else the signal came after the exec: the new image stopped
 		var re *rpc.Error
-		if !errors.As(err, &re) || re.Reason != "upgrade_refused" || !strings.Contains(fmt.Sprint(re.Data["cause"]), "shutting down") {
+		if !errors.As(err, &re) || re.Reason != "upgrade_refused" || re.Data["cause"] != "shutting_down" {
 			t.Fatalf("the upgrade interrupted by a shutdown: %v (%v)\n%s", err, dataOf(re), d.Log.String())
 		}
 	}
