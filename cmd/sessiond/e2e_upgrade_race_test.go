@@ -41,8 +41,9 @@ func TestE2EUpgradeInProgress(t *testing.T) {
 	d := daemontest.Start(t, daemontest.Options{})
 	id, pid := liveSession(t, d.Client(t))
 	first := make(chan error, 1)
+	fc := d.Client(t)
 	go func() {
-		first <- d.Client(t).Call(ctxN(t, 60*time.Second), "daemon.upgrade", api.UpgradeParams{Binary: bin}, nil)
+		first <- fc.Call(ctxN(t, 60*time.Second), "daemon.upgrade", api.UpgradeParams{Binary: bin}, nil)
 	}()
 	f, err := os.OpenFile(fifo, os.O_WRONLY, 0) // the first upgrade's check is running
 	if err != nil {
@@ -125,8 +126,9 @@ func TestE2EUpgradeDuringShutdown(t *testing.T) {
 	liveSession(t, d.Client(t))
 	c := d.Client(t)
 	first := make(chan error, 1)
+	fc := d.Client(t)
 	go func() {
-		first <- d.Client(t).Call(ctxN(t, 60*time.Second), "daemon.upgrade", api.UpgradeParams{Binary: bin}, nil)
+		first <- fc.Call(ctxN(t, 60*time.Second), "daemon.upgrade", api.UpgradeParams{Binary: bin}, nil)
 	}()
 	f, err := os.OpenFile(fifo, os.O_WRONLY, 0) // the first upgrade's check is running
 	if err != nil {
