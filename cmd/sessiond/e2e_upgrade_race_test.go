@@ -151,3 +151,61 @@ func TestE2EUpgradeDuringShutdown(t *testing.T) {
 		t.Fatalf("children left after the shutdown: %v", pids)
 	}
 }
+
+// TestE2EUpgradeHoldsShutdownCall: a daemon.shutdown sent while an
+// upgrade holds calls (here: waiting for a hold whose child starts
+// slowly) is held like any call; the upgrade completes, the shutdown's
+// connection closes unanswered after daemon.restarting, and the new image
+// runs on (docs/protocol.md: send it again). One that lands before calls
+// are held aborts the upgrade like a signal (shutting_down). A signal is
+// never held (see TestE2EUpgradeDuringShutdown).
+func TestE2EUpgradeHoldsShutdownCall(t *testing.T) {
+	v2 := daemontest.BinaryVersion(t, upgradeVersion)
+	cfg := fmt.Sprintf("step_timeout = \"60s\"\n[providers.slow]\ncommand = [%q, \"provider\", \"echo\", \"--slow-start\", \"4000\"]\n",
+		daemontest.Binary(t))
+	d := daemontest.Start(t, daemontest.Options{Config: cfg})
+	c := d.Client(t)
+	var s api.SessionInfo
+	if err := c.Call(ctx10(t), "agentSession.create", api.CreateParams{Provider: "slow", Cwd: t.TempDir()}, &s); err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan error, 1)
+	hc := d.Client(t)
+	go func() {
+		held <- hc.Call(ctxN(t, 60*time.Second), "agentSession.hold", api.HoldParams{SessionID: s.SessionID, HolderID: "t"}, nil)
+	}()
+	for deadline := time.Now().Add(20 * time.Second); len(daemontest.TaggedProcesses(d.StateID)) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow child never started")
+		}
+		time.Sleep(10 * time.Millisecond) // another process appearing: nothing to wait on
+	}
+	upgraded := make(chan error, 1)
+	uc, sc := d.Client(t), d.Client(t)
+	go func() {
+		upgraded <- uc.Call(ctxN(t, 90*time.Second), "daemon.upgrade", api.UpgradeParams{Binary: v2}, nil)
+	}()
+	waitLog(t, d, `"msg":"upgrade started"`)
+	err := sc.Call(ctxN(t, 60*time.Second), "daemon.shutdown", nil, nil)
+	uerr := <-upgraded
+	<-held
+	if uerr != nil {
+		// The log line comes just before calls are held: a shutdown
+		// that came first aborts the upgrade, answered, and runs whole.
+		if cause := refusedCause(t, "the upgrade a daemon.shutdown overtook", uerr); cause != "shutting_down" || err != nil {
+			t.Fatalf("upgrade refused %q, shutdown %v; want shutting_down and the shutdown answered", cause, err)
+		}
+		if code := d.Wait(90 * time.Second); code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+		t.Log("the shutdown came before calls were held")
+		return
+	}
+	var re *rpc.Error
+	if err == nil || errors.As(err, &re) {
+		t.Fatalf("daemon.shutdown held by the upgrade: %v; want its connection closed unanswered", err)
+	}
+	if st := d.Status(t); st.Version != upgradeVersion {
+		t.Fatalf("after the upgrade: version %s, want the new image running", st.Version)
+	}
+}
