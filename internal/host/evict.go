@@ -58,7 +58,8 @@ func (c evictCause) expected() bool { return c != evictExited && c != evictStart
 // ErrExitUnproven is the stop step's error when the root's exit is not proven.
 var ErrExitUnproven = errors.New("provider root not proven exited")
 
-// plan is the provider session's teardown: DESIGN.md's six steps, in order.
+// plan is the provider session's teardown: the six eviction steps of
+// docs/protocol.md ("Eviction steps"), in order.
 // The order is the correctness property: the child is stopped before its
 // rows are drained, the sink is closed only after, the lease is released at
 // the fence captured now, and the entry is forgotten last.
