@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sourcegraph/jsonrpc2"
-
 	"github.com/sessiond/sessiond/internal/api"
 )
 
@@ -200,11 +198,11 @@ func hUpgrade(ctx context.Context, c *conn, params json.RawMessage) (any, error)
 }
 
 // withCaller adds the calling connection to a daemon.upgrade's ctx.
-func (c *conn) withCaller(ctx context.Context, id *jsonrpc2.ID) context.Context {
+func (c *conn) withCaller(ctx context.Context, id *requestID) context.Context {
 	uc, _ := c.st.conn.(*net.UnixConn)
 	var raw json.RawMessage
 	if id != nil {
-		raw, _ = json.Marshal(id)
+		raw = appendID(nil, id)
 	}
 	return context.WithValue(ctx, callerKey, UpgradeCaller{Conn: uc, Framing: c.framing, ID: raw})
 }
