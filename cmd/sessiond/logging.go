@@ -11,6 +11,7 @@ import (
 
 	"github.com/lmittmann/tint"
 	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 )
 
 // newLogger builds the daemon's logger: tint (coloured text) on a
@@ -47,15 +48,11 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lvl})), nil
 }
 
-// isTerminal asks the kernel (getTermios); a character device such as
-// /dev/null is not a terminal.
+// isTerminal asks the kernel (x/term: the termios ioctl); a character
+// device such as /dev/null is not a terminal.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), getTermios)
-	return err == nil
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // underJournal reports whether w is the stream systemd connected to the
