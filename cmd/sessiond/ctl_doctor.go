@@ -90,8 +90,8 @@ func doctorOnline(e *ctlEnv, c *rpc.Client, rep *doctorReport) int {
 		return e.fail(err)
 	}
 	rep.StateDir, rep.StateID = st.StateDir, st.StateID
-	var l api.ListResult
-	if err := c.Call(e.ctx, "agentSession.list", nil, &l); err != nil {
+	sessions, err := c.ListAll(e.ctx)
+	if err != nil {
 		return e.fail(err)
 	}
 	rep.add(doctorCheck{Name: "daemon", Detail: fmt.Sprintf("pid %d, version %s, %d sessions (%d live)",
@@ -102,7 +102,7 @@ func doctorOnline(e *ctlEnv, c *rpc.Client, rep *doctorReport) int {
 	leases := doctorCheck{Name: "leases"}
 	turns := doctorCheck{Name: "open-turns"}
 	live := map[string]api.SessionInfo{}
-	for _, s := range l.Sessions {
+	for _, s := range sessions {
 		if s.State == "live" && s.PID > 0 {
 			live[s.SessionID] = s
 		}
@@ -122,7 +122,7 @@ func doctorOnline(e *ctlEnv, c *rpc.Client, rep *doctorReport) int {
 				Fix:  "sessiond ctl shutdown, then sessiond serve: startup closes it"})
 		}
 	}
-	leases.Detail = fmt.Sprintf("%d sessions, %d live", len(l.Sessions), len(live))
+	leases.Detail = fmt.Sprintf("%d sessions, %d live", len(sessions), len(live))
 	rep.add(leases)
 	rep.add(turns)
 	var stats struct {
