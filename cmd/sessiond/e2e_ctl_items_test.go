@@ -24,7 +24,7 @@ func startCtlSend(t *testing.T, d *daemontest.Daemon, dir, text string) (api.Ses
 		t.Fatalf("create: %d %s %s", code, out, errOut)
 	}
 	cmd := exec.Command(daemontest.Binary(t), "ctl", "--socket", d.Socket, "send", s.SessionID, text)
-	cmd.Env = append(cmd.Environ(), "GORACE=atexit_sleep_ms=0")
+	cmd.Env = ctlEnviron(t)
 	sysx.Tie(cmd, syscall.SIGKILL)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
