@@ -8,8 +8,10 @@ import (
 	"maps"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/config"
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/lease"
 	"github.com/sessiond/sessiond/internal/store"
@@ -37,9 +39,11 @@ func (h *Host) record(id string) (store.Record, error) {
 func (h *Host) Create(ctx context.Context, p api.CreateParams) (api.SessionInfo, error) {
 	prov, ok := h.o.Providers[p.Provider]
 	if !ok {
+		known := h.Providers()
 		return api.SessionInfo{}, &api.Error{Kind: api.KindUnknownProvider,
-			Msg:  "unknown provider " + api.Quote(p.Provider),
-			Data: map[string]any{"provider": api.Prefix(p.Provider), "known": h.Providers()}}
+			Msg: fmt.Sprintf("unknown provider %s (known: %s): %s", api.Quote(p.Provider), strings.Join(known, ", "),
+				config.ProviderFix(api.Prefix(p.Provider))),
+			Data: map[string]any{"provider": api.Prefix(p.Provider), "known": known}}
 	}
 	rec := store.Record{
 		ID:        newID("s_"),
