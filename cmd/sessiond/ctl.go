@@ -154,7 +154,7 @@ func (e *ctlEnv) dial(o rpc.ClientOptions) (*rpc.Client, int) {
 	}
 	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
 		fmt.Fprintf(e.stderr, "sessiond ctl: no daemon is running on %s\n"+
-			"start one with `sessiond serve` (or `make run` in a sessiond checkout)\n", termSafe(e.socket))
+			"start one with `%s serve` (or `make run` in a sessiond checkout)\n", termSafe(e.socket), self())
 		return nil, exitNoDaemon
 	}
 	return nil, e.fail(err)

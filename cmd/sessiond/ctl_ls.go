@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/rpc"
 )
 
 func init() {
@@ -18,10 +19,16 @@ func ctlLs(e *ctlEnv, args []string) int {
 	if len(args) != 0 {
 		return e.usageErr("ls", "takes no arguments")
 	}
-	var r api.ListResult
-	if code := e.call("agentSession.list", nil, &r); code != exitOK {
+	c, code := e.dial(rpc.ClientOptions{})
+	if c == nil {
 		return code
 	}
+	defer c.Close()
+	all, err := c.ListAll(e.ctx) // every page, oldest first
+	if err != nil {
+		return e.fail(err)
+	}
+	r := api.ListResult{Sessions: all}
 	now := time.Now()
 	return e.out(r, func(tw *tabwriter.Writer) { printLs(tw, r.Sessions, now) })
 }

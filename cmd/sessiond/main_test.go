@@ -20,6 +20,10 @@ func TestMain(m *testing.M) {
 	if os.Getenv("SESSIOND_E2E_HELPER") == "peer" {
 		os.Exit(peerHelper(os.Getenv("SESSIOND_E2E_SOCKET")))
 	}
+	// In-process tests run as the test binary: their hints name
+	// `sessiond`, as an installed one's do (TestSelfName, and the e2e
+	// tests, cover the naming itself).
+	self = func() string { return "sessiond" }
 	goleak.VerifyTestMain(m)
 }
 
