@@ -95,14 +95,19 @@ func fullDuringTurn(t *testing.T) (d *daemontest.Daemon, c *rpc.Client, rec *rec
 // full; a send answers store_unavailable naming the store (not
 // turn_running, and it journals nothing); once space returns the turn's
 // own tail lands (turn.completed completed, every delta kept, no loss) and
-// the next send works.
+// the next send works; ctl doctor says the store refuses writes, then
+// no more.
 func TestE2EDiskFullTurnEndsWhenSpaceReturns(t *testing.T) {
-	_, c, rec, id, free := fullDuringTurn(t)
+	d, c, rec, id, free := fullDuringTurn(t)
 	err := c.Call(ctx10(t), "agentSession.send", api.SendParams{SessionID: id, Text: "while full"}, nil)
 	var re *rpc.Error
 	if !errors.As(err, &re) || re.Reason != "store_unavailable" || re.Code != -32027 ||
 		!strings.Contains(re.Message, "no space left on device") || !strings.Contains(fmt.Sprint(re.Data["cause"]), "sessiond.db") {
 		t.Fatalf("send on a full disk: %v, want store_unavailable naming the store and the cause", err)
+	}
+	if code, rep, out := doctorJSON(t, d.Socket); code != exitError || len(problemsOf(rep, "store-writable")) != 1 ||
+		!strings.Contains(problemsOf(rep, "store-writable")[0].What, "no space left on device") {
+		t.Fatalf("doctor on a full disk: exit %d, want the store-writable problem:\n%s", code, out)
 	}
 	free()
 	done := decodeData[event.TurnCompletedData](t, waitEvent(t, rec.ch, event.TurnCompleted))
@@ -142,6 +147,9 @@ func TestE2EDiskFullTurnEndsWhenSpaceReturns(t *testing.T) {
 		t.Fatalf("the turn's answer: %d bytes, deltas %d bytes, want 200000 each", len(answer), deltas.Len())
 	}
 	assertSeen(t, rec, evs)
+	if code, rep, out := doctorJSON(t, d.Socket); code != 0 || len(problemsOf(rep, "store-writable")) != 0 {
+		t.Fatalf("doctor once space returned: exit %d\n%s", code, out)
+	}
 }
 
 // assertSeen: every event published to the client is in the journal, the
