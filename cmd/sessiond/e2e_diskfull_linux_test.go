@@ -189,3 +189,37 @@ func TestE2EDiskFullRestart(t *testing.T) {
 		t.Fatalf("after restart: %+v %v", info, err)
 	}
 }
+
+// TestE2EDiskFullCloseRetries: a close while the store refuses writes
+// fails at the step that writes (eviction_failed, drain-published, the
+// store's error as cause) and forgets nothing; once space returns the
+// next close completes every step and the journal ends with the tail.
+func TestE2EDiskFullCloseRetries(t *testing.T) {
+	_, c, _, id, free := fullDuringTurn(t)
+	err := c.Call(ctx10(t), "agentSession.close", api.SessionParams{SessionID: id}, nil)
+	var re *rpc.Error
+	if !errors.As(err, &re) || re.Reason != "eviction_failed" || re.Data["step"] != "drain-published" ||
+		!strings.Contains(fmt.Sprint(re.Data["cause"]), "store unavailable") {
+		t.Fatalf("close on a full disk: %v, want eviction_failed at drain-published naming the store", err)
+	}
+	var info api.SessionInfo
+	if err := c.Call(ctx10(t), "agentSession.get", api.SessionParams{SessionID: id}, &info); err != nil || info.State == "stored" {
+		t.Fatalf("after the failed close: %+v %v, want the session still indexed", info, err)
+	}
+	free()
+	var cr api.CloseResult
+	if err := c.Call(ctx10(t), "agentSession.close", api.SessionParams{SessionID: id}, &cr); err != nil || len(cr.Steps) != 6 {
+		t.Fatalf("close once space returned: %+v %v", cr, err)
+	}
+	evs := readJournal(t, c, id)
+	var types []string
+	for _, ev := range evs[len(evs)-3:] {
+		types = append(types, ev.Type)
+	}
+	if want := []string{event.ProviderExited, event.SessionEnded, event.LeaseReleased}; !slices.Equal(types, want) {
+		t.Fatalf("tail %v, want %v", types, want)
+	}
+	if err := c.Call(ctx10(t), "agentSession.get", api.SessionParams{SessionID: id}, &info); err != nil || info.TurnRunning || info.State != "stored" {
+		t.Fatalf("after the close: %+v %v", info, err)
+	}
+}
