@@ -85,6 +85,7 @@ func (j *Journal) markWritable(committed int) {
 	}
 	since := j.unavailAt
 	j.unavail = nil
+	j.nheld = len(j.held)
 	j.unavailCh = make(chan struct{})
 	j.mu.Unlock()
 	j.log.Info("journal store writable again", "requests", committed,
@@ -96,10 +97,10 @@ func (j *Journal) markWritable(committed int) {
 // loss past Options.HeldBytes). batch starts with the held requests.
 func (j *Journal) refused(batch []*request, err error) {
 	j.held, j.heldBytes = nil, 0
+	var waiting []*request
 	for _, r := range batch {
 		if r.sink == nil {
-			r.events, r.err = nil, err
-			close(r.done)
+			waiting = append(waiting, r)
 			continue
 		}
 		j.held = append(j.held, r)
@@ -107,6 +108,11 @@ func (j *Journal) refused(batch []*request, err error) {
 	}
 	j.markUnavailable(err, len(j.held))
 	j.boundHeld(err)
+	j.noteHeld()
+	for _, r := range waiting { // woken once the state says why
+		r.events, r.err = nil, err
+		close(r.done)
+	}
 }
 
 // hold adds sink requests taken while the store is unavailable without
@@ -117,6 +123,7 @@ func (j *Journal) hold(rs []*request, err error) {
 		j.heldBytes += r.size()
 	}
 	j.boundHeld(err)
+	j.noteHeld()
 }
 
 // boundHeld drops every held request as a loss once they pass HeldBytes.
@@ -198,8 +205,13 @@ func (b *backoff) done() { b.on = false }
 
 // rearm publishes the held count and schedules the next retry.
 func (j *Journal) rearm(b *backoff) {
+	j.noteHeld()
+	b.arm(len(j.held) > 0)
+}
+
+// noteHeld publishes the held count for Stats.
+func (j *Journal) noteHeld() {
 	j.mu.Lock()
 	j.nheld = len(j.held)
 	j.mu.Unlock()
-	b.arm(len(j.held) > 0)
 }

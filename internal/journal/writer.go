@@ -57,8 +57,8 @@ func (j *Journal) commit(batch []*request) {
 	for len(batch) > 0 {
 		a, blame, err := j.try(batch)
 		if err == nil {
+			j.markWritable(len(batch)) // before install wakes the callers
 			j.install(batch, a)
-			j.markWritable(len(batch))
 			break
 		}
 		if len(blame) == 0 {
