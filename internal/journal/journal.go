@@ -27,6 +27,12 @@
 // never lost after a success, never duplicated (a batch is retried only
 // after its transaction rolled back, without the request that failed it).
 //
+// A store that refuses writes as a whole (disk full, an I/O error:
+// store.ErrUnavailable) fails the waiting callers at once and holds the
+// sinks' asynchronous rows, in order and bounded, until it takes writes
+// again (unavailable.go): nothing is published before its commit, so no
+// published event is lost.
+//
 // Lock order: Journal.mu, then Subscription.mu. Sink.mu is taken before
 // Journal.qmu (enqueue) and never while holding Journal.mu.
 package journal
