@@ -36,14 +36,14 @@ func (s *Store) PutRecord(r Record) error {
 	if err != nil {
 		return fmt.Errorf("session %s: encode record: %w", r.ID, err)
 	}
-	return s.DB.Update(func(tx *bolt.Tx) error {
+	return Update(s.DB, func(tx *bolt.Tx) error {
 		return tx.Bucket(BucketSessions).Put([]byte(r.ID), b)
 	})
 }
 
 // UpdateRecord applies fn to the stored record id in one transaction.
 func (s *Store) UpdateRecord(id string, fn func(*Record)) error {
-	return s.DB.Update(func(tx *bolt.Tx) error {
+	return Update(s.DB, func(tx *bolt.Tx) error {
 		bk := tx.Bucket(BucketSessions)
 		raw := bk.Get([]byte(id))
 		if raw == nil {
@@ -100,7 +100,7 @@ func (s *Store) ListRecords(bad func(id string, err error)) ([]Record, error) {
 
 // DeleteRecord removes a record (absent is not an error).
 func (s *Store) DeleteRecord(id string) error {
-	return s.DB.Update(func(tx *bolt.Tx) error {
+	return Update(s.DB, func(tx *bolt.Tx) error {
 		return tx.Bucket(BucketSessions).Delete([]byte(id))
 	})
 }

@@ -652,6 +652,7 @@ export const ERROR_CODES = {
   session_not_live: -32011,
   session_owned: -32012,
   stale_fence: -32013,
+  store_unavailable: -32027,
   turn_running: -32017,
   unknown_provider: -32020,
   unsupported_protocol: -32003,
