@@ -17,10 +17,10 @@ import (
 var protocols = map[string]struct {
 	new        provider.New
 	resumeArgs func(string) []string
-	adopt      provider.Adopt // nil: a live session of it refuses a live upgrade
+	adopt      provider.Adopt // rebuilds the adapter around a child a live upgrade handed over
 }{
 	config.ProtocolCodexAppServer:   {new: codex.New, adopt: codex.Adopt},
-	config.ProtocolClaudeStreamJSON: {new: claude.New, resumeArgs: claude.ResumeArgs},
+	config.ProtocolClaudeStreamJSON: {new: claude.New, resumeArgs: claude.ResumeArgs, adopt: claude.Adopt},
 }
 
 // providers builds host providers from the config: echo defaults to this

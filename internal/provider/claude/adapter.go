@@ -52,6 +52,7 @@ type Adapter struct {
 	tools     map[string]*tool  // tool_use id -> its open item
 	denied    map[string]bool   // tool_use ids the user denied
 	stuck     *time.Timer       // armed by an acknowledged interrupt
+	pause     *pauseReq         // a live upgrade's Pause in progress (handoff.go)
 }
 
 type openTurn struct {
@@ -64,6 +65,13 @@ func New(o provider.Options) provider.Adapter { return NewAdapter(o) }
 
 // NewAdapter returns an adapter and starts its reader on o.Out.
 func NewAdapter(o provider.Options) *Adapter {
+	a := newAdapter(o)
+	go a.readLoop()
+	return a
+}
+
+// newAdapter is an adapter whose reader is not started yet.
+func newAdapter(o provider.Options) *Adapter {
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = provider.DefaultRequestTimeout
 	}
@@ -86,7 +94,6 @@ func NewAdapter(o provider.Options) *Adapter {
 		blocks: map[string]*block{}, tools: map[string]*tool{}, denied: map[string]bool{},
 		threadID: o.ThreadID, // a resume's (on the command line): an init naming another is a change
 	}
-	go a.readLoop()
 	return a
 }
 
