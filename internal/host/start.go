@@ -121,7 +121,8 @@ func (h *Host) startLocked(ctx context.Context, e *entry) (err error) {
 }
 
 // launchLocked spawns the session's child for threadID (resume args when
-// set) with a fresh adapter, and starts its thread. Needs the session lock.
+// set; without one, a thread id minted here when the protocol takes it)
+// with a fresh adapter, and starts its thread. Needs the session lock.
 func (h *Host) launchLocked(ctx context.Context, e *entry, prov Provider, fence uint64, threadID string,
 	replaces *event.ThreadReplacedData) (provider.StartResult, error) {
 	spec := h.spec(e.rec, prov, fence)
@@ -129,13 +130,21 @@ func (h *Host) launchLocked(ctx context.Context, e *entry, prov Provider, fence 
 	if threadID != "" && prov.ResumeArgs != nil {
 		spec.Args = append(spec.Args, prov.ResumeArgs(threadID)...)
 	}
+	fresh := ""
+	if threadID == "" && prov.FreshThread != nil {
+		id, args, err := prov.FreshThread()
+		if err != nil {
+			return provider.StartResult{}, fmt.Errorf("mint thread id: %w", err)
+		}
+		fresh, spec.Args = id, append(spec.Args, args...)
+	}
 	child, err := proc.Spawn(spec)
 	if err != nil {
 		return provider.StartResult{}, err
 	}
 	e.child = child
 	o := h.adapterOptions(e, child, fence, threadID)
-	o.Replaces = replaces
+	o.FreshThreadID, o.Replaces = fresh, replaces
 	e.adapter = prov.New(o)
 	h.mu.Lock()
 	e.pid = child.Identity().PID

@@ -94,6 +94,9 @@ func newAdapter(o provider.Options) *Adapter {
 		blocks: map[string]*block{}, tools: map[string]*tool{}, denied: map[string]bool{},
 		threadID: o.ThreadID, // a resume's (on the command line): an init naming another is a change
 	}
+	if a.threadID == "" {
+		a.threadID = o.FreshThreadID // ours, on the command line (--session-id)
+	}
 	return a
 }
 
@@ -107,8 +110,9 @@ func (a *Adapter) Busy() bool {
 	return a.turn != nil || len(a.approvals) > 0
 }
 
-// ThreadID is Claude's session_id: the resumed one, or a fresh
-// conversation's once its first init named it (empty until then).
+// ThreadID is Claude's session_id: the resumed one, or the one the daemon
+// minted for a fresh conversation (Options.FreshThreadID), or, without
+// either, a fresh conversation's once its first init named it.
 func (a *Adapter) ThreadID() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -154,3 +154,43 @@ func TestApprovalOutsideTurnNotTheNextTurns(t *testing.T) {
 		t.Fatalf("not logged:\n%s", f.log())
 	}
 }
+
+// A fresh CLI given the daemon's id (--session-id, Options.FreshThreadID)
+// has it from Start, before any turn, and a replacement names it as the
+// new thread at once; an init naming the same id says nothing more.
+func TestFreshThreadIDAtStart(t *testing.T) {
+	learned := make(chan string, 8)
+	f := newFake(t, func(o *provider.Options) {
+		o.FreshThreadID = "sess-minted"
+		o.Replaces = &event.ThreadReplacedData{OldThreadID: "sess-gone", Cause: "No conversation found with session ID: sess-gone"}
+		o.OnThreadID = func(id string) { learned <- id }
+	})
+	r := f.startWith(t)
+	if r.ThreadID != "sess-minted" || r.Resumed || r.Replaced == nil || r.Replaced.NewThreadID != "sess-minted" {
+		t.Fatalf("start %+v", r)
+	}
+	if rep := decodeData[event.ThreadReplacedData](t, f.next(t, event.ProviderThreadReplace)); rep.OldThreadID != "sess-gone" || rep.NewThreadID != "sess-minted" {
+		t.Fatalf("thread_replaced at start %+v", rep)
+	}
+	f.turn(t, "t_1", "sess-minted")
+	f.send(t, map[string]any{"type": "result", "subtype": "success", "session_id": "sess-minted"})
+	f.next(t, event.TurnCompleted)
+	if len(learned) != 0 || f.a.ThreadID() != "sess-minted" {
+		t.Fatalf("the minted id confirmed by init: learned %d, thread %s", len(learned), f.a.ThreadID())
+	}
+}
+
+// FreshThread mints a random version-4 UUID, passed as --session-id.
+func TestFreshThreadMintsUUID(t *testing.T) {
+	a, argsA, err := FreshThread()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, _ := FreshThread()
+	if len(a) != 36 || a[14] != '4' || !strings.ContainsRune("89ab", rune(a[19])) || a == b || !validSessionID(a) {
+		t.Fatalf("minted %q, %q", a, b)
+	}
+	if len(argsA) != 2 || argsA[0] != "--session-id" || argsA[1] != a {
+		t.Fatalf("args %v", argsA)
+	}
+}
