@@ -223,7 +223,9 @@ func Adopt(o provider.Options, p provider.Paused) (provider.Adapter, error) {
 		a.warned = st.Warned
 	}
 	if t := a.turn; st.Stuck && t != nil {
+		a.mu.Lock() // the timer's onStuck may run before this returns
 		a.stuck = time.AfterFunc(a.o.InterruptTimeout, func() { a.onStuck(t) })
+		a.mu.Unlock()
 	}
 	go a.readLoop()
 	return a, nil

@@ -201,3 +201,75 @@ func TestPauseRefusesInterruptInFlight(t *testing.T) {
 		t.Fatalf("turn.completed %+v", tc)
 	}
 }
+
+// TestHandoffStuckInterrupt: an interrupt the CLI acknowledged but whose
+// turn has not ended is handed over armed: the old image's timer firing
+// while paused does nothing (the journal was drained: a turn.completed
+// there would be lost or doubled), and the adopted adapter arms it afresh
+// and ends the turn interrupted when it fires, telling the host to stop
+// the child.
+func TestHandoffStuckInterrupt(t *testing.T) {
+	f, outW, in := handoffFake(t)
+	errc := make(chan error, 1)
+	go func() { _, err := f.a.Interrupt(context.Background()); errc <- err }()
+	m := f.read(t)
+	if _, err := outW.Write(line(t, map[string]any{"type": "control_response", "response": map[string]any{"subtype": "success",
+		"request_id": m["request_id"], "response": map[string]any{}}})); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.a.Pause(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		outW.Close()
+		f.a.Resume()
+	})
+	var st handoffState
+	if err := json.Unmarshal(p.State, &st); err != nil || !st.Stuck || st.Turn == nil || !st.Turn.Interrupted {
+		t.Fatalf("handed-over state %s (%v)", p.State, err)
+	}
+	f.a.mu.Lock()
+	turn := f.a.turn
+	f.a.mu.Unlock()
+	f.a.onStuck(turn) // the old image's timer firing while paused
+	for len(f.evs) > 0 {
+		if d := <-f.evs; d.Type == event.TurnCompleted {
+			t.Fatalf("the paused adapter ended the turn: %s", d.Data)
+		}
+	}
+
+	outR := in.Out.(*os.File)
+	if err := outR.SetReadDeadline(time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	evs := make(chan event.Draft, 1024)
+	stuck := make(chan struct{})
+	o2 := *in
+	o2.Emit, o2.InterruptTimeout = func(d event.Draft) { evs <- d }, time.Millisecond
+	o2.Stuck = func() { close(stuck) }
+	a2, err := Adopt(o2, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		outW.Close()
+		<-a2.Done()
+	})
+	select {
+	case <-stuck:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the adopted adapter never ended the stuck turn")
+	}
+	for d := range evs {
+		if d.Type == event.TurnCompleted {
+			if tc := decodeData[event.TurnCompletedData](t, d); d.TurnID != "t_1" || tc.Status != event.StatusInterrupted || tc.Reason != event.ReasonUserCancel {
+				t.Fatalf("turn.completed %s %+v", d.TurnID, tc)
+			}
+			break
+		}
+	}
+}
