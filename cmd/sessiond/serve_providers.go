@@ -19,7 +19,7 @@ var protocols = map[string]struct {
 	resumeArgs func(string) []string
 	// freshThread mints a fresh thread's id for the command line (nil:
 	// the provider names its threads).
-	freshThread func() (string, []string, error)
+	freshThread func(reuse string) (string, []string, error)
 	adopt       provider.Adopt // rebuilds the adapter around a child a live upgrade handed over
 }{
 	config.ProtocolCodexAppServer:   {new: codex.New, adopt: codex.Adopt},

@@ -24,6 +24,14 @@ func countOf(evs []event.Event, typ string) int {
 	return len(seen)
 }
 
+// turnDone waits for turn id's turn.completed (a client attached twice is
+// sent earlier turns' events again).
+func turnDone(t *testing.T, s *providertest.Session, id string) {
+	t.Helper()
+	for s.Next(t, event.TurnCompleted).TurnID != id {
+	}
+}
+
 // The hold of a fresh session returns its thread id before any turn: the
 // daemon minted it and passed it as --session-id; provider.started and
 // agentSession.get name it, and the first turn's system/init reports the
@@ -56,6 +64,49 @@ func TestClaudeHoldHasThreadID(t *testing.T) {
 		t.Fatalf("%d provider.thread_replaced: %s", n, s.Types())
 	}
 	providertest.NoAnomalies(t, d, "claude")
+}
+
+// A session held and closed before any turn: the CLI wrote no
+// conversation, so the re-hold's --resume is "No conversation found"; the
+// conversation starts afresh under the same minted id with nothing
+// replaced (no provider.thread_replaced), the first turn runs under it,
+// and after that the next hold resumes it.
+func TestClaudeUnbegunThreadKeepsItsID(t *testing.T) {
+	m := claudetest.NewModel(t, claudetest.Text("noted"), claudetest.Text("apple"))
+	d := providertest.Daemon(t, "", providerConfig(t, "claude", claudetest.NewEnv(t, m.URL)))
+	s := providertest.NewSession(t, d, client, "claude", t.TempDir())
+	id := s.Hold.ThreadID
+	if id == "" {
+		t.Fatal("no thread id at the hold")
+	}
+	s.Close(t)
+	s.AttachAndHold(t)
+	if s.Hold.ThreadID != id {
+		t.Fatalf("re-hold before any turn: thread %q, want %s", s.Hold.ThreadID, id)
+	}
+	turnDone(t, s, s.Send(t, "remember the word pineapple-42"))
+	s.Close(t)
+	s.AttachAndHold(t)
+	if s.Hold.ThreadID != id {
+		t.Fatalf("re-hold after the first turn: thread %q, want %s", s.Hold.ThreadID, id)
+	}
+	turnDone(t, s, s.Send(t, "which word?"))
+	if reqs := m.Requests(); len(reqs) != 2 || !strings.Contains(reqs[1].Messages(), "pineapple-42") {
+		t.Fatalf("the second hold did not resume the first turn's conversation: %d requests", len(reqs))
+	}
+	journal := s.ReadAll(t)
+	if n := countOf(journal, event.ProviderThreadReplace); n != 0 {
+		t.Fatalf("%d provider.thread_replaced: %s", n, s.Types())
+	}
+	var started []string
+	for _, ev := range journal {
+		if ev.Type == event.ProviderStarted {
+			started = append(started, string(ev.Data))
+		}
+	}
+	if len(started) != 3 || !strings.Contains(started[1], `"resumed":false`) || !strings.Contains(started[2], `"resumed":true`) {
+		t.Fatalf("provider.started: %q", started)
+	}
 }
 
 // A resume under which the CLI reports another session id (a profile

@@ -102,7 +102,9 @@ type Options struct {
 	MaxLineBytes   int           // default 8 MiB
 	// OnThreadID, when set, is told a thread id the adapter learns after
 	// Start (a Claude Code conversation continued under another session_id
-	// than the one it was started with); it runs on the reader goroutine.
+	// than the one it was started with), and FreshThreadID once the
+	// provider has begun that thread (its first turn); it runs on the
+	// reader goroutine.
 	OnThreadID func(threadID string)
 	// Replaces, when set, is the thread a fresh start replaces (its resume
 	// failed with ErrThreadNotFound in an earlier process): the adapter

@@ -42,6 +42,7 @@ type Adapter struct {
 	nextID    int64
 	calls     map[string]chan controlResponse // our control requests waiting
 	threadID  string
+	begun     bool                 // the CLI has the conversation (a resume, or an init named it)
 	started   bool                 // Start succeeded
 	startErr  chan string          // a result read while Start waits (a failed resume)
 	turn      *openTurn            // nil when none
@@ -93,6 +94,7 @@ func newAdapter(o provider.Options) *Adapter {
 		calls: map[string]chan controlResponse{}, approvals: map[string]*approval{}, warned: map[string]bool{},
 		blocks: map[string]*block{}, tools: map[string]*tool{}, denied: map[string]bool{},
 		threadID: o.ThreadID, // a resume's (on the command line): an init naming another is a change
+		begun:    o.ThreadID != "",
 	}
 	if a.threadID == "" {
 		a.threadID = o.FreshThreadID // ours, on the command line (--session-id)

@@ -14,7 +14,8 @@ import (
 const handoffVersion = 1
 
 // handoffState is everything the adapter knows that the CLI will still
-// refer to after a live upgrade: the conversation, the open turn, the
+// refer to after a live upgrade: the conversation (and whether the CLI
+// has begun it), the open turn, the
 // pending can_use_tool requests with their request_ids as the CLI sent
 // them (the answer must carry the id exactly), the content blocks being
 // streamed (message.completed carries the whole text), the tools whose
@@ -24,6 +25,7 @@ const handoffVersion = 1
 type handoffState struct {
 	V         int               `json:"v"`
 	ThreadID  string            `json:"threadId,omitempty"`
+	Begun     bool              `json:"begun,omitempty"`
 	NextID    int64             `json:"nextId"`
 	Turn      *handoffTurn      `json:"turn,omitempty"`
 	Approvals []handoffApproval `json:"approvals,omitempty"`
@@ -124,7 +126,7 @@ func (a *Adapter) Pause(ctx context.Context) (provider.Paused, error) {
 
 // stateLocked is the handoff state. Needs mu.
 func (a *Adapter) stateLocked() handoffState {
-	st := handoffState{V: handoffVersion, ThreadID: a.threadID, NextID: a.nextID, ApprovalN: a.approvalN,
+	st := handoffState{V: handoffVersion, ThreadID: a.threadID, Begun: a.begun, NextID: a.nextID, ApprovalN: a.approvalN,
 		Stuck: a.stuck != nil, Warned: a.warned}
 	if t := a.turn; t != nil {
 		st.Turn = &handoffTurn{Ours: t.ours, Interrupted: t.interrupted}
@@ -200,7 +202,7 @@ func Adopt(o provider.Options, p provider.Paused) (provider.Adapter, error) {
 	o.Out = provider.NewPrefixed(p.Unparsed, o.Out)
 	o.ThreadID = st.ThreadID
 	a := newAdapter(o)
-	a.started, a.nextID, a.approvalN = true, st.NextID, st.ApprovalN
+	a.started, a.begun, a.nextID, a.approvalN = true, st.Begun, st.NextID, st.ApprovalN
 	if st.Turn != nil {
 		a.turn = &openTurn{ours: st.Turn.Ours, interrupted: st.Turn.Interrupted}
 	}

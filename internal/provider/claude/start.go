@@ -16,13 +16,17 @@ import (
 // thread: the CLI resumes that conversation (same session_id).
 func ResumeArgs(threadID string) []string { return []string{"--resume", threadID} }
 
-// FreshThread mints a fresh conversation's session id (a random UUID) and
-// the arguments that give it to the CLI: `--session-id ID`, which the CLI
-// reports in its system/init. The session has its thread id at the hold,
-// before any turn. The CLI writes the conversation with its first turn:
-// one that never had a turn is not there to resume (its next start is a
-// fresh conversation and journals provider.thread_replaced).
-func FreshThread() (string, []string, error) {
+// FreshThread mints a fresh conversation's session id (a random UUID; or
+// reuse, one minted earlier) and the arguments that give it to the CLI:
+// `--session-id ID`, which the CLI reports in its system/init. The session
+// has its thread id at the hold, before any turn. The CLI writes the
+// conversation only with its first turn: until then a resume of it is
+// "No conversation found", and the host starts it afresh under the same id
+// (store.Record.ThreadFresh).
+func FreshThread(reuse string) (string, []string, error) {
+	if reuse != "" {
+		return reuse, []string{"--session-id", reuse}, nil
+	}
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", nil, fmt.Errorf("claude: session id: %w", err)
@@ -116,9 +120,11 @@ func (a *Adapter) onSystem(m *inbound, line []byte) {
 }
 
 // onInit records the conversation's session_id: a fresh one is reported
-// to OnThreadID; one that differs from the id already known (a resume the
-// CLI continued under another id) is reported too and journaled as
-// provider.thread_replaced, so the thread never moves silently.
+// to OnThreadID, and so is the minted one the first time an init names it
+// (the CLI has begun it); one that differs from the id already known (a
+// resume the CLI continued under another id) is reported too and
+// journaled as provider.thread_replaced, so the thread never moves
+// silently.
 func (a *Adapter) onInit(id string) {
 	if id == "" {
 		a.anomaly("init_without_session_id")
@@ -131,10 +137,13 @@ func (a *Adapter) onInit(id string) {
 		return
 	}
 	a.mu.Lock()
-	old := a.threadID
-	a.threadID = id
+	old, begun := a.threadID, a.begun
+	a.threadID, a.begun = id, true
 	a.mu.Unlock()
 	if old == id {
+		if !begun && a.o.OnThreadID != nil {
+			a.o.OnThreadID(id) // the minted conversation now exists: the next start resumes it
+		}
 		return
 	}
 	if old != "" {
