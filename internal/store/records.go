@@ -12,15 +12,19 @@ import (
 // Record is a stored session: what create wrote plus what later holds
 // learned (the provider's thread id).
 type Record struct {
-	ID        string            `json:"id"`
-	Provider  string            `json:"provider"`
-	Cwd       string            `json:"cwd"`
-	Title     string            `json:"title,omitempty"`
-	CreatedAt time.Time         `json:"createdAt"`
-	ThreadID  string            `json:"threadId,omitempty"`
-	Env       map[string]string `json:"env,omitempty"` // provider env pinned at create
-	Options   json.RawMessage   `json:"options,omitempty"`
-	LastExit  json.RawMessage   `json:"lastExit,omitempty"`
+	ID        string    `json:"id"`
+	Provider  string    `json:"provider"`
+	Cwd       string    `json:"cwd"`
+	Title     string    `json:"title,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+	ThreadID  string    `json:"threadId,omitempty"`
+	// ThreadFresh: ThreadID was minted by the daemon and the provider has
+	// not begun that thread yet (no turn): a resume it refuses as not
+	// found starts it afresh under the same id, with nothing replaced.
+	ThreadFresh bool              `json:"threadFresh,omitempty"`
+	Env         map[string]string `json:"env,omitempty"` // provider env pinned at create
+	Options     json.RawMessage   `json:"options,omitempty"`
+	LastExit    json.RawMessage   `json:"lastExit,omitempty"`
 }
 
 // ErrNotFound means no record has that id.

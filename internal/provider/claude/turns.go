@@ -86,6 +86,12 @@ func (a *Adapter) Interrupt(ctx context.Context) (bool, error) {
 // approvals and items first) and the host is told to stop the child.
 func (a *Adapter) onStuck(t *openTurn) {
 	a.mu.Lock()
+	if a.pause != nil {
+		// A live upgrade holds the adapter: the next image (or Resume)
+		// arms the timer afresh.
+		a.mu.Unlock()
+		return
+	}
 	a.stuck = nil
 	if a.turn != t {
 		a.mu.Unlock()
