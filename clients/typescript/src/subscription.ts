@@ -73,12 +73,19 @@ export class Subscription implements AsyncIterable<Event> {
     return this.queue.length - this.head;
   }
 
-  /** Resolves once fewer than n events are queued (or the stream ended);
-   * an older wait is woken (its page walk was superseded). */
+  /** Resolves once fewer than n events, and at most half of
+   * highWaterMarkBytes, are queued (or the stream ended): a page walk
+   * then keeps at most half the byte bound plus one page in memory, however
+   * large the events; an older wait is woken (its page walk was
+   * superseded). */
   room(n: number): Promise<void> {
-    if (this.queued < n || this.done || this.error) return Promise.resolve();
+    if (this.hasRoom(n) || this.done || this.error) return Promise.resolve();
     this.roomWaiter?.wake();
     return new Promise((wake) => (this.roomWaiter = { n, wake }));
+  }
+
+  private hasRoom(n: number): boolean {
+    return this.queued < n && this.queuedBytes <= this.highWaterMarkBytes / 2;
   }
 
   /** Events asked for per page: pageLimit, at most the high-water mark. */
@@ -170,7 +177,7 @@ export class Subscription implements AsyncIterable<Event> {
       this.queue = this.queue.slice(this.head);
       this.head = 0;
     }
-    if (this.roomWaiter && this.queued < this.roomWaiter.n) {
+    if (this.roomWaiter && this.hasRoom(this.roomWaiter.n)) {
       const w = this.roomWaiter;
       this.roomWaiter = undefined;
       w.wake();
