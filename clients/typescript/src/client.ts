@@ -7,6 +7,7 @@ import { resolveSocketPath } from "./socket.js";
 import { ClientClosedError, ConnectionClosedError } from "./errors.js";
 import { RETRY_SAFE, sleep, untilSettled, withMessageId } from "./calls.js";
 import { DEFAULT_CAPABILITIES, type CallOptions, type ClientOptions } from "./options.js";
+import { ensureDaemon } from "./ensure.js";
 import { PROTOCOL_VERSION, type HoldParams, type HoldResult, type InitializeResult, type MethodName, type Methods } from "./generated/types.js";
 
 export { DEFAULT_CAPABILITIES } from "./options.js";
@@ -15,6 +16,14 @@ export type { CallOptions, ClientOptions, LagRetryOptions, ReconnectOptions } fr
 
 type Params<M extends MethodName> = Methods[M]["params"];
 type Result<M extends MethodName> = Methods[M]["result"];
+
+/** Nothing listens on the socket (no daemon): refused, or no socket. */
+function noDaemon(e: unknown): boolean {
+  for (let x = e as { code?: string; cause?: unknown } | undefined, i = 0; x && i < 5; x = x.cause as typeof x, i++) {
+    if (x.code === "ECONNREFUSED" || x.code === "ENOENT") return true;
+  }
+  return false;
+}
 
 /**
  * A sessiond client: typed calls, event streams, and reconnection that
@@ -57,8 +66,16 @@ export class SessiondClient extends EventEmitter {
   /** Connects and initializes; rejects when no daemon answers. */
   static async connect(opts: ClientOptions = {}): Promise<SessiondClient> {
     const c = new SessiondClient(opts);
+    if (opts.ensureDaemon) await c.startDaemon();
     c.link = await c.open();
     return c;
+  }
+
+  /** ensureDaemon() on this client's socket (ClientOptions.ensureDaemon). */
+  private async startDaemon(): Promise<void> {
+    const e = typeof this.opts.ensureDaemon === "object" ? this.opts.ensureDaemon : {};
+    const r = await ensureDaemon({ ...e, socketPath: e.socketPath ?? this.socketPath });
+    if (r.started) this.emit("daemonStarted", { logFile: r.logFile });
   }
 
   /** The last initialize result (server capabilities, connectionId). */
@@ -122,6 +139,9 @@ export class SessiondClient extends EventEmitter {
     const r = typeof this.opts.reconnect === "object" ? this.opts.reconnect : {};
     const initial = r.initialDelayMs ?? 50;
     const max = r.maxDelayMs ?? 2000;
+    // An attempt that found no daemon: once one answers again, the
+    // backoff starts over (the daemon is back, not flapping).
+    let foundNone = false;
     for (;;) {
       const attempt = ++this.attempts;
       const delay = this.backoffMs || initial;
@@ -131,7 +151,16 @@ export class SessiondClient extends EventEmitter {
       if (this.closedByUser) throw new ClientClosedError();
       let link: Link | undefined;
       try {
-        link = await this.open();
+        try {
+          link = await this.open();
+        } catch (e) {
+          if (!noDaemon(e)) throw e;
+          foundNone = true;
+          if (!this.opts.ensureDaemon) throw e;
+          await this.startDaemon();
+          if (this.closedByUser) throw new ClientClosedError();
+          link = await this.open();
+        }
         // A restore that fails (not the daemon refusing one stream: the
         // connection) is a failed attempt like a failed connect: counted
         // against maxAttempts, and the delay keeps doubling.
@@ -153,6 +182,7 @@ export class SessiondClient extends EventEmitter {
       }
       this.link = link;
       this.connecting = undefined;
+      if (foundNone) this.resetBackoff();
       // The backoff carries on (doubled) should this connection drop
       // before it has been up for healthyMs.
       const armed = link;

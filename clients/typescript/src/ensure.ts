@@ -5,6 +5,7 @@ import { createRequire } from "node:module";
 import { createConnection } from "node:net";
 import { resolveSocketPath, resolveStateDir, socketDirProblem } from "./socket.js";
 import { UnsafeSocketError } from "./errors.js";
+import { here } from "./here.cjs";
 
 export interface EnsureDaemonOptions {
   /** The sessiond binary; default the one @sessiond/daemon ships for this
@@ -40,7 +41,7 @@ export function daemonAnswers(path: string): Promise<boolean> {
 /** The binary @sessiond/daemon ships for this platform, if installed. */
 export function packagedBinary(): string | undefined {
   try {
-    const req = createRequire(import.meta.url);
+    const req = createRequire(here);
     const mod = req("@sessiond/daemon") as { binaryPath(): string };
     return mod.binaryPath();
   } catch {
@@ -117,5 +118,26 @@ function readTail(path: string, from = 0): string {
     return readFileSync(path).subarray(from).toString("utf8").slice(-4000);
   } catch {
     return "";
+  }
+}
+
+/**
+ * Stops the daemon on the socket (daemon.shutdown, asking for the
+ * daemon.admin.v1 capability that call needs; the client's default
+ * capabilities leave it out). Resolves false when no daemon answered.
+ * For an app that started the daemon with ensureDaemon and owns it.
+ */
+export async function stopDaemon(opts: { socketPath?: string; timeoutMs?: number } = {}): Promise<boolean> {
+  const { SessiondClient } = await import("./client.js");
+  const { DEFAULT_CAPABILITIES } = await import("./options.js");
+  const socketPath = resolveSocketPath(opts.socketPath);
+  if (!(await daemonAnswers(socketPath))) return false;
+  const c = await SessiondClient.connect({ socketPath, reconnect: false, timeoutMs: opts.timeoutMs,
+    capabilities: [...DEFAULT_CAPABILITIES, "daemon.admin.v1"] });
+  try {
+    await c.shutdown();
+    return true;
+  } finally {
+    c.close();
   }
 }

@@ -93,6 +93,7 @@ export class Streams implements SubscriptionOwner {
         // A paused stream re-attaches when its consumer makes room.
         if (s.isClosed || s.paused) continue;
         try {
+          s.reattaches++;
           await this.attachOn(link, s, deadline);
         } catch (e) {
           // The daemon refused this stream (its session was deleted while
