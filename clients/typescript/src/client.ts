@@ -14,6 +14,25 @@ export { DEFAULT_CAPABILITIES } from "./options.js";
 export type { CallOptions, ClientOptions, LagRetryOptions, ReconnectOptions } from "./options.js";
 
 
+/** What an on* registration returns: dispose() removes the handler
+ * (as vscode-jsonrpc's Disposable; `using` works too). */
+export interface Disposable {
+  dispose(): void;
+  [Symbol.dispose](): void;
+}
+
+/** The client's events and what each handler gets. */
+export interface ClientEvents {
+  disconnected: Error;
+  reconnected: InitializeResult;
+  reconnecting: { attempt: number; delayMs: number };
+  holdLost: { params: HoldParams; error: Error };
+  lagReattach: { sessionId: string; delayMs: number };
+  streamPaused: { sessionId: string; queued: number; queuedBytes: number };
+  daemonStarted: { logFile?: string };
+  error: Error;
+}
+
 type Params<M extends MethodName> = Methods[M]["params"];
 type Result<M extends MethodName> = Methods[M]["result"];
 
@@ -76,6 +95,44 @@ export class SessiondClient extends EventEmitter {
     const e = typeof this.opts.ensureDaemon === "object" ? this.opts.ensureDaemon : {};
     const r = await ensureDaemon({ ...e, socketPath: e.socketPath ?? this.socketPath });
     if (r.started) this.emit("daemonStarted", { logFile: r.logFile });
+  }
+
+  /** Registers a handler of a client event, typed; dispose() removes it. */
+  onEvent<K extends keyof ClientEvents>(name: K, h: (e: ClientEvents[K]) => void): Disposable {
+    this.on(name, h);
+    const dispose = () => void this.off(name, h);
+    return { dispose, [Symbol.dispose]: dispose };
+  }
+
+  onDisconnected(h: (e: Error) => void): Disposable { return this.onEvent("disconnected", h); }
+  onReconnected(h: (e: InitializeResult) => void): Disposable { return this.onEvent("reconnected", h); }
+  onReconnecting(h: (e: ClientEvents["reconnecting"]) => void): Disposable { return this.onEvent("reconnecting", h); }
+  onHoldLost(h: (e: ClientEvents["holdLost"]) => void): Disposable { return this.onEvent("holdLost", h); }
+  onLagReattach(h: (e: ClientEvents["lagReattach"]) => void): Disposable { return this.onEvent("lagReattach", h); }
+  onStreamPaused(h: (e: ClientEvents["streamPaused"]) => void): Disposable { return this.onEvent("streamPaused", h); }
+  onDaemonStarted(h: (e: ClientEvents["daemonStarted"]) => void): Disposable { return this.onEvent("daemonStarted", h); }
+
+  private resolveClosed!: () => void; // declared before closed: set by its initializer
+  /** Resolves once close() was called and the connection is gone. */
+  readonly closed: Promise<void> = new Promise<void>((res) => (this.resolveClosed = res));
+
+  /** `await using client = await SessiondClient.connect()`: closed at the
+   * end of the scope. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.close();
+    await this.closed;
+  }
+
+  /** The capabilities this connection negotiated (client ∩ server, the
+   * initialize result's negotiated), as opposed to server.capabilities:
+   * all the server offers. */
+  get negotiated(): readonly string[] {
+    return this.server.negotiated;
+  }
+
+  /** Whether this connection negotiated capability. */
+  has(capability: string): boolean {
+    return this.server.negotiated.includes(capability);
   }
 
   /** The last initialize result (server capabilities, connectionId). */
@@ -331,5 +388,6 @@ export class SessiondClient extends EventEmitter {
     this.link = undefined; // no detach calls: the connection's end detaches all
     this.streams.closeAll();
     link?.fail(new ClientClosedError());
+    this.resolveClosed();
   }
 }

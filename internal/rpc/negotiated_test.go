@@ -1,0 +1,88 @@
+package rpc
+
+import (
+	"context"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/event"
+)
+
+// TestInitializeNegotiated: the initialize result carries negotiated,
+// client ∩ server in the client's order (unknown and repeated ones left
+// out), beside capabilities (all the server offers); none asked: [].
+func TestInitializeNegotiated(t *testing.T) {
+	ts := startServer(t, newFake(), nil)
+	c := ts.client(t, FramingLines, nil, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := c.Initialize(ctx, api.ProtocolVersion, []string{api.CapItems, "no.such.v9", api.CapAttach, api.CapItems})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{api.CapItems, api.CapAttach}; !slices.Equal(r.Negotiated, want) {
+		t.Errorf("negotiated %v, want %v", r.Negotiated, want)
+	}
+	if !slices.Equal(r.Capabilities, Capabilities) {
+		t.Errorf("capabilities %v, want all the server's %v", r.Capabilities, Capabilities)
+	}
+	c2 := ts.client(t, FramingLines, nil, true)
+	var raw map[string]any
+	if err := call(t, c2, "initialize", map[string]any{"protocolVersion": api.ProtocolVersion, "client": map[string]any{"name": "t", "version": "1"}, "capabilities": []string{}}, &raw); err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := raw["negotiated"].([]any); !ok || len(n) != 0 {
+		t.Errorf("negotiated of a client that asked for none: %#v, want []", raw["negotiated"])
+	}
+}
+
+// TestOpenRPCEnums: every closed set is an enum in the document, on a
+// field the Go type has, and holds exactly what the daemon takes: every
+// decision RespondParams accepts, and "yes" not.
+func TestOpenRPCEnums(t *testing.T) {
+	d := openrpcDocument(t)
+	schemas := d["components"].(map[string]any)["schemas"].(map[string]any)
+	for typ, fields := range schemaEnums {
+		s, ok := schemas[typ].(map[string]any)
+		if !ok {
+			t.Errorf("schemaEnums names %s, which is not in the document", typ)
+			continue
+		}
+		props := s["properties"].(map[string]any)
+		for f, vals := range fields {
+			p, ok := props[f].(map[string]any)
+			if !ok {
+				t.Errorf("schemaEnums names %s.%s, which %s lacks", typ, f, typ)
+				continue
+			}
+			var got []string
+			for _, v := range p["enum"].([]any) {
+				got = append(got, v.(string))
+			}
+			if !slices.Equal(got, vals) {
+				t.Errorf("%s.%s enum %v, want %v", typ, f, got, vals)
+			}
+		}
+	}
+	// The document itself, not the table: a decision is an enum there.
+	dec, _ := schemas["RespondParams"].(map[string]any)["properties"].(map[string]any)["decision"].(map[string]any)["enum"].([]any)
+	if len(dec) == 0 {
+		t.Fatal("RespondParams.decision has no enum in the document: a validator would take \"yes\"")
+	}
+	for _, x := range dec {
+		v := x.(string)
+		if err := (api.RespondParams{SessionID: "s_00000000000000000000", RequestID: "r1", Decision: v}).Validate(); err != nil {
+			t.Errorf("decision %q is in the enum but Validate refuses it: %v", v, err)
+		}
+	}
+	if err := (api.RespondParams{SessionID: "s_00000000000000000000", RequestID: "r1", Decision: "yes"}).Validate(); err == nil {
+		t.Error(`decision "yes" validates`)
+	}
+	statuses := []string{event.StatusCompleted, event.StatusInterrupted, event.StatusFailed}
+	if got := schemaEnums["TurnCompletedData"]["status"]; !reflect.DeepEqual(got, statuses) {
+		t.Errorf("turn.completed status enum %v, want the event package's %v", got, statuses)
+	}
+}
