@@ -1,6 +1,6 @@
 import { EventEmitter } from "node:events";
 import { DEFAULT_LINK_LIMITS, Link } from "./link.js";
-import { Subscription } from "./subscription.js";
+import { Subscription, internal } from "./subscription.js";
 import { Holds } from "./holds.js";
 import { Streams } from "./streams.js";
 import { resolveSocketPath } from "./socket.js";
@@ -78,7 +78,7 @@ export class SessiondClient extends EventEmitter {
       timeoutMs: () => this.timeoutMs,
       lagRetry: opts.lagRetry,
       onLagReattach: (sub, delayMs) => this.emit("lagReattach", { sessionId: sub.sessionId, delayMs }),
-      onPause: (sub) => this.emit("streamPaused", { sessionId: sub.sessionId, queued: sub.queued, queuedBytes: sub.queuedBytes }),
+      onPause: (sub) => this.emit("streamPaused", { sessionId: sub.sessionId, queued: sub.queued, queuedBytes: sub[internal].queuedBytes }),
     });
   }
 
@@ -356,9 +356,9 @@ export class SessiondClient extends EventEmitter {
    * subscribed: a subscription whose answer comes too late is detached. */
   async attach(sessionId: string, opts: { afterSeq?: number; pageLimit?: number; highWaterMark?: number; highWaterMarkBytes?: number } & CallOptions = {}): Promise<Subscription> {
     const sub = new Subscription(this.streams, sessionId, opts.afterSeq ?? 0);
-    sub.pageLimit = opts.pageLimit ?? 4096;
-    sub.highWaterMark = opts.highWaterMark ?? this.opts.highWaterMark ?? sub.highWaterMark;
-    sub.highWaterMarkBytes = opts.highWaterMarkBytes ?? this.opts.highWaterMarkBytes ?? sub.highWaterMarkBytes;
+    sub[internal].pageLimit = opts.pageLimit ?? 4096;
+    sub[internal].highWaterMark = opts.highWaterMark ?? this.opts.highWaterMark ?? sub[internal].highWaterMark;
+    sub[internal].highWaterMarkBytes = opts.highWaterMarkBytes ?? this.opts.highWaterMarkBytes ?? sub[internal].highWaterMarkBytes;
     this.streams.add(sub);
     const deadline = Date.now() + (opts.timeoutMs ?? this.timeoutMs);
     try {

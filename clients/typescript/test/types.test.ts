@@ -5,7 +5,8 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { Daemon } from "./daemon.js";
-import { SessiondClient, DEFAULT_CAPABILITIES, type Event, type RespondParams, type SessionInfo } from "../src/index.js";
+import * as pkg from "../src/index.js";
+import { SessiondClient, DEFAULT_CAPABILITIES, type Event, type RespondParams, type SessionInfo, type Subscription } from "../src/index.js";
 
 const T = { timeout: Number(process.env.SESSIOND_TEST_TIMEOUT_MS ?? 60_000) };
 let d: Daemon;
@@ -24,6 +25,14 @@ export function statusOf(e: Event): "completed" | "interrupted" | "failed" | und
 
 // @ts-expect-error "yes" is no decision
 export const badDecision: RespondParams["decision"] = "yes";
+/** Compile-time: a Subscription's state is not the consumer's to change. */
+export function meddle(sub: Subscription): void {
+  // @ts-expect-error cursor is read-only
+  sub.cursor = 0;
+  // @ts-expect-error so is the bound
+  sub.highWaterMarkBytes = 1;
+}
+
 // @ts-expect-error "running" is no session state
 export const badState: SessionInfo["state"] = "running";
 
@@ -59,4 +68,22 @@ test("typed client events return a Disposable; await using closes the client and
   await outer!.closed;
   await assert.rejects(outer!.status(), /closed/i);
   assert.equal(seen, 0);
+});
+
+test("a Subscription's state is private: read-only views, no writable field, the state's key not exported", T, async () => {
+  const c = await SessiondClient.connect({ socketPath: d.socket });
+  try {
+    const { sessionId } = await c.create({ provider: "echo", cwd: d.dir });
+    const sub = await c.attach(sessionId, { highWaterMarkBytes: 1 << 20 });
+    assert.equal(sub.highWaterMarkBytes, 1 << 20);
+    const cursor = sub.cursor;
+    assert.throws(() => ((sub as unknown as { cursor: number }).cursor = cursor + 5), TypeError);
+    assert.equal(sub.cursor, cursor);
+    assert.deepEqual(Object.keys(sub).filter((k) => !["sessionId"].includes(k) && !k.startsWith("_")).filter((k) =>
+      ["cursor", "delivered", "generation", "paused", "queuedBytes", "highWaterMark", "subscriptionId"].includes(k)), [], "no state as own fields");
+    assert.equal("internal" in pkg, false);
+    sub.close();
+  } finally {
+    c.close();
+  }
 });
