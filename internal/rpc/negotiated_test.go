@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,5 +85,60 @@ func TestOpenRPCEnums(t *testing.T) {
 	statuses := []string{event.StatusCompleted, event.StatusInterrupted, event.StatusFailed}
 	if got := schemaEnums["TurnCompletedData"]["status"]; !reflect.DeepEqual(got, statuses) {
 		t.Errorf("turn.completed status enum %v, want the event package's %v", got, statuses)
+	}
+}
+
+// TestOpenRPCMethodErrors: each method lists the errors it can answer,
+// not all of them: the gate's, its capability's, its params', and its
+// handler's own; no method lists a message-level error.
+func TestOpenRPCMethodErrors(t *testing.T) {
+	d := openrpcDocument(t)
+	lists := map[string]map[string]bool{}
+	for _, m := range d["methods"].([]any) {
+		md := m.(map[string]any)
+		set := map[string]bool{}
+		for _, e := range md["errors"].([]any) {
+			set[strings.TrimPrefix(e.(map[string]any)["$ref"].(string), "#/components/errors/")] = true
+		}
+		lists[md["name"].(string)] = set
+	}
+	for _, c := range []struct {
+		method   string
+		has, not []string
+	}{
+		{"initialize", []string{"already_initialized", "unsupported_protocol", "invalid_params", "internal_error"},
+			[]string{"not_initialized", "capability_not_negotiated", "session_not_found", "cursor_ahead"}},
+		{"daemon.status", []string{"not_initialized", "internal_error"},
+			[]string{"capability_not_negotiated", "session_not_found", "already_initialized", "upgrade_refused"}},
+		{"rpc.discover", []string{"not_initialized"}, []string{"session_not_found", "capability_not_negotiated"}},
+		{"agentSession.hold", []string{"capability_not_negotiated", "session_not_found", "stale_fence", "limit_exceeded", "invalid_params"},
+			[]string{"cursor_ahead", "request_not_found", "upgrade_refused", "already_initialized"}},
+		{"agentSession.read", []string{"cursor_ahead", "cursor_compacted", "session_not_found"}, []string{"request_not_found"}},
+		{"agentSession.respond", []string{"request_not_found", "turn_running"}, []string{"cursor_compacted"}},
+		{"agentSession.create", []string{"unknown_provider", "invalid_params", "limit_exceeded"}, []string{"capability_not_negotiated"}},
+		{"daemon.upgrade", []string{"upgrade_refused", "capability_not_negotiated"}, []string{"session_not_found"}},
+	} {
+		l, ok := lists[c.method]
+		if !ok {
+			t.Errorf("no method %s", c.method)
+			continue
+		}
+		for _, r := range c.has {
+			if !l[r] {
+				t.Errorf("%s does not list %s", c.method, r)
+			}
+		}
+		for _, r := range c.not {
+			if l[r] {
+				t.Errorf("%s lists %s, which it cannot answer", c.method, r)
+			}
+		}
+	}
+	for name, l := range lists {
+		for _, r := range []string{"method_not_found", "batch_not_supported", "invalid_request"} {
+			if l[r] {
+				t.Errorf("%s lists the message-level %s", name, r)
+			}
+		}
 	}
 }
