@@ -238,7 +238,7 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 	case "unserved":
 		got := []string{}
 		for _, m := range []string{"fs/read_text_file", "terminal/create", "craft/drainMidTurnQueue", "fs/read_text_file"} {
-			got = append(got, answerText(f.ask(m, map[string]any{"sessionId": sid, "path": "/etc/hostname"})))
+			got = append(got, answerText(f.ask(m, map[string]any{"sessionId": sid, "path": "/etc/hostname", "command": "ls"})))
 		}
 		f.update(sid, chunk("agent_message_chunk", strings.Join(got, ";")))
 	case "kinds":
@@ -247,7 +247,7 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 			f.update(sid, map[string]any{"sessionUpdate": "session_info_update", "title": "t"})
 			f.update(sid, map[string]any{"sessionUpdate": "config_option_update", "configOptions": []any{}})
 			f.update(sid, map[string]any{"sessionUpdate": "available_commands_update", "availableCommands": []any{}})
-			f.update(sid, map[string]any{"sessionUpdate": "compaction_update", "status": "started"})
+			f.update(sid, map[string]any{"sessionUpdate": "compaction_update", "compactionId": "c1", "status": "started"})
 			f.update(sid, map[string]any{"sessionUpdate": "brand_new_kind", "x": 1})
 		}
 		f.write(map[string]any{"method": "vendor/ping", "params": map[string]any{}})
