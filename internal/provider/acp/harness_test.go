@@ -94,9 +94,15 @@ func (g *agent) record(dst *[][]byte, dir string, p []byte) {
 // startAgent runs the fake agent in mode and builds an adapter over it.
 func startAgent(t *testing.T, mode string, mod func(*provider.Options, *Profile)) *agent {
 	t.Helper()
-	g := &agent{evs: make(chan event.Draft, 1<<16), check: conformance(t)}
-	g.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	g.cmd.Env = append(os.Environ(), fakeEnv+"="+mode)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), fakeEnv+"="+mode)
+	return startCmd(t, cmd, mod)
+}
+
+// startCmd runs cmd (an ACP agent) and builds an adapter over it.
+func startCmd(t *testing.T, cmd *exec.Cmd, mod func(*provider.Options, *Profile)) *agent {
+	t.Helper()
+	g := &agent{evs: make(chan event.Draft, 1<<16), check: conformance(t), cmd: cmd}
 	g.cmd.Stderr = os.Stderr
 	in, err := g.cmd.StdinPipe()
 	if err != nil {

@@ -13,6 +13,7 @@ type tool struct {
 	status                   string
 	rawInput, rawOutput      json.RawMessage
 	content                  []toolContent
+	contentOut               string // the text content of the call once it runs (not while pending)
 	locations                []struct {
 		Path string `json:"path"`
 	}
@@ -81,7 +82,7 @@ func (a *Adapter) onToolCall(t *openTurn, u json.RawMessage) []event.Draft {
 			Payload: tl.payload(), Raw: tl.raw}))
 	}
 	if tl.kind == event.KindCommandExecution {
-		if out := tl.outputText(); strings.HasPrefix(out, tl.output) && len(out) > len(tl.output) && tl.truncated == 0 {
+		if out := tl.contentOut; strings.HasPrefix(out, tl.output) && len(out) > len(tl.output) && tl.truncated == 0 {
 			delta := out[len(tl.output):]
 			if room := event.MaxOutputBytes - len(tl.output); len(delta) > room {
 				tl.truncated = len(delta) - room
@@ -124,6 +125,11 @@ func (tl *tool) merge(up *toolUpdate) {
 	}
 	if up.Content != nil {
 		tl.content = up.Content
+		if tl.status != "" && tl.status != "pending" {
+			// A pending call's content describes what it would do (codex-acp
+			// puts its permission prompt there): no output yet.
+			tl.contentOut = contentText(up.Content)
+		}
 	}
 	if len(up.RawInput) > 0 && len(up.RawInput) <= event.MaxRawBytes {
 		tl.rawInput = append(json.RawMessage(nil), up.RawInput...)
@@ -159,7 +165,7 @@ func (tl *tool) payload() map[string]any {
 				p["output"] = capText(out, event.MaxOutputBytes)
 			}
 		}
-		if cwd := stringField(tl.rawInput, "cwd", "workdir"); cwd != "" {
+		if cwd, _ := stringField(tl.rawInput, "cwd", "workdir"); cwd != "" {
 			p["cwd"] = cwd
 		}
 		if code, ok := exitCode(tl.rawOutput); ok {
@@ -206,23 +212,30 @@ func (tl *tool) command() string {
 	return tl.title
 }
 
-// outputText is the call's output: its text content, else rawOutput (a
-// string, or an object's stdout/output/formatted_output).
+// outputText is the call's output: rawOutput's (a string, or an object's
+// formatted_output / aggregated_output / output / stdout, even when
+// empty) when the agent sent one, else the text content it sent while
+// the call ran.
 func (tl *tool) outputText() string {
-	var b strings.Builder
-	for _, c := range tl.content {
-		if c.Type == "content" && c.Content.Type == "text" {
-			b.WriteString(c.Content.Text)
-		}
-	}
-	if b.Len() > 0 {
-		return b.String()
-	}
 	var s string
 	if json.Unmarshal(tl.rawOutput, &s) == nil {
 		return s
 	}
-	return stringField(tl.rawOutput, "formatted_output", "aggregated_output", "output", "stdout")
+	if out, ok := stringField(tl.rawOutput, "formatted_output", "aggregated_output", "output", "stdout"); ok {
+		return out
+	}
+	return tl.contentOut
+}
+
+// contentText is the text of a tool call's content entries.
+func contentText(cs []toolContent) string {
+	var b strings.Builder
+	for _, c := range cs {
+		if c.Type == "content" && c.Content.Type == "text" {
+			b.WriteString(c.Content.Text)
+		}
+	}
+	return b.String()
 }
 
 // changes is a fileChange's list: its diff content, else its locations.
@@ -281,19 +294,24 @@ func splitLines(s string) []string {
 	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
 }
 
-// stringField is the first of keys that is a string field of obj.
-func stringField(obj json.RawMessage, keys ...string) string {
+// stringField is the first of keys that is a non-empty string field of
+// obj, else the first that is a string field at all (ok false: none).
+func stringField(obj json.RawMessage, keys ...string) (string, bool) {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(obj, &m) != nil {
-		return ""
+		return "", false
 	}
+	found := false
 	for _, k := range keys {
 		var s string
-		if json.Unmarshal(m[k], &s) == nil && s != "" {
-			return s
+		if json.Unmarshal(m[k], &s) == nil {
+			if s != "" {
+				return s, true
+			}
+			found = true
 		}
 	}
-	return ""
+	return "", found
 }
 
 // exitCode is rawOutput's exit_code / exitCode, when it has one.

@@ -1,6 +1,7 @@
 package acptest_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -52,7 +53,7 @@ func TestCodexACPPermission(t *testing.T) {
 	for _, decision := range []string{"approve", "deny"} {
 		t.Run(decision, func(t *testing.T) {
 			marker := filepath.Join(t.TempDir(), "ran")
-			m := codextest.NewModel(t, codextest.Exec("call_1", "echo hi > "+marker), codextest.Text("all ", "done"))
+			m := codextest.NewModel(t, codextest.Exec("call_1", "echo hi > "+marker+" && echo visible"), codextest.Text("all ", "done"))
 			d := providertest.Daemon(t, "", codexACP(t, "codex-acp", m))
 			s := providertest.NewSession(t, d, client, "codex-acp", t.TempDir())
 			s.Send(t, "run it")
@@ -73,7 +74,11 @@ func TestCodexACPPermission(t *testing.T) {
 			_, statErr := os.Stat(marker)
 			switch decision {
 			case "approve":
-				if statErr != nil || item.Kind != event.KindCommandExecution || item.Status != event.ItemCompletedStatus {
+				// The call's pending content (codex-acp's permission prompt)
+				// is no output: what the command printed is.
+				p, _ := item.Payload.(map[string]any)
+				if statErr != nil || item.Kind != event.KindCommandExecution || item.Status != event.ItemCompletedStatus ||
+					p["output"] != "visible\n" || p["exitCode"] != float64(0) || !strings.Contains(fmt.Sprint(p["command"]), "echo hi") {
 					t.Fatalf("approved: marker %v, item %+v; events %s", statErr, item, s.Types())
 				}
 				if done.Status != event.StatusCompleted {
