@@ -156,9 +156,6 @@ func TestCodexACPLoadAfterRestart(t *testing.T) {
 	}
 	all := s2.ReadAll(t)
 	for _, ev := range all[before:] {
-		if ev.TurnID == "" {
-			continue
-		}
 		if strings.Contains(string(ev.Data), "noted") || strings.Contains(string(ev.Data), "pineapple") && ev.Type != event.TurnStarted {
 			t.Fatalf("the load's replay was journaled: %s %s", ev.Type, ev.Data)
 		}
