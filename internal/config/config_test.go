@@ -83,6 +83,9 @@ func TestLoadFiles(t *testing.T) {
 			if strings.Join(p.Command, " ") != "codex app-server" || p.Env["CODEX_HOME"] != "/home/me/.codex" {
 				t.Fatalf("codex = %+v", p)
 			}
+			if g := c.Providers["gemini"]; g.Protocol != ProtocolACP || g.AuthMethod != "gemini-api-key" {
+				t.Fatalf("gemini = %+v", g)
+			}
 			if _, ok := c.Providers["echo"]; !ok {
 				t.Fatal("echo provider lost")
 			}
