@@ -117,15 +117,27 @@ func (a *Adapter) Start(ctx context.Context) (provider.StartResult, error) {
 }
 
 // newSession runs session/new and returns the agent's sessionId.
+// The session is ours as its answer is read (on the reader goroutine):
+// the updates the agent sends right after it are matched to it.
 func (a *Adapter) newSession(ctx context.Context) (string, error) {
-	raw, err := a.request(ctx, "session/new", map[string]any{"cwd": a.o.Cwd, "mcpServers": []any{}}, nil)
-	if err != nil {
-		return "", err
-	}
 	var r struct {
 		SessionID string `json:"sessionId"`
 	}
-	provider.Decode(raw, &r)
+	raw, err := a.request(ctx, "session/new", map[string]any{"cwd": a.o.Cwd, "mcpServers": []any{}},
+		func(raw json.RawMessage, rerr *RPCError) {
+			if rerr != nil {
+				return
+			}
+			provider.Decode(raw, &r)
+			if validSessionID(r.SessionID) {
+				a.mu.Lock()
+				a.threadID = r.SessionID
+				a.mu.Unlock()
+			}
+		})
+	if err != nil {
+		return "", err
+	}
 	if !validSessionID(r.SessionID) {
 		return "", fmt.Errorf("the agent's session/new answer has no usable sessionId: %s", capText(string(raw), 200))
 	}
@@ -139,9 +151,12 @@ func (a *Adapter) loadSession(ctx context.Context, id string) error {
 	a.loading = id
 	a.mu.Unlock()
 	_, err := a.request(ctx, "session/load", map[string]any{"sessionId": id, "cwd": a.o.Cwd, "mcpServers": []any{}},
-		func(json.RawMessage, *RPCError) {
+		func(_ json.RawMessage, rerr *RPCError) {
 			a.mu.Lock()
 			a.loading = ""
+			if rerr == nil {
+				a.threadID = id
+			}
 			a.mu.Unlock()
 		})
 	a.mu.Lock()

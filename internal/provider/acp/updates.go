@@ -42,9 +42,10 @@ func (a *Adapter) onUpdate(params json.RawMessage) {
 	case a.loading != "" && p.SessionID == a.loading:
 		a.mu.Unlock()
 		return // the load's replay of history the journal has
-	case a.threadID == "" && !a.started:
+	case a.threadID == "":
+		a.anomalyLocked("update_before_session", "kind", capText(k.Kind, 60))
 		a.mu.Unlock()
-		return // before session/new answered: nothing of a turn yet
+		return // before session/new or session/load answered: no session yet
 	case p.SessionID != a.threadID:
 		a.anomalyLocked("update_unknown_session", "sessionId", capText(p.SessionID, 80), "kind", capText(k.Kind, 60))
 		a.mu.Unlock()
