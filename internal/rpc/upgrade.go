@@ -24,7 +24,8 @@ import (
 const NotifyRestarting = "daemon.restarting"
 
 // UpgradeCaller is the connection that called daemon.upgrade: the next
-// image writes the answer on its descriptor, in its framing, with its id.
+// image writes the answer on its descriptor, in its framing, with its id
+// (ID is `null` for a call sent with "id":null).
 type UpgradeCaller struct {
 	Conn    *net.UnixConn
 	Framing Framing
@@ -65,6 +66,7 @@ type adoptedCaller struct {
 	framing Framing
 	caps    []string
 	id      requestID
+	nullID  bool // the call's id was null: so is the answer's
 	result  any
 	unread  []byte
 }
@@ -76,7 +78,9 @@ type adoptedCaller struct {
 // image.
 func (s *Server) AdoptCaller(nc net.Conn, a AdoptedCaller) error {
 	ad := &adoptedCaller{framing: a.Framing, result: a.Result, unread: a.Unread}
-	if err := ad.id.unmarshal(a.ID); err != nil {
+	if string(a.ID) == "null" {
+		ad.nullID = true // a request sent with "id":null is answered with id null
+	} else if err := ad.id.unmarshal(a.ID); err != nil {
 		nc.Close()
 		return fmt.Errorf("%w: id %s: %w", ErrAdoptCaller, api.Prefix(string(a.ID)), err)
 	}
@@ -116,7 +120,11 @@ func (ad *adoptedCaller) start(c *conn) {
 	}
 	c.mu.Unlock()
 	c.log.Info("upgrade caller served on", "capabilities", ad.caps, "unread_bytes", len(ad.unread))
-	if err := c.writeResponse(&ad.id, ad.result, nil, nil); err != nil {
+	id := &ad.id
+	if ad.nullID {
+		id = nil
+	}
+	if err := c.writeResponse(id, ad.result, nil, nil); err != nil {
 		c.log.Warn("upgrade: could not answer the caller", "err", err.Error())
 	}
 }
@@ -292,10 +300,7 @@ func hUpgrade(ctx context.Context, c *conn, params json.RawMessage) (any, error)
 // withCaller adds the calling connection to a daemon.upgrade's ctx.
 func (c *conn) withCaller(ctx context.Context, id *requestID) context.Context {
 	uc, _ := c.st.conn.(*net.UnixConn)
-	var raw json.RawMessage
-	if id != nil {
-		raw = appendID(nil, id)
-	}
+	raw := json.RawMessage(appendID(nil, id)) // id nil: "null", answered with id null
 	c.mu.Lock()
 	caps := make([]string, 0, len(c.caps))
 	for cp := range c.caps {
