@@ -33,6 +33,7 @@ type UpgradeCaller struct {
 	Caps    []string // negotiated at its initialize
 
 	unread func() []byte
+	ahead  func(context.Context) error // waits for the calls read ahead of it (PauseCalls)
 }
 
 // Unread returns a copy of the bytes read from the caller's connection and
@@ -176,7 +177,19 @@ func (g *callGate) leave() {
 // PauseCalls holds every new call (they wait, unread calls stay unread)
 // and waits until none is in flight but the caller's own, within ctx;
 // past it the calls go on and the error says how many were running.
+//
+// First, the calls the caller's connection (Caller(ctx)) read ahead of
+// daemon.upgrade run and are answered, in their order: its connection is
+// served on by the next image, so a call of it held here would be lost
+// (never run, never answered) on a connection that stays open. Those
+// behind it are not parsed; the next image reads them first. Other
+// connections' held calls end with their connection at the exec.
 func (s *Server) PauseCalls(ctx context.Context) error {
+	if uc, ok := Caller(ctx); ok && uc.ahead != nil {
+		if err := uc.ahead(ctx); err != nil {
+			return err
+		}
+	}
 	g := &s.gate
 	g.mu.Lock()
 	if g.paused {
@@ -313,5 +326,6 @@ func (c *conn) withCaller(ctx context.Context, id *requestID) context.Context {
 		b, _ := br.Peek(br.Buffered())
 		return bytes.Clone(b)
 	}
-	return context.WithValue(ctx, callerKey, UpgradeCaller{Conn: uc, Framing: c.framing, ID: raw, Caps: caps, unread: unread})
+	return context.WithValue(ctx, callerKey, UpgradeCaller{Conn: uc, Framing: c.framing, ID: raw, Caps: caps, unread: unread,
+		ahead: c.waitQueued})
 }
