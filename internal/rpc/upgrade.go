@@ -57,6 +57,9 @@ type AdoptedCaller struct {
 	ID      json.RawMessage
 	Result  any
 	Unread  []byte // read by the previous image, not parsed: read first
+	// Answered (may be nil) is closed once the answer is written, or
+	// cannot be (the connection or the server closed first).
+	Answered chan<- struct{}
 }
 
 // ErrAdoptCaller means a handed-over caller cannot be served.
@@ -70,6 +73,8 @@ type adoptedCaller struct {
 	nullID  bool // the call's id was null: so is the answer's
 	result  any
 	unread  []byte
+
+	answered func() // closes AdoptedCaller.Answered, once
 }
 
 // AdoptCaller serves nc, the connection that called daemon.upgrade in the
@@ -78,10 +83,15 @@ type adoptedCaller struct {
 // stays open. The holds and subscriptions it had ended with the previous
 // image.
 func (s *Server) AdoptCaller(nc net.Conn, a AdoptedCaller) error {
-	ad := &adoptedCaller{framing: a.Framing, result: a.Result, unread: a.Unread}
+	ad := &adoptedCaller{framing: a.Framing, result: a.Result, unread: a.Unread, answered: sync.OnceFunc(func() {
+		if a.Answered != nil {
+			close(a.Answered)
+		}
+	})}
 	if string(a.ID) == "null" {
 		ad.nullID = true // a request sent with "id":null is answered with id null
 	} else if err := ad.id.unmarshal(a.ID); err != nil {
+		ad.answered()
 		nc.Close()
 		return fmt.Errorf("%w: id %s: %w", ErrAdoptCaller, api.Prefix(string(a.ID)), err)
 	}
@@ -93,6 +103,7 @@ func (s *Server) AdoptCaller(nc net.Conn, a AdoptedCaller) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
+		ad.answered()
 		nc.Close()
 		return fmt.Errorf("%w: the server is closed", ErrAdoptCaller)
 	}
@@ -102,6 +113,7 @@ func (s *Server) AdoptCaller(nc net.Conn, a AdoptedCaller) error {
 	s.stats.connsTotal.Add(1)
 	go func() {
 		defer s.wg.Done()
+		defer ad.answered() // refused or closed before its answer
 		s.serveConnAs(nc, ad)
 		s.mu.Lock()
 		delete(s.conns, nc)
@@ -128,6 +140,7 @@ func (ad *adoptedCaller) start(c *conn) {
 	if err := c.writeResponse(id, ad.result, nil, nil); err != nil {
 		c.log.Warn("upgrade: could not answer the caller", "err", err.Error())
 	}
+	ad.answered()
 }
 
 // ErrUpgrading means another daemon.upgrade is in progress.
