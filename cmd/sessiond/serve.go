@@ -145,6 +145,7 @@ func (d *daemon) run() error {
 	for _, w := range st.Warnings {
 		log.Warn("store opened with a warning", "path", st.Path, "detail", w)
 	}
+	removeHandoffTemps(d.stateDir, log) // under the flock: no other daemon is writing one
 	j, err := journal.Open(st.DB, journal.Options{Logger: log})
 	if err != nil {
 		log.Error("cannot open the journal", "err", err.Error())
