@@ -28,8 +28,8 @@ func script(t *testing.T, body string) string {
 }
 
 // TestE2EUpgradeRefused: a binary that does not read the daemon's handoff
-// format, one that is not executable, one that does not exist, and a
-// relative path are refused with upgrade_refused (or invalid_params) naming
+// format, one that is not executable, one that does not exist, a relative
+// path and one with a NUL byte are refused with upgrade_refused (or invalid_params) naming
 // the cause; the daemon carries on unchanged: same pid, same version, the
 // live child still answers turns.
 func TestE2EUpgradeRefused(t *testing.T) {
@@ -51,6 +51,7 @@ func TestE2EUpgradeRefused(t *testing.T) {
 		{"not executable", notExec, "upgrade_refused", "is not an executable file"},
 		{"missing", filepath.Join(t.TempDir(), "nope"), "upgrade_refused", "no such file"},
 		{"relative", "bin/sessiond", "invalid_params", "absolute path"},
+		{"NUL", "/usr/bin/sessi\x00ond", "invalid_params", "binary: must not contain a NUL byte"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -58,6 +59,9 @@ func TestE2EUpgradeRefused(t *testing.T) {
 			var re *rpc.Error
 			if !errors.As(err, &re) || re.Reason != tc.reason || !strings.Contains(fmt.Sprint(re.Data["cause"])+re.Message, tc.cause) {
 				t.Fatalf("upgrade to %s: %v (data %v); want %s naming %q", tc.binary, err, dataOf(re), tc.reason, tc.cause)
+			}
+			if strings.ContainsRune(re.Message+fmt.Sprint(re.Data), 0) {
+				t.Fatalf("a raw NUL in the answer: %q %v", re.Message, dataOf(re))
 			}
 			if tc.reason == "upgrade_refused" && re.Code != -32024 {
 				t.Fatalf("code %d, want -32024", re.Code)

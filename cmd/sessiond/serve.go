@@ -28,6 +28,8 @@ import (
 const lockTimeout = 2 * time.Second
 
 func serve(args []string, stderr io.Writer) int {
+	sigs, stopCatching := catchSignals() // first: a signal before the handler is acted on once it can be
+	defer stopCatching()
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	socket := fs.String("socket", "", "socket path (default $SESSIOND_SOCKET, $XDG_RUNTIME_DIR/sessiond/sessiond.sock, /tmp/sessiond-$UID/sessiond.sock)")
@@ -70,7 +72,7 @@ func serve(args []string, stderr io.Writer) int {
 		return exitError
 	}
 	d := &daemon{cfg: cfg, stateDir: stateDir, socket: rpc.SocketPath(*socket, os.Getenv), log: log, config: cfgPath, act: act,
-		notifySocket: notifySocket, handoff: ho}
+		notifySocket: notifySocket, handoff: ho, sigs: sigs}
 	if ho != nil {
 		d.socket = ho.Listener.Socket
 	}
@@ -97,6 +99,11 @@ type daemon struct {
 	handoff *handoff
 	// phase keeps a live upgrade and a shutdown apart (upgrade_gate.go).
 	phase upgradeGate
+	// sigs are the shutdown signals caught since serve began (catchSignals).
+	sigs chan os.Signal
+	// callerAnswered is closed once a live upgrade's caller was answered
+	// (or cannot be): a shutdown closes no connection before.
+	callerAnswered <-chan struct{}
 }
 
 // run is the daemon's life: flock first, then startup (reap, restore,
@@ -138,6 +145,7 @@ func (d *daemon) run() error {
 	for _, w := range st.Warnings {
 		log.Warn("store opened with a warning", "path", st.Path, "detail", w)
 	}
+	removeHandoffTemps(d.stateDir, log) // under the flock: no other daemon is writing one
 	j, err := journal.Open(st.DB, journal.Options{Logger: log})
 	if err != nil {
 		log.Error("cannot open the journal", "err", err.Error())
@@ -221,6 +229,9 @@ func (d *daemon) run() error {
 			// A signal during startup is a shutdown request, not a failure.
 			beginShutdown()
 			d.notify("STOPPING=1")
+			if d.handoff != nil {
+				d.stopAfterUpgrade(srv, serving.Load() != nil)
+			}
 			srv.Close()
 			if err := d.shutdownHost(h); err != nil {
 				return err
@@ -240,7 +251,7 @@ func (d *daemon) run() error {
 	d.notify("READY=1") // only now: the listen step has run
 	restoreGC()
 	if d.handoff != nil {
-		d.answerCaller(srv)
+		d.callerAnswered = d.answerCaller(srv, true)
 		log.Info("upgrade complete", "from_version", d.handoff.FromVersion, "version", version(), "pid", os.Getpid(),
 			"sessions", len(d.handoff.Sessions), "since_exec_ms", time.Since(d.handoff.WrittenAt).Milliseconds())
 	}
@@ -264,6 +275,7 @@ func (d *daemon) run() error {
 	// end), then evict every live session, then the journal and the store
 	// (deferred).
 	h.BeginShutdown()
+	d.waitCallerAnswered() // a shutdown right after the upgrade: the caller has its answer first
 	srv.Close()
 	if err := d.shutdownHost(h); err != nil {
 		return err

@@ -79,7 +79,8 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 		}
 		bin = exe
 	}
-	if ok, shutting := u.d.phase.startUpgrade(); !ok {
+	ctx, ok, shutting := u.d.phase.startUpgrade(ctx)
+	if !ok {
 		if shutting {
 			return api.UpgradeResult{}, u.refused(refuseCode(causeShuttingDown, errShuttingDown))
 		}
@@ -205,7 +206,15 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 	return abandon("exec "+bin, err)
 }
 
+// refused logs the refusal; once a shutdown began, whatever failed (the
+// shutdown may have cut it short: it cancels the upgrade's context) the
+// cause is shutting_down.
 func (u *upgrader) refused(err error) error {
+	var ae *api.Error
+	if u.d.phase.shuttingDown() && !(errors.As(err, &ae) && ae.Data["cause"] == causeShuttingDown) {
+		u.d.log.Info("upgrade: a shutdown began; it wins", "err", err.Error())
+		err = refuseCode(causeShuttingDown, errShuttingDown)
+	}
 	u.d.log.Warn("upgrade refused; the daemon carries on", "err", err.Error())
 	return err
 }

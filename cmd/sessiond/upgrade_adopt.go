@@ -151,6 +151,7 @@ func (d *daemon) holdGC() (restore func()) {
 // handoffListener is the listening socket inherited through the exec.
 func (d *daemon) inheritedListener() (net.Listener, error) {
 	lh := d.handoff.Listener
+	d.handoff.Listener.FD = -1 // taken once: the number may be reused after
 	f := os.NewFile(uintptr(lh.FD), "listener")
 	if f == nil {
 		return nil, fmt.Errorf("%w: listener descriptor %d", errHandoff, lh.FD)
@@ -177,28 +178,34 @@ func (d *daemon) inheritedListener() (net.Listener, error) {
 // sees a close right behind the answer. (A handoff from an image that
 // did not mark the caller to be served on: answered, then closed.) The
 // descriptor is used only if it is a connected unix stream socket;
-// anything else is left alone.
-func (d *daemon) answerCaller(srv *rpc.Server) {
+// anything else is left alone. serve false (the new image is stopping):
+// answered and closed. The channel is closed once the answer is written
+// or cannot be.
+func (d *daemon) answerCaller(srv *rpc.Server, serve bool) <-chan struct{} {
+	done := make(chan struct{})
 	c := d.handoff.Caller
 	if c == nil {
-		return
+		close(done)
+		return done
 	}
+	d.handoff.Caller = nil // taken once
 	conn, err := callerConn(c.FD)
 	if err != nil {
 		d.log.Warn("upgrade: the caller's descriptor is not answered", "fd", c.FD, "err", err.Error())
-		return
+		close(done)
+		return done
 	}
 	result := api.UpgradeResult{FromVersion: d.handoff.FromVersion, ToVersion: version(), PID: os.Getpid()}
-	if c.Serve {
+	if c.Serve && serve {
 		framing := rpc.FramingLines
 		if strings.EqualFold(c.Framing, "header") {
 			framing = rpc.FramingHeader
 		}
 		if err := srv.AdoptCaller(conn, rpc.AdoptedCaller{Framing: framing, Caps: c.Caps, ID: c.ID, Result: result,
-			Unread: c.Unread}); err != nil {
+			Unread: c.Unread, Answered: done}); err != nil {
 			d.log.Warn("upgrade: the caller is not answered", "err", err.Error())
 		}
-		return
+		return done
 	}
 	res, _ := json.Marshal(result)
 	body := []byte(`{"jsonrpc":"2.0","id":` + string(c.ID) + `,"result":` + string(res) + `}`)
@@ -213,12 +220,49 @@ func (d *daemon) answerCaller(srv *rpc.Server) {
 		timeout = config.DefaultWriteTimeout
 	}
 	go func() {
+		defer close(done)
 		defer conn.Close()
 		_ = conn.SetWriteDeadline(time.Now().Add(timeout))
 		if _, err := conn.Write(frame); err != nil {
 			d.log.Warn("upgrade: could not answer the caller", "err", err.Error())
 		}
 	}()
+	return done
+}
+
+// waitCallerAnswered waits (bounded) until the upgrade's caller has its
+// answer: a shutdown right behind an upgrade closes its connection only
+// after it.
+func (d *daemon) waitCallerAnswered() {
+	if d.callerAnswered == nil {
+		return
+	}
+	t := time.NewTimer(max(d.cfg.WriteTimeout, config.DefaultWriteTimeout) + time.Second)
+	defer t.Stop()
+	select {
+	case <-d.callerAnswered:
+	case <-t.C:
+		d.log.Warn("upgrade: shutting down before the caller's answer was written")
+	}
+}
+
+// stopAfterUpgrade: a shutdown signal reached the new image before it
+// accepted (caught from serve's start, acted on once the sessions were
+// adopted). The upgrade did complete: its caller is answered, then its
+// connection closes with the shutdown; the inherited listener, if not yet
+// served, is closed (our own socket unlinked, as at every shutdown).
+func (d *daemon) stopAfterUpgrade(srv *rpc.Server, listening bool) {
+	d.callerAnswered = d.answerCaller(srv, false)
+	d.waitCallerAnswered()
+	if !listening && d.handoff.Listener.FD >= 0 {
+		if l, err := d.inheritedListener(); err != nil {
+			d.log.Warn("upgrade: the inherited listener", "err", err.Error())
+		} else {
+			l.Close()
+		}
+	}
+	d.log.Info("upgrade complete; stopping: a signal came during the new image's startup", "from_version", d.handoff.FromVersion,
+		"version", version(), "pid", os.Getpid(), "sessions", len(d.handoff.Sessions))
 }
 
 // callerConn wraps fd, the caller's connection handed over, after

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"syscall"
 	"time"
 
@@ -135,6 +137,37 @@ func writeNew(path string, b []byte) error {
 		return fmt.Errorf("handoff: write %s: %w", path, err)
 	}
 	return nil
+}
+
+// handoffTemp matches writeNew's temp files' names.
+var handoffTemp = regexp.MustCompile(`^` + regexp.QuoteMeta(handoffFile) + `\.[0-9]+\.[0-9]+\.tmp$`)
+
+// removeHandoffTemps removes the temp files a handoff write left behind
+// (an image killed while writing it). It runs with the store's flock held,
+// so no other daemon writes one in stateDir meanwhile and this one writes
+// none before it serves. Only regular files of this user with exactly
+// writeNew's name pattern; never what a symlink points to.
+func removeHandoffTemps(stateDir string, log *slog.Logger) {
+	ents, err := os.ReadDir(stateDir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !handoffTemp.MatchString(e.Name()) || !e.Type().IsRegular() {
+			continue
+		}
+		path := filepath.Join(stateDir, e.Name())
+		fi, err := os.Lstat(path)
+		if err != nil {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); !fi.Mode().IsRegular() || !ok || int(st.Uid) != os.Getuid() {
+			continue
+		}
+		if err := os.Remove(path); err == nil {
+			log.Info("removed a live upgrade handoff's temp file (its image died while writing it)", "path", path)
+		}
+	}
 }
 
 // errHandoff means the handoff the new image was given is unusable.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 )
 
 // Request validation: one Validate method per params type, called by rpc
@@ -190,13 +191,17 @@ func (p RespondParams) CheckV1Decision() error {
 }
 
 // Validate checks daemon.upgrade's params: binary, when set, is an
-// absolute path of at most MaxCwdBytes (Linux PATH_MAX).
+// absolute path of at most MaxCwdBytes (Linux PATH_MAX) with no NUL byte
+// (no path has one: the kernel would refuse it as EINVAL).
 func (p UpgradeParams) Validate() error {
 	if p.Binary == "" {
 		return nil
 	}
 	if err := checkString("binary", p.Binary, MaxCwdBytes, false); err != nil {
 		return err
+	}
+	if strings.IndexByte(p.Binary, 0) >= 0 {
+		return InvalidParam("binary", "must not contain a NUL byte, got %s", Quote(p.Binary))
 	}
 	if !filepath.IsAbs(p.Binary) {
 		return InvalidParam("binary", "must be an absolute path, got %s", Quote(p.Binary))

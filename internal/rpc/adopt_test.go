@@ -45,7 +45,8 @@ func socketPair(t *testing.T, f Framing) (net.Conn, *raw) {
 // socket's, a negotiated capability works and one not negotiated is
 // refused, a second initialize is refused, and no initialize deadline
 // applies.
-// An id that is not JSON is refused with ErrAdoptCaller.
+// An id that is not JSON is refused with ErrAdoptCaller; id null is
+// answered with id null.
 func TestAdoptCaller(t *testing.T) {
 	status := `{"jsonrpc":"2.0","id":2,"method":"daemon.status"}`
 	for _, tc := range []struct {
@@ -100,6 +101,16 @@ func TestAdoptCaller(t *testing.T) {
 			t.Fatalf("AdoptCaller with id %q: %v; want ErrAdoptCaller naming it", "{", err)
 		}
 		r.expectClosed()
+	})
+	t.Run("null id", func(t *testing.T) {
+		ts := startServer(t, newFake(), nil)
+		nc, r := socketPair(t, FramingLines)
+		if err := ts.srv.AdoptCaller(nc, AdoptedCaller{Framing: FramingLines, ID: []byte(`null`), Result: 1}); err != nil {
+			t.Fatalf("AdoptCaller with id null: %v", err)
+		}
+		if m := r.recv(); m["result"] != float64(1) || m["id"] != nil {
+			t.Fatalf("the answer to an id-null caller: %v; want result 1 with id null", m)
+		}
 	})
 }
 

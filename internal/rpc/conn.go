@@ -41,6 +41,7 @@ type conn struct {
 	queues   map[string]*sessionQueue // by sessionId; present while not empty
 	qcalls   int                      // calls queued or running
 	qbytes   int                      // their params' bytes
+	qidle    chan struct{}            // closed when qcalls drops to 0; nil while it is 0
 	qrefused bool                     // a call was refused (logged once)
 }
 

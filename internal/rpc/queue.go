@@ -1,7 +1,9 @@
 package rpc
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/sessiond/sessiond/internal/api"
 )
@@ -75,6 +77,9 @@ func (c *conn) enqueue(key string, size int, run func()) error {
 			"maxCalls": maxQueuedCalls, "maxBytes": maxQueuedBytes},
 			"too many calls waiting on this connection (at most %d calls, %d bytes of params)", maxQueuedCalls, maxQueuedBytes)
 	}
+	if c.qcalls == 0 {
+		c.qidle = make(chan struct{})
+	}
 	c.qcalls++
 	c.qbytes += size
 	q := c.queues[key]
@@ -111,6 +116,28 @@ func (c *conn) work(key string, q *sessionQueue) {
 		c.qmu.Lock()
 		c.qcalls--
 		c.qbytes -= qc.size
+		if c.qcalls == 0 && c.qidle != nil {
+			close(c.qidle)
+			c.qidle = nil
+		}
 		c.qmu.Unlock()
+	}
+}
+
+// waitQueued waits, within ctx, until every call queued on c has run and
+// been answered (a reply's write is part of its run). daemon.upgrade
+// calls it on c's reading goroutine, so no call is queued meanwhile.
+func (c *conn) waitQueued(ctx context.Context) error {
+	c.qmu.Lock()
+	idle, n := c.qidle, c.qcalls
+	c.qmu.Unlock()
+	if idle == nil {
+		return nil
+	}
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%d calls read ahead of daemon.upgrade on its connection not answered: %w", n, context.Cause(ctx))
 	}
 }

@@ -24,7 +24,8 @@ import (
 const NotifyRestarting = "daemon.restarting"
 
 // UpgradeCaller is the connection that called daemon.upgrade: the next
-// image writes the answer on its descriptor, in its framing, with its id.
+// image writes the answer on its descriptor, in its framing, with its id
+// (ID is `null` for a call sent with "id":null).
 type UpgradeCaller struct {
 	Conn    *net.UnixConn
 	Framing Framing
@@ -32,6 +33,7 @@ type UpgradeCaller struct {
 	Caps    []string // negotiated at its initialize
 
 	unread func() []byte
+	ahead  func(context.Context) error // waits for the calls read ahead of it (PauseCalls)
 }
 
 // Unread returns a copy of the bytes read from the caller's connection and
@@ -55,6 +57,9 @@ type AdoptedCaller struct {
 	ID      json.RawMessage
 	Result  any
 	Unread  []byte // read by the previous image, not parsed: read first
+	// Answered (may be nil) is closed once the answer is written, or
+	// cannot be (the connection or the server closed first).
+	Answered chan<- struct{}
 }
 
 // ErrAdoptCaller means a handed-over caller cannot be served.
@@ -65,8 +70,11 @@ type adoptedCaller struct {
 	framing Framing
 	caps    []string
 	id      requestID
+	nullID  bool // the call's id was null: so is the answer's
 	result  any
 	unread  []byte
+
+	answered func() // closes AdoptedCaller.Answered, once
 }
 
 // AdoptCaller serves nc, the connection that called daemon.upgrade in the
@@ -75,8 +83,15 @@ type adoptedCaller struct {
 // stays open. The holds and subscriptions it had ended with the previous
 // image.
 func (s *Server) AdoptCaller(nc net.Conn, a AdoptedCaller) error {
-	ad := &adoptedCaller{framing: a.Framing, result: a.Result, unread: a.Unread}
-	if err := ad.id.unmarshal(a.ID); err != nil {
+	ad := &adoptedCaller{framing: a.Framing, result: a.Result, unread: a.Unread, answered: sync.OnceFunc(func() {
+		if a.Answered != nil {
+			close(a.Answered)
+		}
+	})}
+	if string(a.ID) == "null" {
+		ad.nullID = true // a request sent with "id":null is answered with id null
+	} else if err := ad.id.unmarshal(a.ID); err != nil {
+		ad.answered()
 		nc.Close()
 		return fmt.Errorf("%w: id %s: %w", ErrAdoptCaller, api.Prefix(string(a.ID)), err)
 	}
@@ -88,6 +103,7 @@ func (s *Server) AdoptCaller(nc net.Conn, a AdoptedCaller) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
+		ad.answered()
 		nc.Close()
 		return fmt.Errorf("%w: the server is closed", ErrAdoptCaller)
 	}
@@ -97,6 +113,7 @@ func (s *Server) AdoptCaller(nc net.Conn, a AdoptedCaller) error {
 	s.stats.connsTotal.Add(1)
 	go func() {
 		defer s.wg.Done()
+		defer ad.answered() // refused or closed before its answer
 		s.serveConnAs(nc, ad)
 		s.mu.Lock()
 		delete(s.conns, nc)
@@ -116,9 +133,14 @@ func (ad *adoptedCaller) start(c *conn) {
 	}
 	c.mu.Unlock()
 	c.log.Info("upgrade caller served on", "capabilities", ad.caps, "unread_bytes", len(ad.unread))
-	if err := c.writeResponse(&ad.id, ad.result, nil, nil); err != nil {
+	id := &ad.id
+	if ad.nullID {
+		id = nil
+	}
+	if err := c.writeResponse(id, ad.result, nil, nil); err != nil {
 		c.log.Warn("upgrade: could not answer the caller", "err", err.Error())
 	}
+	ad.answered()
 }
 
 // ErrUpgrading means another daemon.upgrade is in progress.
@@ -168,7 +190,19 @@ func (g *callGate) leave() {
 // PauseCalls holds every new call (they wait, unread calls stay unread)
 // and waits until none is in flight but the caller's own, within ctx;
 // past it the calls go on and the error says how many were running.
+//
+// First, the calls the caller's connection (Caller(ctx)) read ahead of
+// daemon.upgrade run and are answered, in their order: its connection is
+// served on by the next image, so a call of it held here would be lost
+// (never run, never answered) on a connection that stays open. Those
+// behind it are not parsed; the next image reads them first. Other
+// connections' held calls end with their connection at the exec.
 func (s *Server) PauseCalls(ctx context.Context) error {
+	if uc, ok := Caller(ctx); ok && uc.ahead != nil {
+		if err := uc.ahead(ctx); err != nil {
+			return err
+		}
+	}
 	g := &s.gate
 	g.mu.Lock()
 	if g.paused {
@@ -292,10 +326,7 @@ func hUpgrade(ctx context.Context, c *conn, params json.RawMessage) (any, error)
 // withCaller adds the calling connection to a daemon.upgrade's ctx.
 func (c *conn) withCaller(ctx context.Context, id *requestID) context.Context {
 	uc, _ := c.st.conn.(*net.UnixConn)
-	var raw json.RawMessage
-	if id != nil {
-		raw = appendID(nil, id)
-	}
+	raw := json.RawMessage(appendID(nil, id)) // id nil: "null", answered with id null
 	c.mu.Lock()
 	caps := make([]string, 0, len(c.caps))
 	for cp := range c.caps {
@@ -308,5 +339,6 @@ func (c *conn) withCaller(ctx context.Context, id *requestID) context.Context {
 		b, _ := br.Peek(br.Buffered())
 		return bytes.Clone(b)
 	}
-	return context.WithValue(ctx, callerKey, UpgradeCaller{Conn: uc, Framing: c.framing, ID: raw, Caps: caps, unread: unread})
+	return context.WithValue(ctx, callerKey, UpgradeCaller{Conn: uc, Framing: c.framing, ID: raw, Caps: caps, unread: unread,
+		ahead: c.waitQueued})
 }
