@@ -195,15 +195,26 @@ func (c *conn) result(ch <-chan msg, what string, v any) {
 	}
 }
 
+// notify sends a notification.
+func (c *conn) notify(method string, params any) {
+	c.send(map[string]any{"jsonrpc": "2.0", "method": method, "params": params})
+}
+
 // respond answers the agent's request id.
 func (c *conn) respond(id json.RawMessage, result any) {
 	c.send(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
 }
 
 // drain returns what the agent sent until ch answers (a prompt's result):
-// the concatenated agent_message_chunk text, the permission requests, and
-// the answer.
+// the concatenated agent_message_chunk text and the answer; each
+// permission request goes to onPermission, each chunk's text to onChunk
+// when set.
 func (c *conn) drain(ch <-chan msg, what string, onPermission func(m msg)) (text string, answer msg) {
+	c.t.Helper()
+	return c.drainChunks(ch, what, onPermission, nil)
+}
+
+func (c *conn) drainChunks(ch <-chan msg, what string, onPermission func(m msg), onChunk func(text string)) (text string, answer msg) {
 	c.t.Helper()
 	var b strings.Builder
 	for {
@@ -214,6 +225,9 @@ func (c *conn) drain(ch <-chan msg, what string, onPermission func(m msg)) (text
 				var u update
 				if json.Unmarshal(m.Params, &u) == nil && u.Update.Kind == "agent_message_chunk" {
 					b.WriteString(u.Update.Content.Text)
+					if onChunk != nil {
+						onChunk(u.Update.Content.Text)
+					}
 				}
 			case "session/request_permission":
 				if onPermission == nil {

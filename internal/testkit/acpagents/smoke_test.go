@@ -16,11 +16,15 @@ import (
 // a streamed text prompt (the chunks say "hello", end_turn), and a prompt
 // whose model reply calls the agent's shell tool: the agent asks
 // session/request_permission, runs the command after allow_once (its file
-// exists) and ends the turn. It proves the recipe works on this machine.
+// exists) and ends the turn; then session/cancel while the model's
+// stream stalls after its first chunk ends the prompt cancelled. It
+// proves the recipe works on this machine.
 func smoke(t *testing.T, a *acpagents.Agent) {
 	cwd := t.TempDir()
 	marker := filepath.Join(cwd, "ran")
-	m := a.NewModel(t, acpagents.Say("hel", "lo"), acpagents.Shell("touch "+marker), acpagents.Say("done"))
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	m := a.NewModel(t, acpagents.Say("hel", "lo"), acpagents.Shell("touch "+marker), acpagents.Say("done"), acpagents.Stall(release))
 	r := a.NewRecipe(t, m.URL, cwd)
 	c := start(t, r, cwd)
 
@@ -65,6 +69,17 @@ func smoke(t *testing.T, a *acpagents.Agent) {
 	}
 	if _, err := os.Stat(marker); err != nil {
 		t.Fatalf("the approved command did not run: %v", err)
+	}
+
+	cancelled := false
+	_, ans = c.drainChunks(c.call("session/prompt", prompt(sess.SessionID, "think slowly")), "stalled prompt", nil, func(string) {
+		if !cancelled {
+			cancelled = true
+			c.notify("session/cancel", map[string]any{"sessionId": sess.SessionID})
+		}
+	})
+	if stop := stopReason(t, ans); !cancelled || stop != "cancelled" {
+		t.Fatalf("stalled prompt: cancel sent %v, stopReason %q", cancelled, stop)
 	}
 }
 
