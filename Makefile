@@ -23,6 +23,7 @@ run: build
 test:
 	$(GO) run ./internal/codextest/install
 	$(GO) run ./internal/claudetest/install
+	$(GO) run ./internal/testkit/acptest/install
 	$(GO) run ./internal/testkit/acpagents/install copilot
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...

@@ -207,8 +207,13 @@ func TestE2EDiskFullCloseRetries(t *testing.T) {
 		t.Fatalf("after the failed close: %+v %v, want the session still indexed", info, err)
 	}
 	free()
+	// The daemon retries a failed close by itself (backoff from 1 s): on a
+	// loaded machine that retry may complete before this close, which then
+	// finds a stored session and runs no step. Either way every step ran
+	// once and the tail below is checked.
 	var cr api.CloseResult
-	if err := c.Call(ctx10(t), "agentSession.close", api.SessionParams{SessionID: id}, &cr); err != nil || len(cr.Steps) != 6 {
+	if err := c.Call(ctx10(t), "agentSession.close", api.SessionParams{SessionID: id}, &cr); err != nil ||
+		(len(cr.Steps) != 6 && len(cr.Steps) != 0) {
 		t.Fatalf("close once space returned: %+v %v", cr, err)
 	}
 	evs := readJournal(t, c, id)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
@@ -273,25 +272,4 @@ func (h *Host) watch(e *entry, child *proc.Child) {
 	if _, err := h.evictLocked(context.Background(), e, evictExited); err != nil {
 		h.scheduleRetryLocked(e, evictExited)
 	}
-}
-
-// leaseError translates a lease refusal into the wire's kinds: the one
-// place lease errors become api kinds.
-func leaseError(id string, err error) error {
-	var owned *lease.OwnedError
-	if errors.As(err, &owned) {
-		return &api.Error{Kind: api.KindSessionOwned, Msg: "session " + id + " is owned by pid " + strconv.Itoa(owned.PID),
-			Err: err, Data: map[string]any{"pid": owned.PID}}
-	}
-	if errors.Is(err, lease.ErrUnverifiable) {
-		return &api.Error{Kind: api.KindSessionOwned, Msg: "session " + id + ": lease owner cannot be verified",
-			Err: err, Data: map[string]any{"owner": "unverifiable"}}
-	}
-	if errors.Is(err, lease.ErrStaleFence) {
-		return &api.Error{Kind: api.KindStaleFence, Msg: "session " + id + ": " + err.Error(), Err: err}
-	}
-	if errors.Is(err, lease.ErrBadRecord) {
-		return damagedError(id, err)
-	}
-	return fmt.Errorf("session %s: lease: %w", id, err)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // TestUpdateWrapsStoreFailures: an error bbolt itself returns (here: the
@@ -26,7 +27,7 @@ func TestUpdateWrapsStoreFailures(t *testing.T) {
 	}
 	s.Close()
 	err = Update(s.DB, func(*bolt.Tx) error { return nil })
-	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, bolt.ErrDatabaseNotOpen) {
+	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		t.Fatalf("closed store: %v, want ErrUnavailable wrapping bbolt's error", err)
 	}
 	if err := s.PutRecord(Record{ID: "s_aaaaaaaa"}); !errors.Is(err, ErrUnavailable) {

@@ -31,7 +31,7 @@ func (a *Adapter) StartTurn(_ context.Context, turnID, text string) error {
 	err := a.write(map[string]any{"type": "user", "session_id": sid, "parent_tool_use_id": nil,
 		"message": map[string]any{"role": "user", "content": text}})
 	if err != nil {
-		if !strings.Contains(err.Error(), provider.ErrStopping.Error()) {
+		if !errors.Is(err, provider.ErrStopping) {
 			a.mu.Lock()
 			if a.turn == t {
 				a.turn = nil
