@@ -127,6 +127,8 @@ func lifecycle(t *testing.T, a *acpagents.Agent) {
 	if tc := providertest.Decode[event.TurnCompletedData](t, done); done.TurnID != turn ||
 		(tc.Status != event.StatusCompleted && tc.Reason != "approval_denied") {
 		t.Fatalf("deny: turn.completed %+v", tc)
+	} else {
+		t.Logf("deny: turn.completed %s %s (stopReason %q)", tc.Status, tc.Reason, tc.StopReason)
 	}
 	absent(t, "deny", denied)
 
