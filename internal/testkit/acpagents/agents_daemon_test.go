@@ -49,6 +49,7 @@ func TestClaudeAgentACP551TurnAfterCancelEnds(t *testing.T) {
 		t.Fatalf("turns after a cancel said %q then %q: not the off-by-one of claude-agent-acp#551 (fixed upstream? update this test and docs/agents.md)", got1, got2)
 	}
 	s.Close(t)
+	d.Stop()
 	providertest.NoProcesses(t, d)
 }
 
@@ -103,5 +104,6 @@ func TestGeminiSameMinuteLoadReplacesThread(t *testing.T) {
 		}
 	}
 	s2.Close(t)
+	d2.Stop()
 	providertest.NoProcesses(t, d2)
 }

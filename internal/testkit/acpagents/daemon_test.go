@@ -177,6 +177,8 @@ func lifecycle(t *testing.T, a *acpagents.Agent) {
 	s2.Next(t, event.LeaseReleased)
 	providertest.NoProcesses(t, d2)
 	providertest.NoAnomalies(t, d2, r.provider)
+	d2.Stop()
+	providertest.NoProcesses(t, d2)
 	absent(t, "the end", denied)
 	absent(t, "the end", never)
 }
