@@ -8,7 +8,7 @@ LDFLAGS := -X main.buildVersion=$(VERSION)
 # make run ARGS="--log-level debug" passes flags to `sessiond serve`.
 ARGS    ?=
 
-.PHONY: build run test test-ts bench lint lint-darwin lint-size chaos test-systemd clean npm-pack
+.PHONY: build run test test-agents test-ts bench lint lint-darwin lint-size chaos test-systemd clean npm-pack
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/sessiond
@@ -24,9 +24,20 @@ test:
 	$(GO) run ./internal/codextest/install
 	$(GO) run ./internal/claudetest/install
 	$(GO) run ./internal/testkit/acptest/install
+	$(GO) run ./internal/testkit/acpagents/install copilot
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
 	$(MAKE) test-ts
+
+# The heavy ACP agents (Qwen Code, opencode, claude-agent-acp, Gemini CLI:
+# 300-550 MiB and 5-16 s starts each), pinned and installed with npm into
+# the same cache on first use; their tests are built with -tags agents
+# (internal/testkit/acpagents). .ci/run runs this after `make test`.
+AGENT_TESTS := Qwen|Opencode|ClaudeAgentACP|Gemini
+test-agents:
+	$(GO) run ./internal/testkit/acpagents/install qwen opencode claude-agent-acp gemini
+	$(GO) vet -tags agents ./internal/testkit/...
+	$(GO) test -tags agents -race -count=1 -timeout 30m -run '$(AGENT_TESTS)' ./internal/testkit/acpagents/
 
 # The TypeScript client and relay (clients/typescript): `npm ci` from the
 # committed lockfile, then node --test against a freshly built daemon.

@@ -8,6 +8,7 @@
 package npminstall
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -26,6 +27,9 @@ type Package struct {
 	Dir     string // cache directory name, e.g. "codex@0.169.0"
 	Bin     string // the executable npm links into node_modules/.bin
 	Version string // what `<bin> --version` must report
+	// Manifest, when set, is the installed package whose package.json
+	// "version" must be Version instead (for a bin without --version).
+	Manifest string
 
 	once    sync.Once // Binary's Ensure, once per process
 	binPath string
@@ -128,6 +132,9 @@ func (p *Package) Ensure() (string, error) {
 
 // works reports whether bin runs and is the pinned version.
 func (p *Package) works(bin string) bool {
+	if p.Manifest != "" {
+		return p.manifestVersion(bin) == p.Version
+	}
 	out, err := exec.Command(bin, "--version").Output()
 	return err == nil && strings.Contains(string(out), p.Version)
 }
@@ -138,4 +145,24 @@ func Tail(b []byte, n int) string {
 		b = b[len(b)-n:]
 	}
 	return string(b)
+}
+
+// manifestVersion is the "version" of Manifest's package.json next to
+// bin's node_modules/.bin, "" when bin or the manifest is missing.
+func (p *Package) manifestVersion(bin string) string {
+	if _, err := os.Stat(bin); err != nil {
+		return ""
+	}
+	nm := filepath.Dir(filepath.Dir(bin))
+	b, err := os.ReadFile(filepath.Join(nm, filepath.FromSlash(p.Manifest), "package.json"))
+	if err != nil {
+		return ""
+	}
+	var m struct {
+		Version string `json:"version"`
+	}
+	if json.Unmarshal(b, &m) != nil {
+		return ""
+	}
+	return m.Version
 }
