@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -13,9 +13,10 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
-	"github.com/sessiond/sessiond/internal/daemontest"
+	"github.com/sessiond/sessiond/internal/exitcode"
 	"github.com/sessiond/sessiond/internal/rpc"
 	"github.com/sessiond/sessiond/internal/sysx"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 )
 
 // systemdSocket binds a listening socket the way a socket unit does
@@ -162,8 +163,8 @@ func TestE2EActivationRefused(t *testing.T) {
 			sysx.Tie(cmd, syscall.SIGKILL)
 			out, err := cmd.CombinedOutput()
 			ee, ok := err.(*exec.ExitError)
-			if !ok || ee.ExitCode() != exitError {
-				t.Fatalf("exit %v, want %d; output:\n%s", err, exitError, out)
+			if !ok || ee.ExitCode() != exitcode.Error {
+				t.Fatalf("exit %v, want %d; output:\n%s", err, exitcode.Error, out)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(string(out), w) {

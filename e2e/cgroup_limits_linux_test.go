@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"encoding/json"
@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiond/sessiond/internal/daemontest"
+	"github.com/sessiond/sessiond/internal/ctl"
 	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 )
 
 // waitNotice waits for provider.notice {code} among everything the
@@ -145,7 +146,7 @@ func TestE2ECgroupMemoryLimit(t *testing.T) {
 	}
 }
 
-func checkDetail(rep doctorReport, name string) string {
+func checkDetail(rep ctl.DoctorReport, name string) string {
 	for _, c := range rep.Checks {
 		if c.Name == name {
 			return c.Detail

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiond/sessiond/internal/daemontest"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 )
 
 // TestE2ECgroupRestartReapsStray: a descendant that moved itself, env

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -14,7 +14,9 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/sessiond/sessiond/internal/api"
-	"github.com/sessiond/sessiond/internal/daemontest"
+	"github.com/sessiond/sessiond/internal/ctl"
+	"github.com/sessiond/sessiond/internal/exitcode"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 )
 
 // usedStateDir runs the real daemon once: 40 sessions with 1 KiB titles,
@@ -139,7 +141,7 @@ func damages(t *testing.T, healthy string) []damage {
 // assertRefusal: exit 1, the file named, the fix line given, no stack.
 func assertRefusal(t *testing.T, what string, code int, out, db, fix string) {
 	t.Helper()
-	if code != exitError || !strings.Contains(out, db) || !strings.Contains(out, fix) ||
+	if code != exitcode.Error || !strings.Contains(out, db) || !strings.Contains(out, fix) ||
 		strings.Contains(out, "panic") || strings.Contains(out, "goroutine ") || strings.Contains(out, "fatal error") {
 		t.Fatalf("%s: exit %d (want 1), want %s named and fix %q, no stack; output:\n%s", what, code, db, fix, out)
 	}
@@ -168,7 +170,7 @@ func TestE2ECorruptStoreRefused(t *testing.T) {
 
 			code, stdout, stderr := runCtl(t, filepath.Join(t.TempDir(), "none.sock"), t.TempDir(), "--json", "doctor", "--state-dir", dir)
 			assertRefusal(t, "doctor", code, stdout+stderr, db, fix)
-			var rep doctorReport
+			var rep ctl.DoctorReport
 			if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(problemsOf(rep, "store")) != 1 {
 				t.Fatalf("doctor --json: %v, want one store problem:\n%s", err, stdout)
 			}

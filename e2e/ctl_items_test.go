@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bufio"
@@ -10,8 +10,9 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
-	"github.com/sessiond/sessiond/internal/daemontest"
 	"github.com/sessiond/sessiond/internal/sysx"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest"
+	"github.com/sessiond/sessiond/internal/testkit/golden"
 )
 
 // startCtlSend creates an echo session with ctl in dir and starts `ctl
@@ -77,7 +78,7 @@ func TestE2ECtlRendersItems(t *testing.T) {
 	}
 	all := strings.Join(lines, "\n") + "\n"
 	// The whole turn as a person reads it, ids replaced by placeholders.
-	golden(t, "ctl_send_work.golden", strings.NewReplacer(s.SessionID, "SESSION", answer[5], "REQUEST").Replace(all))
+	golden.Check(t, "ctl_send_work.golden", strings.NewReplacer(s.SessionID, "SESSION", answer[5], "REQUEST").Replace(all))
 }
 
 // TestE2ECtlRendersQuestion: `ctl send` of an echo /ask turn (codex's
@@ -115,7 +116,7 @@ func TestE2ECtlRendersQuestion(t *testing.T) {
 		t.Fatalf("the answer did not reach the provider:\n%s", all)
 	}
 	f := strings.Fields(respond)
-	golden(t, "ctl_send_ask.golden", strings.NewReplacer(s.SessionID, "SESSION", f[2], "REQUEST").Replace(all))
+	golden.Check(t, "ctl_send_ask.golden", strings.NewReplacer(s.SessionID, "SESSION", f[2], "REQUEST").Replace(all))
 }
 
 // TestE2ECtlFollowRendersWork: `ctl attach --follow` renders a /work turn
@@ -162,6 +163,6 @@ func TestE2ECtlFollowRendersWork(t *testing.T) {
 	}
 	for !strings.HasPrefix(next(), "tokens: ") {
 	}
-	golden(t, "ctl_follow_work.golden",
+	golden.Check(t, "ctl_follow_work.golden",
 		strings.NewReplacer(s.SessionID, "SESSION", request, "REQUEST").Replace(strings.Join(rendered, "\n")+"\n"))
 }

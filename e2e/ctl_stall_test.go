@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bufio"
@@ -12,10 +12,11 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
-	"github.com/sessiond/sessiond/internal/daemontest"
 	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/exitcode"
 	"github.com/sessiond/sessiond/internal/rpc"
 	"github.com/sessiond/sessiond/internal/sysx"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 )
 
 // ctlProc is a `sessiond ctl` process whose output lines are watched.
@@ -158,9 +159,9 @@ func TestE2ECtlStoppedDaemon(t *testing.T) {
 		case <-time.After(120 * time.Second):
 			t.Fatalf("ctl %v still runs against a stopped daemon:\n%s", p.args, p.output())
 		}
-		wantCode := exitError
+		wantCode := exitcode.Error
 		if p.args[0] == "doctor" {
-			wantCode = exitNoDaemon
+			wantCode = exitcode.NoDaemon
 		}
 		if out := p.output(); p.code != wantCode || !strings.Contains(out, want) || !strings.Contains(out, "kill -CONT "+strconv.Itoa(pid)) {
 			t.Errorf("ctl %v: exit %d, want %d and %q:\n%s", p.args, p.code, wantCode, want, out)
@@ -211,7 +212,7 @@ func TestE2ECtlTopStalledBetweenFrames(t *testing.T) {
 	case <-time.After(120 * time.Second):
 		t.Fatalf("top still runs against a stopped daemon:\n%s", top.output())
 	}
-	if out := top.output(); top.code != exitError || !strings.Contains(out, "did not answer a daemon.status probe") {
-		t.Fatalf("top: exit %d, want %d and the stall message:\n%s", top.code, exitError, out)
+	if out := top.output(); top.code != exitcode.Error || !strings.Contains(out, "did not answer a daemon.status probe") {
+		t.Fatalf("top: exit %d, want %d and the stall message:\n%s", top.code, exitcode.Error, out)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -13,8 +13,9 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
-	"github.com/sessiond/sessiond/internal/daemontest"
+	"github.com/sessiond/sessiond/internal/exitcode"
 	"github.com/sessiond/sessiond/internal/sysx"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 )
 
 // runCtl runs `sessiond ctl --socket S ARGS` in dir.
@@ -88,12 +89,12 @@ func TestE2ECtl(t *testing.T) {
 		code   int
 		errHas string
 	}{
-		{"daemon error", d.Socket, []string{"show", "s_nosuchsession"}, exitError, "session_not_found"},
-		{"bad id", d.Socket, []string{"show", "../../x"}, exitError, "invalid_params"},
-		{"usage", d.Socket, []string{"show"}, exitUsage, "usage"},
-		{"unknown subcommand", d.Socket, []string{"frob"}, exitUsage, "unknown subcommand"},
-		{"create without provider", d.Socket, []string{"create"}, exitUsage, "--provider"},
-		{"no daemon", filepath.Join(t.TempDir(), "none.sock"), []string{"ls"}, exitNoDaemon, "sessiond serve"},
+		{"daemon error", d.Socket, []string{"show", "s_nosuchsession"}, exitcode.Error, "session_not_found"},
+		{"bad id", d.Socket, []string{"show", "../../x"}, exitcode.Error, "invalid_params"},
+		{"usage", d.Socket, []string{"show"}, exitcode.Usage, "usage"},
+		{"unknown subcommand", d.Socket, []string{"frob"}, exitcode.Usage, "unknown subcommand"},
+		{"create without provider", d.Socket, []string{"create"}, exitcode.Usage, "--provider"},
+		{"no daemon", filepath.Join(t.TempDir(), "none.sock"), []string{"ls"}, exitcode.NoDaemon, "sessiond serve"},
 	}
 	for _, tc := range exits {
 		t.Run(tc.name, func(t *testing.T) {
@@ -102,25 +103,5 @@ func TestE2ECtl(t *testing.T) {
 				t.Fatalf("exit %d (want %d), stderr %q (want %q)", code, tc.code, errOut, tc.errHas)
 			}
 		})
-	}
-}
-
-func TestParseInterspersed(t *testing.T) {
-	tests := []struct {
-		args   []string
-		pos    string
-		holder string
-	}{
-		{[]string{"ID", "--holder", "h1"}, "ID", "h1"},
-		{[]string{"--holder", "h2", "ID"}, "ID", "h2"},
-		{[]string{"ID"}, "ID", ""},
-	}
-	for _, tc := range tests {
-		fs := newTestFlagSet()
-		holder := fs.String("holder", "", "")
-		pos, err := parseInterspersed(fs, tc.args)
-		if err != nil || strings.Join(pos, " ") != tc.pos || *holder != tc.holder {
-			t.Fatalf("%v: pos %v holder %q err %v", tc.args, pos, *holder, err)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"encoding/json"
@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiond/sessiond/internal/daemontest"
+	"github.com/sessiond/sessiond/internal/ctl"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 )
 
 // TestE2ECtlTopTree: ctl top and ctl show sum RSS over the provider's
@@ -22,7 +23,7 @@ func TestE2ECtlTopTree(t *testing.T) {
 	for deadline := time.Now().Add(60 * time.Second); ; {
 		// Each round measures over --interval: the hog touches its pages meanwhile.
 		code, out, errOut := runCtl(t, d.Socket, dir, "--json", "top", "--once", "--interval", "100ms")
-		var rows []topRow
+		var rows []ctl.TopRow
 		if code != 0 || json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 1 {
 			t.Fatalf("top: exit %d %q %s", code, out, errOut)
 		}

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"encoding/json"
@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
-	"github.com/sessiond/sessiond/internal/daemontest"
+	"github.com/sessiond/sessiond/internal/ctl"
 	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/exitcode"
 	"github.com/sessiond/sessiond/internal/rpc"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 )
 
 // TestE2ECtlTop: `ctl top --once` prints one table of the live sessions
@@ -55,7 +57,7 @@ func TestE2ECtlTop(t *testing.T) {
 		t.Fatalf("top --once: exit %d %s", code, errOut)
 	}
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	if len(lines) != 3 || lines[0]+"\n" != topHeading ||
+	if len(lines) != 3 || lines[0]+"\n" != ctl.TopHeading ||
 		!regexp.MustCompile(`^ID\s+PROVIDER\s+PID\s+PROCS\s+RSS\s+MEM\s+CPU%\s+TURNS\s+TURN\s+EVENTS/S\s+TITLE$`).MatchString(lines[1]) {
 		t.Fatalf("top --once: want what is summed, a header and one live session:\n%s", out)
 	}
@@ -86,14 +88,14 @@ func TestCtlTopIntervalBounds(t *testing.T) {
 	socket := t.TempDir() + "/none.sock" // never dialled: the check comes first
 	for _, iv := range []string{"0s", "-1s", "1ms", "99ms", "1h0m1s", "48h"} {
 		code, out, errOut := runCtl(t, socket, t.TempDir(), "top", "--interval", iv)
-		if code != exitUsage || out != "" || !strings.Contains(errOut, "out of range: want 100ms to 1h0m0s") ||
+		if code != exitcode.Usage || out != "" || !strings.Contains(errOut, "out of range: want 100ms to 1h0m0s") ||
 			!strings.Contains(errOut, "usage: sessiond ctl top") {
 			t.Fatalf("--interval %s: exit %d, stdout %q, stderr:\n%s", iv, code, out, errOut)
 		}
 	}
 	for _, iv := range []string{"100ms", "1h"} { // the bounds themselves are fine: no daemon is the error
-		if code, _, errOut := runCtl(t, socket, t.TempDir(), "top", "--once", "--interval", iv); code != exitNoDaemon {
-			t.Fatalf("--interval %s: exit %d %s, want %d (no daemon)", iv, code, errOut, exitNoDaemon)
+		if code, _, errOut := runCtl(t, socket, t.TempDir(), "top", "--once", "--interval", iv); code != exitcode.NoDaemon {
+			t.Fatalf("--interval %s: exit %d %s, want %d (no daemon)", iv, code, errOut, exitcode.NoDaemon)
 		}
 	}
 }
@@ -144,7 +146,7 @@ func TestE2ECtlTopChurn(t *testing.T) {
 	for frames := 0; frames < 100; frames++ {
 		select {
 		case l := <-top.lines:
-			var rows []topRow
+			var rows []ctl.TopRow
 			if json.Unmarshal([]byte(l), &rows) != nil {
 				close(done)
 				wg.Wait()

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"errors"
@@ -9,10 +9,11 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/sessiond/sessiond/internal/api"
-	"github.com/sessiond/sessiond/internal/daemontest"
+	"github.com/sessiond/sessiond/internal/ctl"
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/rpc"
 	"github.com/sessiond/sessiond/internal/store"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 )
 
 // TestE2EDamagedValuesVisible: bbolt checksums no value, so damage inside
@@ -34,7 +35,7 @@ func TestE2EDamagedValuesVisible(t *testing.T) {
 		}
 		ids[i] = s.SessionID
 	}
-	if code, rep, out := doctorJSON(t, d.Socket); code != 0 || len(problemsOf(rep, checkDamagedRows)) != 0 {
+	if code, rep, out := doctorJSON(t, d.Socket); code != 0 || len(problemsOf(rep, ctl.CheckDamagedRows)) != 0 {
 		t.Fatalf("doctor before any damage: exit %d\n%s", code, out)
 	}
 	d.Stop()
@@ -56,7 +57,7 @@ func TestE2EDamagedValuesVisible(t *testing.T) {
 	st.Close()
 
 	code, rep, out := doctorJSON(t, d.Socket, "--state-dir", d.StateDir)
-	ps := problemsOf(rep, checkDamagedRows)
+	ps := problemsOf(rep, ctl.CheckDamagedRows)
 	if code != 1 || len(ps) != 2 || !strings.Contains(ps[0].What, ids[0]) || !strings.Contains(ps[1].What, ids[1]) {
 		t.Fatalf("doctor on the damaged store: exit %d\n%s", code, out)
 	}

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"encoding/json"
@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
-	"github.com/sessiond/sessiond/internal/daemontest"
+	"github.com/sessiond/sessiond/internal/ctl"
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/journal"
 	"github.com/sessiond/sessiond/internal/store"
 	"github.com/sessiond/sessiond/internal/sysx"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 )
 
 // stubbornConfig: a provider that survives SIGTERM and stdin EOF, so a
@@ -26,17 +27,17 @@ func stubbornConfig(t *testing.T) string {
 }
 
 // doctorJSON runs `ctl doctor --json` and decodes the report.
-func doctorJSON(t *testing.T, socket string, args ...string) (int, doctorReport, string) {
+func doctorJSON(t *testing.T, socket string, args ...string) (int, ctl.DoctorReport, string) {
 	t.Helper()
 	code, out, errOut := runCtl(t, socket, t.TempDir(), append([]string{"--json", "doctor"}, args...)...)
-	var rep doctorReport
+	var rep ctl.DoctorReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("doctor --json printed %q (%v), stderr %s", out, err, errOut)
 	}
 	return code, rep, out
 }
 
-func problemsOf(rep doctorReport, check string) []doctorProblem {
+func problemsOf(rep ctl.DoctorReport, check string) []ctl.DoctorProblem {
 	for _, c := range rep.Checks {
 		if c.Name == check {
 			return c.Problems

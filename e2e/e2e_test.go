@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -11,8 +11,9 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
-	"github.com/sessiond/sessiond/internal/daemontest"
+	"github.com/sessiond/sessiond/internal/exitcode"
 	"github.com/sessiond/sessiond/internal/rpc"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 )
 
 var framings = []rpc.Framing{rpc.FramingLines, rpc.FramingHeader}
@@ -160,14 +161,14 @@ func TestE2EBadConfig(t *testing.T) {
 			cfg := filepath.Join(t.TempDir(), "c.toml")
 			os.WriteFile(cfg, []byte(tc.text), 0o600)
 			code, out := runDaemonExpectExit(t, "--config", cfg, "--socket", filepath.Join(t.TempDir(), "s"), "--state-dir", t.TempDir())
-			if code != exitError || !strings.Contains(out, tc.want) {
+			if code != exitcode.Error || !strings.Contains(out, tc.want) {
 				t.Fatalf("exit %d, output:\n%s", code, out)
 			}
 		})
 	}
 	missing := filepath.Join(t.TempDir(), "missing.toml")
 	code, out := runDaemonExpectExit(t, "--config", missing, "--state-dir", t.TempDir())
-	if code != exitError || !strings.Contains(out, missing) {
+	if code != exitcode.Error || !strings.Contains(out, missing) {
 		t.Fatalf("missing named config: exit %d, output:\n%s", code, out)
 	}
 }

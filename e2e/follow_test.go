@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bufio"
@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/sessiond/sessiond/internal/api"
-	"github.com/sessiond/sessiond/internal/daemontest"
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/sysx"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 )
 
 // TestE2ECtlFollowAndHold: `ctl attach --follow --json` streams events as
@@ -72,28 +72,5 @@ func TestE2ECtlFollowAndHold(t *testing.T) {
 	d.Stop() // evicts the held session
 	if pids := daemontest.TaggedProcesses(d.StateID); len(pids) != 0 {
 		t.Fatalf("tagged processes after stop: %v", pids)
-	}
-}
-
-func TestVersionAndUsage(t *testing.T) {
-	tests := []struct {
-		args []string
-		code int
-		out  string
-	}{
-		{[]string{"version"}, exitOK, "sessiond "},
-		{nil, exitUsage, "usage:"},
-		{[]string{"bogus"}, exitUsage, "unknown command"},
-		{[]string{"provider"}, exitUsage, "provider echo"},
-		{[]string{"serve", "--log-format", "xml"}, exitUsage, "--log-format"},
-		{[]string{"ctl"}, exitUsage, "usage: sessiond ctl"},
-		{[]string{"ctl", "help"}, exitOK, "attach ID"},
-	}
-	for _, tc := range tests {
-		var o, e strings.Builder
-		code := run(tc.args, strings.NewReader(""), &o, &e)
-		if code != tc.code || !strings.Contains(o.String()+e.String(), tc.out) {
-			t.Errorf("%v: exit %d (want %d), output %q (want %q)", tc.args, code, tc.code, o.String()+e.String(), tc.out)
-		}
 	}
 }

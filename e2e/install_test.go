@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"os"
@@ -7,7 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sessiond/sessiond/internal/daemontest"
+	"github.com/sessiond/sessiond/internal/exitcode"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 )
 
 // runInstall runs `sessiond install-service ARGS` with XDG_CONFIG_HOME=cfg.
@@ -79,7 +80,7 @@ func TestE2EInstallService(t *testing.T) {
 	os.WriteFile(edited, []byte("# mine\n"), 0o644)
 	for _, args := range [][]string{nil, {"--dry-run"}} {
 		code, _, errOut = runInstall(t, cfg, args...)
-		if code != exitError || !strings.Contains(errOut, edited) || !strings.Contains(errOut, "--force") {
+		if code != exitcode.Error || !strings.Contains(errOut, edited) || !strings.Contains(errOut, "--force") {
 			t.Fatalf("edited unit %v: exit %d, stderr:\n%s", args, code, errOut)
 		}
 		if b, _ := os.ReadFile(edited); string(b) != "# mine\n" {
@@ -98,32 +99,11 @@ func TestE2EInstallService(t *testing.T) {
 	if err := os.Symlink("/nonexistent/sessiond.service", edited); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errOut = runInstall(t, cfg); code != exitError || !strings.Contains(errOut, "--force") {
+	if code, _, errOut = runInstall(t, cfg); code != exitcode.Error || !strings.Contains(errOut, "--force") {
 		t.Fatalf("dangling symlink unit: exit %d, stderr:\n%s", code, errOut)
 	}
 	if fi, err := os.Lstat(edited); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 		t.Fatalf("the symlink was replaced without --force: %v", err)
-	}
-}
-
-func TestExecQuote(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"/usr/bin/sessiond", "/usr/bin/sessiond"},
-		{"/home/a b/bin/sessiond", `"/home/a b/bin/sessiond"`},
-		{"/opt/100%/sessiond", "/opt/100%%/sessiond"},
-		{"/opt/$HOME/sessiond", "/opt/$HOME/sessiond"}, // the executable word is not expanded
-		{"/opt/a;b/sessiond", `"/opt/a;b/sessiond"`},
-	}
-	for _, tc := range tests {
-		if got, err := execQuote(tc.in); err != nil || got != tc.want {
-			t.Errorf("execQuote(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
-		}
-	}
-	// systemd refuses an executable name with a quote or a backslash.
-	for _, bad := range []string{"relative/sessiond", "/opt/a\nb", `/opt/a"b/sessiond`, `/opt/a'b/sessiond`, `/opt/a\b/sessiond`} {
-		if _, err := execQuote(bad); err == nil {
-			t.Errorf("execQuote(%q): no error", bad)
-		}
 	}
 }
 
@@ -142,7 +122,7 @@ func TestE2EInstallServiceHostile(t *testing.T) {
 	}
 	for _, args := range [][]string{nil, {"--dry-run"}} {
 		code, _, errOut := runInstall(t, cfg, args...)
-		if code != exitError || !strings.Contains(errOut, sock+" is masked") || !strings.Contains(errOut, "systemctl --user unmask sessiond.socket") {
+		if code != exitcode.Error || !strings.Contains(errOut, sock+" is masked") || !strings.Contains(errOut, "systemctl --user unmask sessiond.socket") {
 			t.Fatalf("masked unit %v: exit %d\n%s", args, code, errOut)
 		}
 		if l, err := os.Readlink(sock); err != nil || l != os.DevNull {
@@ -164,17 +144,17 @@ func TestE2EInstallServiceHostile(t *testing.T) {
 
 	file := filepath.Join(t.TempDir(), "a-file")
 	os.WriteFile(file, nil, 0o644)
-	if code, _, errOut := runInstall(t, file); code != exitError || !strings.Contains(errOut, file) || !strings.Contains(errOut, "not a directory") {
+	if code, _, errOut := runInstall(t, file); code != exitcode.Error || !strings.Contains(errOut, file) || !strings.Contains(errOut, "not a directory") {
 		t.Fatalf("unit dir under a file: exit %d\n%s", code, errOut)
 	}
 	cfg2 := t.TempDir()
 	os.MkdirAll(filepath.Join(cfg2, "systemd", "user", "sessiond.service"), 0o755)
-	if code, _, errOut := runInstall(t, cfg2); code != exitError || !strings.Contains(errOut, "is a directory") {
+	if code, _, errOut := runInstall(t, cfg2); code != exitcode.Error || !strings.Contains(errOut, "is a directory") {
 		t.Fatalf("unit that is a directory: exit %d\n%s", code, errOut)
 	}
 	evil := filepath.Join(file, "x\x1b[31mred")
 	code, _, errOut := runInstall(t, evil)
-	if code != exitError || strings.Contains(errOut, "\x1b") || !strings.Contains(errOut, `x\x1b[31mred`) {
+	if code != exitcode.Error || strings.Contains(errOut, "\x1b") || !strings.Contains(errOut, `x\x1b[31mred`) {
 		t.Fatalf("control characters in the path: exit %d\n%q", code, errOut)
 	}
 }

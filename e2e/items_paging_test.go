@@ -1,13 +1,13 @@
-package main
+package e2e
 
 import (
 	"slices"
 	"testing"
 
 	"github.com/sessiond/sessiond/internal/api"
-	"github.com/sessiond/sessiond/internal/daemontest"
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/rpc"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 )
 
 // TestE2EFilteredPagingProgresses: a client without items.v1 that pages

@@ -1,16 +1,15 @@
-package main
+package e2e
 
 import (
 	"bufio"
 	"encoding/json"
-	"flag"
 	"io"
 	"net"
 	"os"
 	"testing"
 	"time"
 
-	"github.com/sessiond/sessiond/internal/frametest"
+	"github.com/sessiond/sessiond/internal/testkit/frametest"
 	"go.uber.org/goleak"
 )
 
@@ -108,5 +107,3 @@ func errOf(m map[string]any) (float64, string) {
 	code, _ := e["code"].(float64)
 	return code, reason
 }
-
-func newTestFlagSet() *flag.FlagSet { return flag.NewFlagSet("t", flag.ContinueOnError) }

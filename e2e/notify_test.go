@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"errors"
@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiond/sessiond/internal/daemontest"
+	"github.com/sessiond/sessiond/internal/exitcode"
 	"github.com/sessiond/sessiond/internal/sysx"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 )
 
 // notifySocket is the test's own NOTIFY_SOCKET: a datagram socket systemd
@@ -122,8 +123,8 @@ func TestE2ENotifyNoReadyOnFailedStartup(t *testing.T) {
 	os.WriteFile(socket, []byte("not a socket"), 0o600)
 	_, out, done := serveRaw(t, socket, "NOTIFY_SOCKET="+n.LocalAddr().String())
 	var ee *exec.ExitError
-	if err := <-done; !errors.As(err, &ee) || ee.ExitCode() != exitError {
-		t.Fatalf("exit %v, want %d\n%s", err, exitError, out.String())
+	if err := <-done; !errors.As(err, &ee) || ee.ExitCode() != exitcode.Error {
+		t.Fatalf("exit %v, want %d\n%s", err, exitcode.Error, out.String())
 	}
 	for _, m := range queuedNotifies(n) {
 		if m == "READY=1" {

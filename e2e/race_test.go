@@ -1,6 +1,6 @@
 //go:build race
 
-package main
+package e2e
 
 // raceBuild: the tests (and so the daemon daemontest builds) run under
 // the race detector, which multiplies memory use.

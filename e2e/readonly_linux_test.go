@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"os"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/sessiond/sessiond/internal/exitcode"
 )
 
 // readOnly makes dir read-only for this process: a read-only bind mount
@@ -36,11 +38,11 @@ func TestE2EReadOnlyStateDir(t *testing.T) {
 	readOnly(t, dir)
 	const fix = "make it writable"
 	code, out := runDaemonExpectExit(t, "--socket", filepath.Join(t.TempDir(), "run", "s.sock"), "--state-dir", dir)
-	if code != exitError || !strings.Contains(out, fix) || !strings.Contains(out, dir) {
+	if code != exitcode.Error || !strings.Contains(out, fix) || !strings.Contains(out, dir) {
 		t.Fatalf("serve on a read-only state dir: exit %d, want 1 naming %s and %q:\n%s", code, dir, fix, out)
 	}
 	code, stdout, stderr := runCtl(t, filepath.Join(t.TempDir(), "none.sock"), t.TempDir(), "doctor", "--state-dir", dir)
-	if code != exitError || !strings.Contains(stdout, "not writable") || !strings.Contains(stdout, fix) {
+	if code != exitcode.Error || !strings.Contains(stdout, "not writable") || !strings.Contains(stdout, fix) {
 		t.Fatalf("doctor on a read-only state dir: exit %d, want 1 with the problem and %q:\n%s%s", code, fix, stdout, stderr)
 	}
 }

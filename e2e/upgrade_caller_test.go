@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"errors"
@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
-	"github.com/sessiond/sessiond/internal/daemontest"
 	"github.com/sessiond/sessiond/internal/rpc"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 )
 
 // TestE2EUpgradeCallerStopsReading: the caller of daemon.upgrade is also

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"errors"
@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
-	"github.com/sessiond/sessiond/internal/daemontest"
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/rpc"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 )
 
 // script writes an executable shell script wrapping the real binary.

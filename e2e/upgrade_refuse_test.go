@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"errors"
@@ -12,9 +12,10 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
-	"github.com/sessiond/sessiond/internal/claudetest"
-	"github.com/sessiond/sessiond/internal/daemontest"
+	"github.com/sessiond/sessiond/internal/daemon"
 	"github.com/sessiond/sessiond/internal/rpc"
+	"github.com/sessiond/sessiond/internal/testkit/claudetest"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 )
 
 // TestE2EUpgradeQuiesceRefusal: a live session whose provider cannot be
@@ -108,7 +109,7 @@ func TestE2EUpgradeHandoffPathOccupied(t *testing.T) {
 	d := daemontest.Start(t, daemontest.Options{})
 	c := d.Client(t)
 	id, pid := liveSession(t, c)
-	path := filepath.Join(d.StateDir, handoffFile)
+	path := filepath.Join(d.StateDir, daemon.HandoffFile)
 	if err := syscall.Mkfifo(path, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +212,7 @@ func TestE2EUpgradeCheckBounded(t *testing.T) {
 func TestE2EHandoffEnvAtPlainStart(t *testing.T) {
 	state := t.TempDir()
 	other := filepath.Join(t.TempDir(), "precious.json")
-	stale := filepath.Join(state, handoffFile)
+	stale := filepath.Join(state, daemon.HandoffFile)
 	fifo := filepath.Join(state, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
@@ -222,7 +223,7 @@ func TestE2EHandoffEnvAtPlainStart(t *testing.T) {
 		}
 	}
 	for _, p := range []string{other, stale, fifo} {
-		d := daemontest.Start(t, daemontest.Options{StateDir: state, Env: []string{handoffEnv + "=" + p}})
+		d := daemontest.Start(t, daemontest.Options{StateDir: state, Env: []string{daemon.HandoffEnv + "=" + p}})
 		if !strings.Contains(d.Log.String(), "not a live upgrade of this daemon") {
 			t.Errorf("%s: no warning:\n%s", p, d.Log.String())
 		}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
-	"github.com/sessiond/sessiond/internal/claudetest"
+	"github.com/sessiond/sessiond/internal/testkit/claudetest"
 )
 
 // benchClaude: two figures of the real Claude Code CLI against the

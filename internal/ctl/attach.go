@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/exitcode"
 	"github.com/sessiond/sessiond/internal/rpc"
 )
 
@@ -67,7 +68,7 @@ func ctlAttach(e *ctlEnv, args []string) int {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		c.Call(ctx, "agentSession.detach", api.DetachParams{SubscriptionID: r.SubscriptionID}, nil)
-		return exitOK
+		return exitcode.OK
 	}
 	// Live events read as a conversation (--json: one event per line).
 	rd := newRenderer(e.stdout, args[0], true)
@@ -77,10 +78,10 @@ func ctlAttach(e *ctlEnv, args []string) int {
 		case err != nil && e.stalled() != nil:
 			return e.fail(err)
 		case errors.Is(err, context.Canceled):
-			return exitOK
+			return exitcode.OK
 		case err != nil:
 			fmt.Fprintln(e.stderr, "sessiond ctl attach:", err)
-			return exitError
+			return exitcode.Error
 		}
 		if e.json {
 			printEvent(e.stdout, true, ev)

@@ -1,10 +1,12 @@
-package main
+package ctl
 
 import (
 	"fmt"
 	"text/tabwriter"
 
 	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/exitcode"
+	"github.com/sessiond/sessiond/internal/tty"
 )
 
 func init() {
@@ -16,7 +18,7 @@ func ctlClose(e *ctlEnv, args []string) int {
 		return e.usageErr("close", "needs a session id")
 	}
 	var r api.CloseResult
-	if code := e.call("agentSession.close", api.SessionParams{SessionID: args[0]}, &r); code != exitOK {
+	if code := e.call("agentSession.close", api.SessionParams{SessionID: args[0]}, &r); code != exitcode.OK {
 		return code
 	}
 	return e.out(r, func(tw *tabwriter.Writer) {
@@ -26,7 +28,7 @@ func ctlClose(e *ctlEnv, args []string) int {
 		}
 		fmt.Fprintln(tw, "STEP\tOK\tMS")
 		for _, s := range r.Steps {
-			fmt.Fprintf(tw, "%s\t%v\t%d\n", termSafe(s.Name), s.OK, s.Ms)
+			fmt.Fprintf(tw, "%s\t%v\t%d\n", tty.Safe(s.Name), s.OK, s.Ms)
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"flag"
@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/exitcode"
 )
 
 var createFlags struct{ provider, cwd, title string }
@@ -35,7 +36,7 @@ func ctlCreate(e *ctlEnv, args []string) int {
 	}
 	var s api.SessionInfo
 	p := api.CreateParams{Provider: createFlags.provider, Cwd: cwd, Title: createFlags.title}
-	if code := e.call("agentSession.create", p, &s); code != exitOK {
+	if code := e.call("agentSession.create", p, &s); code != exitcode.OK {
 		return code
 	}
 	return e.out(s, func(tw *tabwriter.Writer) { printSession(tw, s, nil) })

@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"context"
@@ -14,11 +14,14 @@ import (
 	"syscall"
 	"text/tabwriter"
 
+	"github.com/sessiond/sessiond/internal/exitcode"
 	"github.com/sessiond/sessiond/internal/rpc"
+	"github.com/sessiond/sessiond/internal/tty"
+	"github.com/sessiond/sessiond/internal/version"
 )
 
 // ctlCommand is one `sessiond ctl` subcommand; each lives in its own
-// ctl_<name>.go and registers itself in init (doctor is added that way).
+// <name>.go and registers itself in init (doctor is added that way).
 type ctlCommand struct {
 	name    string
 	usage   string // arguments, after the name
@@ -28,7 +31,7 @@ type ctlCommand struct {
 	flags func(fs *flag.FlagSet)
 	run   func(e *ctlEnv, args []string) int
 	// unwatched: no daemon.status probes on its connection (upgrade,
-	// which bounds itself instead; see ctl_timeout.go).
+	// which bounds itself instead; see timeout.go).
 	unwatched bool
 }
 
@@ -68,7 +71,9 @@ func ctlUsage(w io.Writer) {
 	fmt.Fprintln(w, "exit codes: 0 ok, 1 error from the daemon, 2 usage, 3 no daemon running")
 }
 
-func ctl(args []string, stdout, stderr io.Writer) int {
+// Run is `sessiond ctl`: it parses the global flags, runs the subcommand
+// against the daemon and returns the exit code.
+func Run(args []string, stdout, stderr io.Writer) int {
 	e := &ctlEnv{stdout: stdout, stderr: stderr}
 	global := flag.NewFlagSet("ctl", flag.ContinueOnError)
 	global.SetOutput(stderr)
@@ -76,22 +81,22 @@ func ctl(args []string, stdout, stderr io.Writer) int {
 	global.BoolVar(&e.json, "json", false, "print JSON")
 	global.Usage = func() { ctlUsage(stderr) }
 	if err := global.Parse(args); err != nil {
-		return exitUsage
+		return exitcode.Usage
 	}
 	if global.NArg() == 0 {
 		ctlUsage(stderr)
-		return exitUsage
+		return exitcode.Usage
 	}
 	name := global.Arg(0)
 	if name == "help" {
 		ctlUsage(stdout)
-		return exitOK
+		return exitcode.OK
 	}
 	c, ok := ctlCommands[name]
 	if !ok {
 		fmt.Fprintf(stderr, "sessiond ctl: unknown subcommand %q\n", name)
 		ctlUsage(stderr)
-		return exitUsage
+		return exitcode.Usage
 	}
 	fs := flag.NewFlagSet("ctl "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -106,7 +111,7 @@ func ctl(args []string, stdout, stderr io.Writer) int {
 	}
 	pos, err := parseInterspersed(fs, global.Args()[1:])
 	if err != nil {
-		return exitUsage
+		return exitcode.Usage
 	}
 	e.socket = rpc.SocketPath(*socketFlag, os.Getenv)
 	sigCtx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -136,26 +141,26 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 // usageErr prints a usage message for the subcommand.
 func (e *ctlEnv) usageErr(name, msg string) int {
 	fmt.Fprintf(e.stderr, "sessiond ctl %s: %s\nusage: sessiond ctl %s %s\n", name, msg, name, ctlCommands[name].usage)
-	return exitUsage
+	return exitcode.Usage
 }
 
 // dial connects with every capability; a missing daemon is exit 3, one
-// that does not answer exit 1 (ctl_timeout.go). The connection is probed
+// that does not answer exit 1 (timeout.go). The connection is probed
 // while the command runs.
 func (e *ctlEnv) dial(o rpc.ClientOptions) (*rpc.Client, int) {
 	o.Name = "sessiond-ctl"
-	o.Version = version()
+	o.Version = version.String()
 	c, err := e.dialTimed(o)
 	if err == nil {
 		if e.watchdog {
 			e.watch(c)
 		}
-		return c, exitOK
+		return c, exitcode.OK
 	}
 	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
 		fmt.Fprintf(e.stderr, "sessiond ctl: no daemon is running on %s\n"+
-			"start one with `sessiond serve` (or `make run` in a sessiond checkout)\n", termSafe(e.socket))
-		return nil, exitNoDaemon
+			"start one with `sessiond serve` (or `make run` in a sessiond checkout)\n", tty.Safe(e.socket))
+		return nil, exitcode.NoDaemon
 	}
 	return nil, e.fail(err)
 }
@@ -170,7 +175,7 @@ func (e *ctlEnv) call(method string, params, result any) int {
 	if err := c.Call(e.ctx, method, params, result); err != nil {
 		return e.fail(err)
 	}
-	return exitOK
+	return exitcode.OK
 }
 
 // fail prints an error; a daemon error names its reason and data, a
@@ -184,19 +189,19 @@ func (e *ctlEnv) fail(err error) int {
 		var extra []string
 		for k, v := range re.Data {
 			if k != "reason" {
-				extra = append(extra, termSafe(fmt.Sprintf("%s=%v", k, v)))
+				extra = append(extra, tty.Safe(fmt.Sprintf("%s=%v", k, v)))
 			}
 		}
 		sort.Strings(extra)
-		fmt.Fprintf(e.stderr, "sessiond ctl: %s [%s]", termSafe(re.Message), termSafe(re.Reason))
+		fmt.Fprintf(e.stderr, "sessiond ctl: %s [%s]", tty.Safe(re.Message), tty.Safe(re.Reason))
 		if len(extra) > 0 {
 			fmt.Fprintf(e.stderr, " %s", strings.Join(extra, " "))
 		}
 		fmt.Fprintln(e.stderr)
-		return exitError
+		return exitcode.Error
 	}
-	fmt.Fprintln(e.stderr, "sessiond ctl:", termSafe(err.Error()))
-	return exitError
+	fmt.Fprintln(e.stderr, "sessiond ctl:", tty.Safe(err.Error()))
+	return exitcode.Error
 }
 
 // out prints v as JSON with --json, else calls text with an aligned table.
@@ -207,10 +212,10 @@ func (e *ctlEnv) out(v any, text func(tw *tabwriter.Writer)) int {
 		if err := enc.Encode(v); err != nil {
 			return e.fail(err)
 		}
-		return exitOK
+		return exitcode.OK
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 	text(tw)
 	tw.Flush()
-	return exitOK
+	return exitcode.OK
 }

@@ -1,10 +1,11 @@
-package main
+package ctl
 
 import (
 	"fmt"
 	"text/tabwriter"
 
 	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/exitcode"
 )
 
 func init() {
@@ -16,7 +17,7 @@ func ctlDelete(e *ctlEnv, args []string) int {
 		return e.usageErr("delete", "needs a session id")
 	}
 	var r struct{}
-	if code := e.call("agentSession.delete", api.SessionParams{SessionID: args[0]}, &r); code != exitOK {
+	if code := e.call("agentSession.delete", api.SessionParams{SessionID: args[0]}, &r); code != exitcode.OK {
 		return code
 	}
 	return e.out(r, func(tw *tabwriter.Writer) { fmt.Fprintf(tw, "deleted %s\n", args[0]) })

@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"encoding/json"
@@ -12,8 +12,11 @@ import (
 	"syscall"
 
 	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/exitcode"
 	"github.com/sessiond/sessiond/internal/proc"
 	"github.com/sessiond/sessiond/internal/rpc"
+	"github.com/sessiond/sessiond/internal/tty"
+	"github.com/sessiond/sessiond/internal/version"
 )
 
 func init() {
@@ -28,32 +31,32 @@ func init() {
 // doctorStateDir is --state-dir of ctl doctor (read when no daemon runs).
 var doctorStateDir string
 
-// doctorProblem is one finding with the one-line fix an operator runs.
-type doctorProblem struct {
+// DoctorProblem is one finding with the one-line fix an operator runs.
+type DoctorProblem struct {
 	What string `json:"what"`
 	Fix  string `json:"fix"`
 }
 
-// doctorCheck is one line of the report.
-type doctorCheck struct {
+// DoctorCheck is one line of the report.
+type DoctorCheck struct {
 	Name     string          `json:"name"`
 	OK       bool            `json:"ok"`
 	Detail   string          `json:"detail,omitempty"`
 	Unknown  bool            `json:"unknown,omitempty"` // could not check
-	Problems []doctorProblem `json:"problems,omitempty"`
+	Problems []DoctorProblem `json:"problems,omitempty"`
 }
 
-// doctorReport is the whole report (--json prints it as is).
-type doctorReport struct {
+// DoctorReport is the whole report (--json prints it as is).
+type DoctorReport struct {
 	Daemon   bool          `json:"daemon"` // a daemon answered on the socket
 	Socket   string        `json:"socket"`
 	StateDir string        `json:"stateDir"`
 	StateID  string        `json:"stateId,omitempty"`
-	Checks   []doctorCheck `json:"checks"`
+	Checks   []DoctorCheck `json:"checks"`
 	Problems int           `json:"problems"`
 }
 
-func (r *doctorReport) add(c doctorCheck) {
+func (r *DoctorReport) add(c DoctorCheck) {
 	c.OK = len(c.Problems) == 0 && !c.Unknown
 	r.Checks = append(r.Checks, c)
 	r.Problems += len(c.Problems)
@@ -63,28 +66,28 @@ func ctlDoctor(e *ctlEnv, args []string) int {
 	if len(args) != 0 {
 		return e.usageErr("doctor", "takes no arguments")
 	}
-	rep := &doctorReport{Socket: e.socket}
-	c, err := e.dialTimed(rpc.ClientOptions{Name: "sessiond-ctl-doctor", Version: version()})
+	rep := &DoctorReport{Socket: e.socket}
+	c, err := e.dialTimed(rpc.ClientOptions{Name: "sessiond-ctl-doctor", Version: version.String()})
 	switch {
 	case err == nil:
 		defer c.Close()
 		e.watch(c)
 		rep.Daemon = true
-		if code := doctorOnline(e, c, rep); code != exitOK {
+		if code := doctorOnline(e, c, rep); code != exitcode.OK {
 			return code
 		}
 	case errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED):
 		doctorOffline(e, rep)
 	default:
-		fmt.Fprintf(e.stderr, "sessiond ctl doctor: cannot reach the daemon on %s: %s\n", termSafe(e.socket), termSafe(err.Error()))
-		return exitNoDaemon
+		fmt.Fprintf(e.stderr, "sessiond ctl doctor: cannot reach the daemon on %s: %s\n", tty.Safe(e.socket), tty.Safe(err.Error()))
+		return exitcode.NoDaemon
 	}
 	return doctorPrint(e, rep)
 }
 
 // doctorOnline asks the running daemon for its sessions and compares them
 // with the processes carrying its state id.
-func doctorOnline(e *ctlEnv, c *rpc.Client, rep *doctorReport) int {
+func doctorOnline(e *ctlEnv, c *rpc.Client, rep *DoctorReport) int {
 	var st rpc.Status
 	if err := c.Call(e.ctx, "daemon.status", nil, &st); err != nil {
 		return e.fail(err)
@@ -94,30 +97,30 @@ func doctorOnline(e *ctlEnv, c *rpc.Client, rep *doctorReport) int {
 	if err := c.Call(e.ctx, "agentSession.list", nil, &l); err != nil {
 		return e.fail(err)
 	}
-	rep.add(doctorCheck{Name: "daemon", Detail: fmt.Sprintf("pid %d, version %s, %d sessions (%d live)",
+	rep.add(DoctorCheck{Name: "daemon", Detail: fmt.Sprintf("pid %d, version %s, %d sessions (%d live)",
 		st.PID, st.Version, st.Sessions.Stored, st.Sessions.Live)})
-	rep.add(doctorCheck{Name: "schema", Detail: "checked by the running daemon (it refuses a newer schema)"})
+	rep.add(DoctorCheck{Name: "schema", Detail: "checked by the running daemon (it refuses a newer schema)"})
 	rep.add(doctorSupervision(st.Supervision))
 
-	leases := doctorCheck{Name: "leases"}
-	turns := doctorCheck{Name: "open-turns"}
+	leases := DoctorCheck{Name: "leases"}
+	turns := DoctorCheck{Name: "open-turns"}
 	live := map[string]api.SessionInfo{}
 	for _, s := range l.Sessions {
 		if s.State == "live" && s.PID > 0 {
 			live[s.SessionID] = s
 		}
 		if s.Lease == "live" && (s.PID == 0 || !pidExists(s.PID)) && s.State != "starting" && s.State != "evicting" {
-			leases.Problems = append(leases.Problems, doctorProblem{
+			leases.Problems = append(leases.Problems, DoctorProblem{
 				What: fmt.Sprintf("session %s: lease live at fence %d but its owner pid %d is not running", s.SessionID, s.Fence, s.PID),
 				Fix:  "sessiond ctl close " + s.SessionID})
 		}
 		if s.Lease == "reserved" && s.State == "stored" {
-			leases.Problems = append(leases.Problems, doctorProblem{
+			leases.Problems = append(leases.Problems, DoctorProblem{
 				What: fmt.Sprintf("session %s: lease reserved at fence %d and no start in progress", s.SessionID, s.Fence),
 				Fix:  "sessiond ctl shutdown, then sessiond serve: startup reaps and releases"})
 		}
 		if s.TurnRunning && s.PID == 0 {
-			turns.Problems = append(turns.Problems, doctorProblem{
+			turns.Problems = append(turns.Problems, DoctorProblem{
 				What: fmt.Sprintf("session %s: a turn is open and no provider child runs", s.SessionID),
 				Fix:  "sessiond ctl shutdown, then sessiond serve: startup closes it"})
 		}
@@ -131,7 +134,7 @@ func doctorOnline(e *ctlEnv, c *rpc.Client, rep *doctorReport) int {
 		} `json:"journal"`
 	}
 	if err := c.Call(e.ctx, "daemon.stats", nil, &stats); err != nil {
-		rep.add(doctorCheck{Name: checkJournalLoss, Unknown: true, Detail: "daemon.stats: " + err.Error()})
+		rep.add(DoctorCheck{Name: checkJournalLoss, Unknown: true, Detail: "daemon.stats: " + err.Error()})
 	} else {
 		rep.add(doctorLosses(stats.Journal.LostBySession))
 	}
@@ -139,7 +142,7 @@ func doctorOnline(e *ctlEnv, c *rpc.Client, rep *doctorReport) int {
 		func(t proc.Tagged) string {
 			return fmt.Sprintf("kill %d   # or: sessiond ctl close %s", t.PID, t.SessionID)
 		}))
-	return exitOK
+	return exitcode.OK
 }
 
 // ownedByLive: a tagged process belongs to a live session when it is its
@@ -165,8 +168,8 @@ func ownedByLive(t proc.Tagged, live map[string]api.SessionInfo) bool {
 }
 
 // doctorTagged lists processes tagged with stateID that owned rejects.
-func doctorTagged(stateID string, owned func(proc.Tagged) bool, fix func(proc.Tagged) string) doctorCheck {
-	c := doctorCheck{Name: "tagged-processes"}
+func doctorTagged(stateID string, owned func(proc.Tagged) bool, fix func(proc.Tagged) string) DoctorCheck {
+	c := DoctorCheck{Name: "tagged-processes"}
 	if stateID == "" {
 		c.Unknown, c.Detail = true, "no state id: nothing to match processes against"
 		return c
@@ -180,7 +183,7 @@ func doctorTagged(stateID string, owned func(proc.Tagged) bool, fix func(proc.Ta
 		if owned(t) {
 			continue
 		}
-		c.Problems = append(c.Problems, doctorProblem{
+		c.Problems = append(c.Problems, DoctorProblem{
 			What: fmt.Sprintf("pid %d carries session %s (fence %d) of state %s and no live session owns it", t.PID, t.SessionID, t.Fence, stateID),
 			Fix:  fix(t)})
 	}
@@ -213,7 +216,7 @@ func ppidOf(pid int) int {
 
 // doctorPrint prints the report; exit 1 on a problem, 3 when a check could
 // not run and nothing else was wrong, else 0.
-func doctorPrint(e *ctlEnv, rep *doctorReport) int {
+func doctorPrint(e *ctlEnv, rep *DoctorReport) int {
 	unknown := false
 	for _, c := range rep.Checks {
 		unknown = unknown || c.Unknown
@@ -227,42 +230,42 @@ func doctorPrint(e *ctlEnv, rep *doctorReport) int {
 		if !rep.Daemon {
 			mode = "no daemon on " + rep.Socket + "; read the store"
 		}
-		fmt.Fprintf(e.stdout, "sessiond doctor: %s (state dir %s, id %s)\n", termSafe(mode), termSafe(rep.StateDir), dash(termSafe(rep.StateID)))
+		fmt.Fprintf(e.stdout, "sessiond doctor: %s (state dir %s, id %s)\n", tty.Safe(mode), tty.Safe(rep.StateDir), dash(tty.Safe(rep.StateID)))
 		for _, c := range rep.Checks {
 			switch {
 			case c.Unknown:
-				fmt.Fprintf(e.stdout, "UNKNOWN  %s: %s\n", termSafe(c.Name), termSafe(c.Detail))
+				fmt.Fprintf(e.stdout, "UNKNOWN  %s: %s\n", tty.Safe(c.Name), tty.Safe(c.Detail))
 			case c.OK:
-				fmt.Fprintf(e.stdout, "ok       %s: %s\n", termSafe(c.Name), dash(termSafe(c.Detail)))
+				fmt.Fprintf(e.stdout, "ok       %s: %s\n", tty.Safe(c.Name), dash(tty.Safe(c.Detail)))
 			}
 			for _, p := range c.Problems {
-				fmt.Fprintf(e.stdout, "PROBLEM  %s: %s\n         fix: %s\n", termSafe(c.Name), termSafe(p.What), termSafe(p.Fix))
+				fmt.Fprintf(e.stdout, "PROBLEM  %s: %s\n         fix: %s\n", tty.Safe(c.Name), tty.Safe(p.What), tty.Safe(p.Fix))
 			}
 		}
 		fmt.Fprintf(e.stdout, "%d problem(s)\n", rep.Problems)
 	}
 	switch {
 	case rep.Problems > 0:
-		return exitError
+		return exitcode.Error
 	case unknown:
-		return exitNoDaemon
+		return exitcode.NoDaemon
 	}
-	return exitOK
+	return exitcode.OK
 }
 
 const checkJournalLoss = "journal-loss"
 
 // doctorLosses reports every session whose journal records lost events
 // (journal.loss rows): its history has a hole nothing can fill.
-func doctorLosses(lost map[string]uint64) doctorCheck {
-	c := doctorCheck{Name: checkJournalLoss}
+func doctorLosses(lost map[string]uint64) DoctorCheck {
+	c := DoctorCheck{Name: checkJournalLoss}
 	ids := make([]string, 0, len(lost))
 	for id := range lost {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		c.Problems = append(c.Problems, doctorProblem{
+		c.Problems = append(c.Problems, DoctorProblem{
 			What: fmt.Sprintf("session %s: %d events could not be stored (journal.loss rows; the turn open then was failed)", id, lost[id]),
 			Fix:  fmt.Sprintf("nothing restores them: read `sessiond ctl attach %s`, then `sessiond ctl delete %s` once its history is no longer needed", id, id)})
 	}

@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"fmt"
@@ -10,20 +10,21 @@ import (
 	"github.com/sessiond/sessiond/internal/store"
 )
 
-const checkDamagedRows = "damaged-rows"
+// CheckDamagedRows names doctorDamaged's check in the report.
+const CheckDamagedRows = "damaged-rows"
 
 // doctorDamaged reads every session record and journal row (bbolt keeps
 // no checksum of values: damage inside one passes the store's checks) and
 // reports those that no longer decode.
-func doctorDamaged(st *store.Store) doctorCheck {
-	c := doctorCheck{Name: checkDamagedRows}
+func doctorDamaged(st *store.Store) DoctorCheck {
+	c := DoctorCheck{Name: CheckDamagedRows}
 	var badRecords []string
 	if _, err := st.ListRecords(func(id string, _ error) { badRecords = append(badRecords, id) }); err != nil {
 		c.Unknown, c.Detail = true, "read records: "+err.Error()
 		return c
 	}
 	for _, id := range badRecords {
-		c.Problems = append(c.Problems, doctorProblem{
+		c.Problems = append(c.Problems, DoctorProblem{
 			What: fmt.Sprintf("session %s: its record does not decode (damaged on disk); the session cannot be listed or held", id),
 			Fix:  fmt.Sprintf("sessiond ctl delete %s   # or restore sessiond.db from a backup", id)})
 	}
@@ -36,7 +37,7 @@ func doctorDamaged(st *store.Store) doctorCheck {
 	sort.Strings(ids)
 	for _, id := range ids {
 		seqs := damaged[id]
-		c.Problems = append(c.Problems, doctorProblem{
+		c.Problems = append(c.Problems, DoctorProblem{
 			What: fmt.Sprintf("session %s: %d journal rows do not decode (damaged on disk; read as journal.corrupt), first at seq %d", id, len(seqs), seqs[0]),
 			Fix:  fmt.Sprintf("nothing restores them: read `sessiond ctl attach %s`, or restore sessiond.db from a backup", id)})
 	}

@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"encoding/json"
@@ -17,6 +17,7 @@ import (
 	"github.com/sessiond/sessiond/internal/lease"
 	"github.com/sessiond/sessiond/internal/proc"
 	"github.com/sessiond/sessiond/internal/store"
+	"github.com/sessiond/sessiond/internal/tty"
 )
 
 // fixServe is the fix for anything a dead daemon left: startup reaps,
@@ -26,10 +27,10 @@ const fixServe = "run `sessiond serve` once: startup reaps and releases"
 // doctorOffline inspects the state directory read-only when no daemon
 // answers on the socket. A store still locked means a daemon runs on it
 // elsewhere (another socket): nothing can be checked.
-func doctorOffline(e *ctlEnv, rep *doctorReport) {
+func doctorOffline(e *ctlEnv, rep *DoctorReport) {
 	dir, err := config.StateDir(doctorStateDir, os.Getenv)
 	if err != nil {
-		rep.add(doctorCheck{Name: "store", Unknown: true, Detail: err.Error()})
+		rep.add(DoctorCheck{Name: "store", Unknown: true, Detail: err.Error()})
 		return
 	}
 	rep.StateDir = dir
@@ -39,18 +40,18 @@ func doctorOffline(e *ctlEnv, rep *doctorReport) {
 	case errors.As(err, &refused):
 		// Nothing in the file can be trusted; the marker still names the
 		// state id, so its processes can be found.
-		rep.add(doctorCheck{Name: "store", Detail: refused.Path,
-			Problems: []doctorProblem{{What: refused.Error(), Fix: refused.Fix}}})
+		rep.add(DoctorCheck{Name: "store", Detail: refused.Path,
+			Problems: []DoctorProblem{{What: refused.Error(), Fix: refused.Fix}}})
 		rep.StateID = store.MarkerStateID(dir)
 		rep.add(doctorTagged(rep.StateID, func(proc.Tagged) bool { return false },
 			func(t proc.Tagged) string { return fmt.Sprintf("kill %d", t.PID) }))
 		return
 	case errors.Is(err, store.ErrLocked):
-		rep.add(doctorCheck{Name: "store", Unknown: true,
+		rep.add(DoctorCheck{Name: "store", Unknown: true,
 			Detail: fmt.Sprintf("%s is locked: a sessiond runs on this state dir but not on %s (pass its --socket)", filepath.Join(dir, "sessiond.db"), e.socket)})
 		return
 	case err != nil:
-		rep.add(doctorCheck{Name: "store", Unknown: true, Detail: err.Error()})
+		rep.add(DoctorCheck{Name: "store", Unknown: true, Detail: err.Error()})
 		return
 	}
 	defer st.Close()
@@ -58,7 +59,7 @@ func doctorOffline(e *ctlEnv, rep *doctorReport) {
 	for _, w := range st.Warnings {
 		detail += "; warning: " + w
 	}
-	check := doctorCheck{Name: "store", Detail: detail}
+	check := DoctorCheck{Name: "store", Detail: detail}
 	if p := notWritable(dir, st.Path); p != nil {
 		check.Problems = append(check.Problems, *p)
 	}
@@ -74,9 +75,9 @@ func doctorOffline(e *ctlEnv, rep *doctorReport) {
 		return nil
 	})
 	rep.StateID = stateID
-	schema := doctorCheck{Name: "schema", Detail: fmt.Sprintf("version %d, this sessiond writes %d", version, store.SchemaVersion)}
+	schema := DoctorCheck{Name: "schema", Detail: fmt.Sprintf("version %d, this sessiond writes %d", version, store.SchemaVersion)}
 	if version > store.SchemaVersion {
-		schema.Problems = append(schema.Problems, doctorProblem{
+		schema.Problems = append(schema.Problems, DoctorProblem{
 			What: fmt.Sprintf("store schema %d is newer than this sessiond (%d)", version, store.SchemaVersion),
 			Fix:  "run the newer sessiond that wrote it (this one refuses to serve it)"})
 	}
@@ -96,11 +97,11 @@ func doctorOffline(e *ctlEnv, rep *doctorReport) {
 // notWritable is a problem when serve could not write the state dir or its
 // store (a read-only mount, a changed owner or mode): the daemon would
 // refuse to start although the store itself is sound.
-func notWritable(paths ...string) *doctorProblem {
+func notWritable(paths ...string) *DoctorProblem {
 	for _, p := range paths {
 		if err := unix.Access(p, unix.W_OK); err != nil {
-			return &doctorProblem{
-				What: fmt.Sprintf("%s is not writable (%v): sessiond serve cannot open the store", termSafe(p), err),
+			return &DoctorProblem{
+				What: fmt.Sprintf("%s is not writable (%v): sessiond serve cannot open the store", tty.Safe(p), err),
 				Fix:  "make it writable (remount read-write, fix its owner or mode) or pass another --state-dir"}
 		}
 	}
@@ -108,10 +109,10 @@ func notWritable(paths ...string) *doctorProblem {
 }
 
 // doctorLeases: with no daemon, every live or reserved lease is left over.
-func doctorLeases(db *bolt.DB) doctorCheck {
-	c := doctorCheck{Name: "leases"}
+func doctorLeases(db *bolt.DB) DoctorCheck {
+	c := DoctorCheck{Name: "leases"}
 	recs, err := lease.New(db, nil, time.Now).List(func(id string, err error) {
-		c.Problems = append(c.Problems, doctorProblem{
+		c.Problems = append(c.Problems, DoctorProblem{
 			What: fmt.Sprintf("session %s: its lease does not decode (damaged on disk); the session cannot be held", id),
 			Fix:  "sessiond ctl delete " + id + "   # or restore sessiond.db from a backup"})
 	})
@@ -128,7 +129,7 @@ func doctorLeases(db *bolt.DB) doctorCheck {
 			st := proc.Probe(proc.Identity{PID: o.PID, StartTicks: o.StartTicks, BootID: o.BootID})
 			what += fmt.Sprintf("; owner pid %d is %s", o.PID, st)
 		}
-		c.Problems = append(c.Problems, doctorProblem{What: what, Fix: fixServe})
+		c.Problems = append(c.Problems, DoctorProblem{What: what, Fix: fixServe})
 	}
 	c.Detail = fmt.Sprintf("%d leases, %d left over or damaged", len(recs), len(c.Problems))
 	return c
@@ -136,8 +137,8 @@ func doctorLeases(db *bolt.DB) doctorCheck {
 
 // doctorOpenTurns finds journals whose last turn event is a turn.started:
 // with no daemon, no child runs, so the turn is stuck "working".
-func doctorOpenTurns(db *bolt.DB) doctorCheck {
-	c := doctorCheck{Name: "open-turns"}
+func doctorOpenTurns(db *bolt.DB) DoctorCheck {
+	c := DoctorCheck{Name: "open-turns"}
 	n := 0
 	err := db.View(func(tx *bolt.Tx) error {
 		jb := tx.Bucket(store.BucketJournal)
@@ -160,7 +161,7 @@ func doctorOpenTurns(db *bolt.DB) doctorCheck {
 					return nil
 				}
 				if ev.Type == event.TurnStarted {
-					c.Problems = append(c.Problems, doctorProblem{
+					c.Problems = append(c.Problems, DoctorProblem{
 						What: fmt.Sprintf("session %s: turn %s open (seq %d) and no provider child", id, ev.TurnID, ev.Seq),
 						Fix:  fixServe})
 					return nil

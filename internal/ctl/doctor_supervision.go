@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 
 // doctorSupervision reports the daemon's supervision mode and why, with
 // every configured limit it does not enforce.
-func doctorSupervision(s api.Supervision) doctorCheck {
+func doctorSupervision(s api.Supervision) DoctorCheck {
 	d := fmt.Sprintf("%s mode: %s", s.Mode, s.Reason)
 	if s.Mode == "cgroup" {
 		d += fmt.Sprintf("; cgroup %s, controllers [%s], cgroup.kill %v", s.Cgroup, strings.Join(s.Controllers, " "), s.CgroupKill)
@@ -23,5 +23,5 @@ func doctorSupervision(s api.Supervision) doctorCheck {
 	for _, n := range s.Notes {
 		d += "; " + n
 	}
-	return doctorCheck{Name: "supervision", Detail: d}
+	return DoctorCheck{Name: "supervision", Detail: d}
 }

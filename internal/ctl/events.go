@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/rpc"
+	"github.com/sessiond/sessiond/internal/tty"
 )
 
 // errLagged: the daemon detached our subscription for being too slow.
@@ -90,5 +91,5 @@ func printEvent(w io.Writer, asJSON bool, ev event.Event) {
 	if data == "" {
 		data = "-"
 	}
-	fmt.Fprintf(w, "%6d  %s  %-24s  %-14s  %s\n", ev.Seq, ev.At.Format(time.RFC3339Nano), termSafe(ev.Type), termSafe(turn), termSafe(data))
+	fmt.Fprintf(w, "%6d  %s  %-24s  %-14s  %s\n", ev.Seq, ev.At.Format(time.RFC3339Nano), tty.Safe(ev.Type), tty.Safe(turn), tty.Safe(data))
 }

@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"context"
@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/exitcode"
 	"github.com/sessiond/sessiond/internal/rpc"
+	"github.com/sessiond/sessiond/internal/tty"
 )
 
 var holdFlags struct {
@@ -49,16 +51,16 @@ func ctlHold(e *ctlEnv, args []string) int {
 		return e.fail(err)
 	}
 	e.out(r, func(tw *tabwriter.Writer) {
-		fmt.Fprintf(tw, "session\t%s\n", termSafe(r.SessionID))
-		fmt.Fprintf(tw, "state\t%s (fence %d)\n", termSafe(r.State), r.Fence)
+		fmt.Fprintf(tw, "session\t%s\n", tty.Safe(r.SessionID))
+		fmt.Fprintf(tw, "state\t%s (fence %d)\n", tty.Safe(r.State), r.Fence)
 		fmt.Fprintf(tw, "pid\t%d\n", r.PID)
-		fmt.Fprintf(tw, "thread\t%s\n", termSafe(r.ThreadID))
+		fmt.Fprintf(tw, "thread\t%s\n", tty.Safe(r.ThreadID))
 		fmt.Fprintf(tw, "holders\t%s\n", holderList(r.Holders, ", "))
 	})
 	if holdFlags.noWait {
-		return exitOK
+		return exitcode.OK
 	}
-	fmt.Fprintf(e.stderr, "holding %s as %s; Ctrl-C releases\n", termSafe(r.SessionID), termSafe(holder))
+	fmt.Fprintf(e.stderr, "holding %s as %s; Ctrl-C releases\n", tty.Safe(r.SessionID), tty.Safe(holder))
 	select {
 	case <-e.ctx.Done():
 	case <-c.Done():
@@ -68,7 +70,7 @@ func ctlHold(e *ctlEnv, args []string) int {
 	}
 	if e.ctx.Err() == nil {
 		fmt.Fprintln(e.stderr, "sessiond ctl: the daemon closed the connection")
-		return exitError
+		return exitcode.Error
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -76,5 +78,5 @@ func ctlHold(e *ctlEnv, args []string) int {
 	if err := c.Call(ctx, "agentSession.release", api.ReleaseParams{SessionID: r.SessionID, HolderID: holder, HoldToken: r.HoldToken}, &rr); err != nil {
 		return e.fail(err)
 	}
-	return exitOK
+	return exitcode.OK
 }

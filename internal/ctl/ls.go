@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/exitcode"
+	"github.com/sessiond/sessiond/internal/tty"
 )
 
 func init() {
@@ -19,7 +21,7 @@ func ctlLs(e *ctlEnv, args []string) int {
 		return e.usageErr("ls", "takes no arguments")
 	}
 	var r api.ListResult
-	if code := e.call("agentSession.list", nil, &r); code != exitOK {
+	if code := e.call("agentSession.list", nil, &r); code != exitcode.OK {
 		return code
 	}
 	now := time.Now()
@@ -46,7 +48,7 @@ func printLs(w io.Writer, sessions []api.SessionInfo, now time.Time) {
 		if s.TurnRunning {
 			turn = "running"
 		}
-		t.add(termSafe(s.SessionID), fit(s.Provider, providerCells), fit(s.State, providerCells),
+		t.add(tty.Safe(s.SessionID), fit(s.Provider, providerCells), fit(s.State, providerCells),
 			dash(fit(strings.Join(s.Holders, ","), holdersCells)), turn, ago(now, s.LastActivityAt), pidText(s.PID),
 			dash(fit(s.Title, titleCells)), fitTail(s.Cwd, cwdCells))
 	}
@@ -78,7 +80,7 @@ func ago(now time.Time, t *time.Time) string {
 func holderList(holders []string, sep string) string {
 	out := make([]string, len(holders))
 	for i, h := range holders {
-		out[i] = termSafe(h)
+		out[i] = tty.Safe(h)
 	}
 	return strings.Join(out, sep)
 }

@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"flag"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/exitcode"
 )
 
 var releaseFlags struct{ holder string }
@@ -27,7 +28,7 @@ func ctlRelease(e *ctlEnv, args []string) int {
 		return e.usageErr("release", "--holder is required")
 	}
 	var r api.ReleaseResult
-	if code := e.call("agentSession.release", api.ReleaseParams{SessionID: args[0], HolderID: releaseFlags.holder}, &r); code != exitOK {
+	if code := e.call("agentSession.release", api.ReleaseParams{SessionID: args[0], HolderID: releaseFlags.holder}, &r); code != exitcode.OK {
 		return code
 	}
 	return e.out(r, func(tw *tabwriter.Writer) {

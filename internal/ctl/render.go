@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/tty"
 )
 
 // renderer prints a session's events as a person reads a turn: the
@@ -51,15 +52,15 @@ func (r *renderer) event(ev event.Event) {
 	switch ev.Type {
 	case event.TurnStarted:
 		if r.user {
-			r.line("> %s", termSafe(str("text")))
+			r.line("> %s", tty.Safe(str("text")))
 		}
 	case event.MessageDelta:
 		r.streamed[msgKey(ev, str("itemId"))] = true
-		fmt.Fprint(r.w, termText(str("text")))
+		fmt.Fprint(r.w, tty.Text(str("text")))
 		r.midLine = true
 	case event.MessageCompleted:
 		if !r.streamed[msgKey(ev, str("itemId"))] {
-			fmt.Fprint(r.w, termText(str("text")))
+			fmt.Fprint(r.w, tty.Text(str("text")))
 			r.midLine = true
 		}
 		if r.midLine {
@@ -75,7 +76,7 @@ func (r *renderer) event(ev event.Event) {
 			if cmd == "" {
 				cmd = str("title")
 			}
-			r.line("$ %s", termSafe(cmd))
+			r.line("$ %s", tty.Safe(cmd))
 		}
 	case event.ItemCompleted:
 		r.item(str("kind"), str("status"), d)
@@ -88,7 +89,7 @@ func (r *renderer) event(ev event.Event) {
 			if mark == "" {
 				mark = " "
 			}
-			fmt.Fprintf(&b, " [%s] %s", mark, termSafe(fmt.Sprint(m["step"])))
+			fmt.Fprintf(&b, " [%s] %s", mark, tty.Safe(fmt.Sprint(m["step"])))
 		}
 		r.line("plan:%s", b.String())
 	case event.ApprovalRequested:
@@ -96,11 +97,11 @@ func (r *renderer) event(ev event.Event) {
 	case event.ApprovalResolved:
 		by := ""
 		if str("by") != "" {
-			by = " (by " + termSafe(str("by")) + ", " + termSafe(str("reason")) + ")"
+			by = " (by " + tty.Safe(str("by")) + ", " + tty.Safe(str("reason")) + ")"
 		}
-		r.line("  %s: %s%s", termSafe(str("requestId")), termSafe(str("decision")), by)
+		r.line("  %s: %s%s", tty.Safe(str("requestId")), tty.Safe(str("decision")), by)
 	case event.ProviderNotice:
-		r.line("! %s", termSafe(str("message")))
+		r.line("! %s", tty.Safe(str("message")))
 	case event.TurnUsage:
 		num := func(k string) int64 { f, _ := d[k].(float64); return int64(f) }
 		r.usage = fmt.Sprintf("tokens: %d in (%d cached), %d out (%d reasoning), %d total",
@@ -110,7 +111,7 @@ func (r *renderer) event(ev event.Event) {
 		}
 	case event.TurnCompleted:
 		if st := str("status"); st != event.StatusCompleted {
-			r.line("turn %s %s", termSafe(st), termSafe(str("reason")))
+			r.line("turn %s %s", tty.Safe(st), tty.Safe(str("reason")))
 		} else if r.midLine {
 			r.line("")
 			r.midLine = false
@@ -145,22 +146,22 @@ func (r *renderer) item(kind, status string, d map[string]any) {
 		out, _ := p["output"].(string)
 		r.outputTail(out)
 		if status != event.ItemCompletedStatus {
-			r.line("  %s", termSafe(status))
+			r.line("  %s", tty.Safe(status))
 			return
 		}
 		if code, ok := p["exitCode"].(float64); ok {
 			r.line("  exit %d", int64(code))
 		} else {
-			r.line("  %s (the provider reports no exit code)", termSafe(status))
+			r.line("  %s (the provider reports no exit code)", tty.Safe(status))
 		}
 	case event.KindFileChange:
 		changes, _ := p["changes"].([]any)
 		for _, c := range changes {
 			m, _ := c.(map[string]any)
-			r.line("~ %s %s (%s)", termSafe(fmt.Sprint(m["kind"])), termSafe(fmt.Sprint(m["path"])), termSafe(status))
+			r.line("~ %s %s (%s)", tty.Safe(fmt.Sprint(m["kind"])), tty.Safe(fmt.Sprint(m["path"])), tty.Safe(status))
 		}
 	case event.KindMcpToolCall, event.KindToolCall, event.KindWebSearch, event.KindSubagent:
-		r.line("* %s %s (%s)", kind, termSafe(fmt.Sprint(d["title"])), termSafe(status))
+		r.line("* %s %s (%s)", kind, tty.Safe(fmt.Sprint(d["title"])), tty.Safe(status))
 	}
 }
 

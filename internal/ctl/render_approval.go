@@ -1,10 +1,12 @@
-package main
+package ctl
 
 import (
 	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/sessiond/sessiond/internal/tty"
 )
 
 // approval prints an approval request and the `ctl respond` lines that
@@ -27,17 +29,17 @@ func (r *renderer) approval(d map[string]any) {
 	respond := fmt.Sprintf("sessiond ctl respond %s %s", shellWord(r.session), shellWord(str("requestId")))
 	qs := questions(det, in)
 	if len(qs) == 0 {
-		r.line("? %s approval %s%s", termSafe(str("kind")), termSafe(str("requestId")), approvalSummary(det, in))
-		r.line("  answer: %s %s", respond, termSafe(strings.Join(opts, "|")))
+		r.line("? %s approval %s%s", tty.Safe(str("kind")), tty.Safe(str("requestId")), approvalSummary(det, in))
+		r.line("  answer: %s %s", respond, tty.Safe(strings.Join(opts, "|")))
 		return
 	}
-	r.line("? %s approval %s: %d question(s)", termSafe(str("kind")), termSafe(str("requestId")), len(qs))
+	r.line("? %s approval %s: %d question(s)", tty.Safe(str("kind")), tty.Safe(str("requestId")), len(qs))
 	answers := map[string][]string{}
 	for _, q := range qs {
 		if q.key == q.text {
-			r.line("  %s%s", termSafe(q.text), q.options())
+			r.line("  %s%s", tty.Safe(q.text), q.options())
 		} else {
-			r.line("  %s: %s%s", termSafe(q.key), termSafe(q.text), q.options())
+			r.line("  %s: %s%s", tty.Safe(q.key), tty.Safe(q.text), q.options())
 		}
 		answers[q.key] = []string{"ANSWER"}
 	}
@@ -50,7 +52,7 @@ func (r *renderer) approval(d map[string]any) {
 		}
 	}
 	if len(others) > 0 {
-		r.line("  refuse: %s %s", respond, termSafe(strings.Join(others, "|")))
+		r.line("  refuse: %s %s", respond, tty.Safe(strings.Join(others, "|")))
 	}
 }
 
@@ -60,7 +62,7 @@ func approvalSummary(det, in map[string]any) string {
 	for _, m := range []map[string]any{det, in} {
 		for _, k := range []string{"command", "file_path", "url", "reason", "message"} {
 			if s, ok := m[k].(string); ok && s != "" {
-				return ": " + termSafe(s)
+				return ": " + tty.Safe(s)
 			}
 		}
 	}
@@ -78,7 +80,7 @@ func (q question) options() string {
 	if len(q.opts) == 0 {
 		return ""
 	}
-	return " [" + termSafe(strings.Join(q.opts, "|")) + "]"
+	return " [" + tty.Safe(strings.Join(q.opts, "|")) + "]"
 }
 
 // questions reads detail.questions (codex) or input.questions (Claude).
@@ -119,5 +121,5 @@ func shellWord(s string) string {
 	if plainWord.MatchString(s) {
 		return s
 	}
-	return termSafe("'" + strings.ReplaceAll(s, "'", `'\''`) + "'")
+	return tty.Safe("'" + strings.ReplaceAll(s, "'", `'\''`) + "'")
 }

@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/testkit/golden"
 )
 
 func ev(typ, turn string, data any) event.Event {
@@ -126,7 +127,7 @@ func TestRendererClaudeTurn(t *testing.T) {
 	for _, e := range claudeTurn("go test ./...", "c1-req_1", "ok  \tpkg\t0.1s\n") {
 		r.event(e)
 	}
-	golden(t, "ctl_render_claude.golden", b.String())
+	golden.Check(t, "ctl_render_claude.golden", b.String())
 }
 
 // TestRendererHostileText: ESC, CR, bidi controls and invalid UTF-8 from a

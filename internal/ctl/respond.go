@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"encoding/json"
@@ -6,7 +6,9 @@ import (
 	"fmt"
 
 	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/exitcode"
 	"github.com/sessiond/sessiond/internal/rpc"
+	"github.com/sessiond/sessiond/internal/tty"
 )
 
 var respondFlags struct {
@@ -53,7 +55,7 @@ func ctlRespond(e *ctlEnv, args []string) int {
 	if e.json {
 		fmt.Fprintln(e.stdout, "{}")
 	} else {
-		fmt.Fprintf(e.stdout, "%s: %s\n", termSafe(p.RequestID), termSafe(p.Decision))
+		fmt.Fprintf(e.stdout, "%s: %s\n", tty.Safe(p.RequestID), tty.Safe(p.Decision))
 	}
-	return exitOK
+	return exitcode.OK
 }

@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"context"
@@ -9,7 +9,9 @@ import (
 
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/exitcode"
 	"github.com/sessiond/sessiond/internal/rpc"
+	"github.com/sessiond/sessiond/internal/tty"
 )
 
 func init() {
@@ -70,11 +72,11 @@ func ctlSend(e *ctlEnv, args []string) int {
 			c.Call(ctx, "agentSession.cancel", api.SessionParams{SessionID: id}, nil)
 			cancel()
 			fmt.Fprintln(e.stderr, "\nsessiond ctl send: interrupted; turn cancelled")
-			return exitError
+			return exitcode.Error
 		}
 		if err != nil {
 			fmt.Fprintln(e.stderr, "sessiond ctl send:", err)
-			return exitError
+			return exitcode.Error
 		}
 		if ev.TurnID != sr.TurnID {
 			continue
@@ -98,10 +100,10 @@ func ctlSend(e *ctlEnv, args []string) int {
 				fmt.Fprintln(e.stdout, r.usage) // the turn's token use, last
 			}
 			if d.Status != event.StatusCompleted {
-				fmt.Fprintf(e.stderr, "sessiond ctl send: turn %s %s %s\n", termSafe(sr.TurnID), termSafe(d.Status), termSafe(d.Reason))
-				return exitError
+				fmt.Fprintf(e.stderr, "sessiond ctl send: turn %s %s %s\n", tty.Safe(sr.TurnID), tty.Safe(d.Status), tty.Safe(d.Reason))
+				return exitcode.Error
 			}
-			return exitOK
+			return exitcode.OK
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/rpc"
+	"github.com/sessiond/sessiond/internal/tty"
 )
 
 func init() {
@@ -42,13 +43,13 @@ func ctlShow(e *ctlEnv, args []string) int {
 // printSession prints a session's every field, whole (escaped); u is its
 // process tree's figures when it is live.
 func printSession(tw *tabwriter.Writer, s api.SessionInfo, u *treeUsage) {
-	fmt.Fprintf(tw, "id\t%s\n", termSafe(s.SessionID))
-	fmt.Fprintf(tw, "provider\t%s\n", termSafe(s.Provider))
-	fmt.Fprintf(tw, "cwd\t%s\n", termSafe(s.Cwd))
-	fmt.Fprintf(tw, "title\t%s\n", dash(termSafe(s.Title)))
+	fmt.Fprintf(tw, "id\t%s\n", tty.Safe(s.SessionID))
+	fmt.Fprintf(tw, "provider\t%s\n", tty.Safe(s.Provider))
+	fmt.Fprintf(tw, "cwd\t%s\n", tty.Safe(s.Cwd))
+	fmt.Fprintf(tw, "title\t%s\n", dash(tty.Safe(s.Title)))
 	fmt.Fprintf(tw, "created\t%s\n", s.CreatedAt.Format(time.RFC3339))
-	fmt.Fprintf(tw, "state\t%s\n", termSafe(s.State))
-	fmt.Fprintf(tw, "lease\t%s (fence %d)\n", termSafe(s.Lease), s.Fence)
+	fmt.Fprintf(tw, "state\t%s\n", tty.Safe(s.State))
+	fmt.Fprintf(tw, "lease\t%s (fence %d)\n", tty.Safe(s.Lease), s.Fence)
 	fmt.Fprintf(tw, "holders\t%s\n", dash(holderList(s.Holders, ", ")))
 	fmt.Fprintf(tw, "subscribers\t%d\n", s.Subscribers)
 	fmt.Fprintf(tw, "pid\t%s\n", pidText(s.PID))
@@ -58,9 +59,9 @@ func printSession(tw *tabwriter.Writer, s api.SessionInfo, u *treeUsage) {
 		fmt.Fprintf(tw, "rss\t%s (summed over the processes)\n", bytesText(u.RSS))
 	}
 	if s.Cgroup != "" {
-		fmt.Fprintf(tw, "cgroup\t%s\n", termSafe(s.Cgroup))
+		fmt.Fprintf(tw, "cgroup\t%s\n", tty.Safe(s.Cgroup))
 	}
-	fmt.Fprintf(tw, "thread\t%s\n", dash(termSafe(s.ThreadID)))
+	fmt.Fprintf(tw, "thread\t%s\n", dash(tty.Safe(s.ThreadID)))
 	fmt.Fprintf(tw, "turn running\t%v\n", s.TurnRunning)
 	if s.ReleaseAt != nil {
 		fmt.Fprintf(tw, "release at\t%s\n", s.ReleaseAt.Format(time.RFC3339))
@@ -74,7 +75,7 @@ func printSession(tw *tabwriter.Writer, s api.SessionInfo, u *treeUsage) {
 		if x.Signal != nil {
 			sig = *x.Signal
 		}
-		fmt.Fprintf(tw, "last exit\troot %s, tree %s, code %s, signal %s, at %s\n", termSafe(x.Root), termSafe(x.Tree), code,
-			termSafe(sig), x.At.Format(time.RFC3339))
+		fmt.Fprintf(tw, "last exit\troot %s, tree %s, code %s, signal %s, at %s\n", tty.Safe(x.Root), tty.Safe(x.Tree), code,
+			tty.Safe(sig), x.At.Format(time.RFC3339))
 	}
 }

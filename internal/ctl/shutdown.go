@@ -1,8 +1,10 @@
-package main
+package ctl
 
 import (
 	"fmt"
 	"text/tabwriter"
+
+	"github.com/sessiond/sessiond/internal/exitcode"
 )
 
 func init() {
@@ -14,7 +16,7 @@ func ctlShutdown(e *ctlEnv, args []string) int {
 		return e.usageErr("shutdown", "takes no arguments")
 	}
 	var r struct{}
-	if code := e.call("daemon.shutdown", nil, &r); code != exitOK {
+	if code := e.call("daemon.shutdown", nil, &r); code != exitcode.OK {
 		return code
 	}
 	return e.out(r, func(tw *tabwriter.Writer) { fmt.Fprintln(tw, "daemon is shutting down") })

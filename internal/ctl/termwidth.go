@@ -1,15 +1,17 @@
-package main
+package ctl
 
 import (
 	"io"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/sessiond/sessiond/internal/tty"
 )
 
 // A table row must stay one line of a sensible width whatever a client or
 // provider put in a title, cwd or holder id. fit and fitTail escape a value
-// (termSafe) and shorten it to a number of terminal cells with "…";
+// (tty.Safe) and shorten it to a number of terminal cells with "…";
 // table aligns columns by those cells (text/tabwriter counts runes, so a
 // wide character would push the rest of its row out of line).
 
@@ -63,22 +65,22 @@ func displayWidth(s string) int {
 	return n
 }
 
-// escapedUnits splits s into what termSafe prints for each of its runes
+// escapedUnits splits s into what tty.Safe prints for each of its runes
 // (an escape such as \x1b is one unit: a cut never splits it, nor a UTF-8
 // sequence) with each unit's width.
 func escapedUnits(s string) (units []string, widths []int) {
 	for i := 0; i < len(s); {
 		_, size := utf8.DecodeRuneInString(s[i:])
-		u := termSafe(s[i : i+size])
+		u := tty.Safe(s[i : i+size])
 		units, widths = append(units, u), append(widths, displayWidth(u))
 		i += size
 	}
 	return units, widths
 }
 
-// fit is termSafe(s) in at most max cells: cut at the end with "…".
+// fit is tty.Safe(s) in at most max cells: cut at the end with "…".
 func fit(s string, max int) string {
-	if clean(s, false) && len(s) <= max && utf8.RuneCountInString(s) == len(s) {
+	if tty.IsSafe(s) && len(s) <= max && utf8.RuneCountInString(s) == len(s) {
 		return s // short ASCII, the common case
 	}
 	units, widths := escapedUnits(s)
@@ -93,7 +95,7 @@ func fit(s string, max int) string {
 	return b.String() + "…"
 }
 
-// fitTail is termSafe(s) in at most max cells: cut at the start with "…",
+// fitTail is tty.Safe(s) in at most max cells: cut at the start with "…",
 // for paths, whose end says most.
 func fitTail(s string, max int) string {
 	units, widths := escapedUnits(s)

@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/shirou/gopsutil/v4/process"
 
 	"github.com/sessiond/sessiond/internal/rpc"
+	"github.com/sessiond/sessiond/internal/tty"
 )
 
 // A daemon that accepted the connection and then stopped answering
@@ -38,7 +39,7 @@ type stallError struct {
 }
 
 func (s *stallError) Error() string {
-	who := "the daemon on " + termSafe(s.socket)
+	who := "the daemon on " + tty.Safe(s.socket)
 	hint := "it is stopped (SIGSTOP, a debugger) or hung"
 	if pid, state := socketOwner(s.socket); pid > 0 {
 		who += fmt.Sprintf(" (pid %d%s)", pid, state)

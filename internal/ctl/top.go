@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"encoding/json"
@@ -11,7 +11,9 @@ import (
 
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/exitcode"
 	"github.com/sessiond/sessiond/internal/rpc"
+	"github.com/sessiond/sessiond/internal/tty"
 )
 
 var topFlags struct {
@@ -39,9 +41,9 @@ func init() {
 	})
 }
 
-// topRow is one live session in one frame (also the --json shape). RSS,
+// TopRow is one live session in one frame (also the --json shape). RSS,
 // CPU, Memory and Procs are the session's whole process tree (treeUsage).
-type topRow struct {
+type TopRow struct {
 	SessionID    string  `json:"sessionId"`
 	Provider     string  `json:"provider"`
 	Title        string  `json:"title"`
@@ -63,7 +65,7 @@ type topRow struct {
 type topState struct {
 	at      time.Time
 	stateID string // the daemon's, for its processes' env tags
-	rows    map[string]topRow
+	rows    map[string]TopRow
 	turns   map[string]int    // turn.started counted so far, per session
 	read    map[string]uint64 // seq counted up to, per session
 }
@@ -91,25 +93,25 @@ func ctlTop(e *ctlEnv, args []string) int {
 	}
 	tick := time.NewTicker(topFlags.interval)
 	defer tick.Stop()
-	clear := !e.json && !topFlags.once && isTerminal(e.stdout)
+	clear := !e.json && !topFlags.once && tty.IsTerminal(e.stdout)
 	for {
 		select {
 		case <-e.ctx.Done():
 			if s := e.stalled(); s != nil {
 				return e.fail(s) // the daemon stopped answering its probe
 			}
-			return exitOK // Ctrl-C
+			return exitcode.OK // Ctrl-C
 		case <-tick.C:
 		}
 		cur, err := st.sample(e, c)
 		if err != nil {
 			if e.ctx.Err() != nil && e.stalled() == nil {
-				return exitOK // Ctrl-C while a frame was being read
+				return exitcode.OK // Ctrl-C while a frame was being read
 			}
 			return e.fail(err)
 		}
 		rows := rates(prev, cur)
-		if code := printTop(e, rows, clear); code != exitOK || topFlags.once {
+		if code := printTop(e, rows, clear); code != exitcode.OK || topFlags.once {
 			return code
 		}
 		prev = cur
@@ -123,7 +125,7 @@ func (st *topState) sample(e *ctlEnv, c *rpc.Client) (topState, error) {
 	if err := c.Call(e.ctx, "agentSession.list", nil, &list); err != nil {
 		return topState{}, err
 	}
-	out := topState{at: time.Now(), rows: map[string]topRow{}}
+	out := topState{at: time.Now(), rows: map[string]TopRow{}}
 	ps := takeProcSnapshot(st.stateID)
 	for _, s := range list.Sessions {
 		if s.PID == 0 || s.State != "live" {
@@ -134,7 +136,7 @@ func (st *topState) sample(e *ctlEnv, c *rpc.Client) (topState, error) {
 		} else if err != nil {
 			return topState{}, err
 		}
-		r := topRow{SessionID: s.SessionID, Provider: s.Provider, Title: s.Title, PID: s.PID, TurnRunning: s.TurnRunning,
+		r := TopRow{SessionID: s.SessionID, Provider: s.Provider, Title: s.Title, PID: s.PID, TurnRunning: s.TurnRunning,
 			lastSeq: s.LastSeq, Turns: st.turns[s.SessionID]}
 		_, _, r.Gone = procFigures(s.PID)
 		if u, ok := sessionUsage(s, ps); ok {
@@ -184,9 +186,9 @@ func (st *topState) countTurns(e *ctlEnv, c *rpc.Client, id string, lastSeq uint
 }
 
 // rates turns two samples into rows: CPU and events/s over the interval.
-func rates(prev, cur topState) []topRow {
+func rates(prev, cur topState) []TopRow {
 	dt := cur.at.Sub(prev.at).Seconds()
-	var rows []topRow
+	var rows []TopRow
 	for id, r := range cur.rows {
 		if p, ok := prev.rows[id]; ok && dt > 0 && p.PID == r.PID && !p.Gone && !r.Gone {
 			r.CPU = 100 * cpuGrowth(p.cpu, r.cpu) / dt
@@ -198,15 +200,15 @@ func rates(prev, cur topState) []topRow {
 	return rows
 }
 
-func printTop(e *ctlEnv, rows []topRow, clear bool) int {
+func printTop(e *ctlEnv, rows []TopRow, clear bool) int {
 	if e.json {
 		if rows == nil {
-			rows = []topRow{}
+			rows = []TopRow{}
 		}
 		if err := json.NewEncoder(e.stdout).Encode(rows); err != nil {
 			return e.fail(err)
 		}
-		return exitOK
+		return exitcode.OK
 	}
 	if clear {
 		fmt.Fprint(e.stdout, "\x1b[H\x1b[2J")
@@ -215,14 +217,14 @@ func printTop(e *ctlEnv, rows []topRow, clear bool) int {
 	if !clear && !topFlags.once {
 		fmt.Fprintln(e.stdout)
 	}
-	return exitOK
+	return exitcode.OK
 }
 
-// topHeading says what the figures are, above the table.
-const topHeading = "RSS, CPU% and MEM are summed over each session's PROCS processes: " +
+// TopHeading says what the figures are, above the table.
+const TopHeading = "RSS, CPU% and MEM are summed over each session's PROCS processes: " +
 	"its cgroup (cgroup mode), else the provider, its descendants and the processes tagged with the session\n"
 
-func writeTopTable(w io.Writer, rows []topRow) {
+func writeTopTable(w io.Writer, rows []TopRow) {
 	var t table
 	t.add("ID", "PROVIDER", "PID", "PROCS", "RSS", "MEM", "CPU%", "TURNS", "TURN", "EVENTS/S", "TITLE")
 	for _, r := range rows {
@@ -234,10 +236,10 @@ func writeTopTable(w io.Writer, rows []topRow) {
 		if r.TurnRunning {
 			turn = "running"
 		}
-		t.add(termSafe(r.SessionID), fit(r.Provider, providerCells), fmt.Sprint(r.PID), fmt.Sprint(r.Procs), rss,
+		t.add(tty.Safe(r.SessionID), fit(r.Provider, providerCells), fmt.Sprint(r.PID), fmt.Sprint(r.Procs), rss,
 			bytesText(r.Memory), cpu, fmt.Sprint(r.Turns), turn, fmt.Sprintf("%.1f", r.EventsPerSec), dash(fit(r.Title, titleCells)))
 	}
-	io.WriteString(w, topHeading)
+	io.WriteString(w, TopHeading)
 	t.write(w)
 }
 
@@ -254,7 +256,7 @@ func bytesText(n uint64) string {
 }
 
 // sortTopRows orders rows by CPU, then id, so the busiest come first.
-func sortTopRows(rows []topRow) {
+func sortTopRows(rows []TopRow) {
 	sort.Slice(rows, func(i, k int) bool {
 		if rows[i].CPU != rows[k].CPU {
 			return rows[i].CPU > rows[k].CPU

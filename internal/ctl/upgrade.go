@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/exitcode"
+	"github.com/sessiond/sessiond/internal/tty"
 )
 
 var upgradeFlags struct{ binary string }
@@ -33,10 +35,10 @@ func ctlUpgrade(e *ctlEnv, args []string) int {
 	defer cancel()
 	e.ctx = ctx
 	var r api.UpgradeResult
-	if code := e.call("daemon.upgrade", api.UpgradeParams{Binary: upgradeFlags.binary}, &r); code != exitOK {
+	if code := e.call("daemon.upgrade", api.UpgradeParams{Binary: upgradeFlags.binary}, &r); code != exitcode.OK {
 		return code
 	}
 	return e.out(r, func(tw *tabwriter.Writer) {
-		fmt.Fprintf(tw, "upgraded %s -> %s (pid %d, same process)\n", termSafe(r.FromVersion), termSafe(r.ToVersion), r.PID)
+		fmt.Fprintf(tw, "upgraded %s -> %s (pid %d, same process)\n", tty.Safe(r.FromVersion), tty.Safe(r.ToVersion), r.PID)
 	})
 }

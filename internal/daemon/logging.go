@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lmittmann/tint"
+	"github.com/sessiond/sessiond/internal/tty"
 	"golang.org/x/sys/unix"
 )
 
@@ -29,7 +30,7 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 				Level: lvl, NoColor: true, ReplaceAttr: dropTime,
 			})), nil
 		}
-		if isTerminal(w) {
+		if tty.IsTerminal(w) {
 			format = "text"
 		} else {
 			format = "json"
@@ -41,21 +42,10 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	if format == "text" {
 		_, noColor := os.LookupEnv("NO_COLOR")
 		return slog.New(tint.NewTextHandler(w, &tint.Options{
-			Level: lvl, TimeFormat: time.TimeOnly, NoColor: noColor || !isTerminal(w),
+			Level: lvl, TimeFormat: time.TimeOnly, NoColor: noColor || !tty.IsTerminal(w),
 		})), nil
 	}
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lvl})), nil
-}
-
-// isTerminal asks the kernel (getTermios); a character device such as
-// /dev/null is not a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), getTermios)
-	return err == nil
 }
 
 // underJournal reports whether w is the stream systemd connected to the

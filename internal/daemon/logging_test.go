@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessiond/sessiond/internal/tty"
 	"golang.org/x/sys/unix"
 )
 
@@ -48,7 +49,7 @@ func TestNewLogger(t *testing.T) {
 			}
 		})
 	}
-	if isTerminal(devnull) {
+	if tty.IsTerminal(devnull) {
 		t.Fatal("/dev/null taken for a terminal")
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -16,17 +16,22 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/config"
+	"github.com/sessiond/sessiond/internal/exitcode"
 	"github.com/sessiond/sessiond/internal/host"
 	"github.com/sessiond/sessiond/internal/journal"
 	"github.com/sessiond/sessiond/internal/proc"
 	"github.com/sessiond/sessiond/internal/rpc"
 	"github.com/sessiond/sessiond/internal/store"
+	"github.com/sessiond/sessiond/internal/version"
 )
 
 // lockTimeout bounds the wait for the store's flock (PROTOCOL.md: 2 s).
 const lockTimeout = 2 * time.Second
 
-func serve(args []string, stderr io.Writer) int {
+// Serve is `sessiond serve`: it runs the daemon until a signal or
+// agentDaemon.shutdown stops it (or a live upgrade replaces it) and
+// returns the exit code.
+func Serve(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	socket := fs.String("socket", "", "socket path (default $SESSIOND_SOCKET, $XDG_RUNTIME_DIR/sessiond/sessiond.sock, /tmp/sessiond-$UID/sessiond.sock)")
@@ -35,38 +40,38 @@ func serve(args []string, stderr io.Writer) int {
 	level := fs.String("log-level", "info", "debug|info|warn|error")
 	format := fs.String("log-format", "auto", "auto|text|json (auto: coloured text on a terminal, JSON otherwise)")
 	if err := fs.Parse(args); err != nil {
-		return exitUsage
+		return exitcode.Usage
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "sessiond serve: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+		return exitcode.Usage
 	}
 	log, err := newLogger(stderr, *level, *format)
 	if err != nil {
 		fmt.Fprintln(stderr, "sessiond serve:", err)
-		return exitUsage
+		return exitcode.Usage
 	}
 	notifySocket := os.Getenv("NOTIFY_SOCKET") // a live upgrade hands it to the next image
 	act, err := readActivation(log)
 	if err != nil {
 		log.Error("socket activation refused", "err", err.Error())
-		return exitError
+		return exitcode.Error
 	}
 	cfgPath, explicit := config.ConfigPath(*cfgFlag, os.Getenv)
 	cfg, err := config.Load(cfgPath, explicit)
 	if err != nil {
 		log.Error("bad configuration", "err", err.Error())
-		return exitError
+		return exitcode.Error
 	}
 	stateDir, err := config.StateDir(*stateFlag, os.Getenv)
 	if err != nil {
 		log.Error("no state directory", "err", err.Error())
-		return exitError
+		return exitcode.Error
 	}
 	ho, err := takeHandoff(stateDir, log)
 	if err != nil {
 		log.Error("cannot adopt the live upgrade's handoff; exiting (the next start reaps as after a crash)", "err", err.Error())
-		return exitError
+		return exitcode.Error
 	}
 	d := &daemon{cfg: cfg, stateDir: stateDir, socket: rpc.SocketPath(*socket, os.Getenv), log: log, config: cfgPath, act: act,
 		notifySocket: notifySocket, handoff: ho}
@@ -78,9 +83,9 @@ func serve(args []string, stderr io.Writer) int {
 		d.adoptPath()
 	}
 	if err := d.run(); err != nil {
-		return exitError
+		return exitcode.Error
 	}
-	return exitOK
+	return exitcode.OK
 }
 
 type daemon struct {
@@ -191,7 +196,7 @@ func (d *daemon) run() error {
 		Backend: h, MaxMessageBytes: d.cfg.MaxMessageBytes, WriteTimeout: d.cfg.WriteTimeout,
 		MaxOutboundBytes: d.cfg.MaxOutboundBytes, MaxConnections: maxConns,
 		InitializeTimeout: d.cfg.InitializeTimeout,
-		Version:           version(), Socket: d.socket, StateDir: d.stateDir, StateID: st.StateID, StartedAt: time.Now(),
+		Version:           version.String(), Socket: d.socket, StateDir: d.stateDir, StateID: st.StateID, StartedAt: time.Now(),
 		Supervision: supervision,
 		OnShutdown:  func() { d.phase.markShutdown(); once.Do(func() { close(shutdown) }) }, Logger: log,
 	})
@@ -212,7 +217,7 @@ func (d *daemon) run() error {
 		serving.Store(&l)
 		go func() { served <- srv.Serve(l) }()
 		log.Info("listening", "socket", d.socket, "state_dir", d.stateDir, "state_id", st.StateID,
-			"config", d.config, "providers", d.cfg.ProviderNames(), "pid", os.Getpid(), "version", version())
+			"config", d.config, "providers", d.cfg.ProviderNames(), "pid", os.Getpid(), "version", version.String())
 		return nil
 	}
 	if err := h.Startup(ctx, listen); err != nil {
@@ -240,7 +245,7 @@ func (d *daemon) run() error {
 	restoreGC()
 	if d.handoff != nil {
 		d.answerCaller()
-		log.Info("upgrade complete", "from_version", d.handoff.FromVersion, "version", version(), "pid", os.Getpid(),
+		log.Info("upgrade complete", "from_version", d.handoff.FromVersion, "version", version.String(), "pid", os.Getpid(),
 			"sessions", len(d.handoff.Sessions), "since_exec_ms", time.Since(d.handoff.WrittenAt).Milliseconds())
 	}
 	var serveErr error

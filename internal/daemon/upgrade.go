@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"bufio"
@@ -18,6 +18,7 @@ import (
 	"github.com/sessiond/sessiond/internal/host"
 	"github.com/sessiond/sessiond/internal/proc"
 	"github.com/sessiond/sessiond/internal/rpc"
+	"github.com/sessiond/sessiond/internal/version"
 )
 
 // upgrader runs daemon.upgrade in the old image: check the new binary,
@@ -73,7 +74,7 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 	if err != nil {
 		return api.UpgradeResult{}, u.refused(err)
 	}
-	log.Info("upgrade started", "binary", bin, "from_version", version(), "to_version", toVersion)
+	log.Info("upgrade started", "binary", bin, "from_version", version.String(), "to_version", toVersion)
 	started := time.Now()
 	qctx, cancel := context.WithTimeout(ctx, u.quiesce)
 	defer cancel()
@@ -109,7 +110,7 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 		_, _ = proc.Inheritable(ul, false)
 		return abandon("store descriptor", err)
 	}
-	ho := &handoff{Format: handoffFormat, FromVersion: version(), ToVersion: toVersion, PID: os.Getpid(),
+	ho := &handoff{Format: handoffFormat, FromVersion: version.String(), ToVersion: toVersion, PID: os.Getpid(),
 		StateID: u.stateID, WrittenAt: time.Now().UTC(), NotifySocket: u.d.notifySocket,
 		Listener: handoffListener{FD: lfd, Socket: u.d.socket, Activated: u.d.act.listener != nil},
 		Sessions: q.Sessions, CgroupBase: u.cgroups.Base(), StoreFD: sfd}
@@ -148,7 +149,7 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 		undoFDs()
 		return abandon("the daemon is shutting down", nil)
 	}
-	dropped := u.srv.Restarting(api.RestartingNotice{FromVersion: version(), ToVersion: toVersion}, restartingWrite)
+	dropped := u.srv.Restarting(api.RestartingNotice{FromVersion: version.String(), ToVersion: toVersion}, restartingWrite)
 	if ho.Caller != nil && slices.Contains(dropped, net.Conn(callerConn)) {
 		// Busy writing (or its notification cut): an answer written after
 		// it would reach the caller inside a frame.
@@ -165,11 +166,11 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 		"handoff", path, "quiesce_ms", time.Since(started).Milliseconds())
 	env := []string{}
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, handoffEnv+"=") && !strings.HasPrefix(kv, "NOTIFY_SOCKET=") {
+		if !strings.HasPrefix(kv, HandoffEnv+"=") && !strings.HasPrefix(kv, "NOTIFY_SOCKET=") {
 			env = append(env, kv)
 		}
 	}
-	env = append(env, handoffEnv+"="+path)
+	env = append(env, HandoffEnv+"="+path)
 	if u.d.notifySocket != "" {
 		env = append(env, "NOTIFY_SOCKET="+u.d.notifySocket)
 	}

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	"github.com/sessiond/sessiond/internal/config"
 	"github.com/sessiond/sessiond/internal/host"
 	"github.com/sessiond/sessiond/internal/store"
+	"github.com/sessiond/sessiond/internal/version"
 )
 
 // The new image's side of a live upgrade: read the handoff named by
@@ -35,8 +36,8 @@ import (
 // warning and left where it is. An honoured file that cannot be adopted
 // is an error (the next start reaps as after a crash).
 func takeHandoff(stateDir string, log *slog.Logger) (*handoff, error) {
-	path, ok := os.LookupEnv(handoffEnv)
-	os.Unsetenv(handoffEnv)
+	path, ok := os.LookupEnv(HandoffEnv)
+	os.Unsetenv(HandoffEnv)
 	if !ok {
 		removeStaleHandoff(stateDir, log)
 	}
@@ -44,7 +45,7 @@ func takeHandoff(stateDir string, log *slog.Logger) (*handoff, error) {
 		return nil, nil
 	}
 	if why := foreignHandoff(stateDir, path); why != "" {
-		log.Warn("ignoring "+handoffEnv+": not a live upgrade of this daemon", "path", api.Prefix(path), "why", why)
+		log.Warn("ignoring "+HandoffEnv+": not a live upgrade of this daemon", "path", api.Prefix(path), "why", why)
 		return nil, nil
 	}
 	h, err := readHandoff(path)
@@ -65,7 +66,7 @@ func takeHandoff(stateDir string, log *slog.Logger) (*handoff, error) {
 // that died before reading it (a plain start adopts nothing): only a
 // regular file of this user, never what a symlink points to.
 func removeStaleHandoff(stateDir string, log *slog.Logger) {
-	path := filepath.Join(stateDir, handoffFile)
+	path := filepath.Join(stateDir, HandoffFile)
 	fi, err := os.Lstat(path)
 	if err != nil {
 		return
@@ -122,7 +123,7 @@ func (d *daemon) adoptHandoff(h *host.Host, stateID string) error {
 		return fmt.Errorf("%w: written for state id %s, the store is %s", errHandoff, ho.StateID, stateID)
 	}
 	d.log.Info("adopting a live upgrade's sessions", "sessions", len(ho.Sessions), "from_version", ho.FromVersion,
-		"to_version", version())
+		"to_version", version.String())
 	return h.Adopt(context.Background(), ho.Sessions)
 }
 
@@ -183,7 +184,7 @@ func (d *daemon) answerCaller() {
 		d.log.Warn("upgrade: the caller's descriptor is not answered", "fd", c.FD, "err", err.Error())
 		return
 	}
-	res, _ := json.Marshal(api.UpgradeResult{FromVersion: d.handoff.FromVersion, ToVersion: version(), PID: os.Getpid()})
+	res, _ := json.Marshal(api.UpgradeResult{FromVersion: d.handoff.FromVersion, ToVersion: version.String(), PID: os.Getpid()})
 	body := []byte(`{"jsonrpc":"2.0","id":` + string(c.ID) + `,"result":` + string(res) + `}`)
 	var frame []byte
 	if strings.EqualFold(c.Framing, "header") {

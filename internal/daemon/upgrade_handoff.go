@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"encoding/json"
@@ -17,18 +17,18 @@ import (
 // the new image before it opens anything else. docs/internals.md ("Live
 // upgrade") says what each field is for.
 
-// handoffFormat is the format this binary writes; handoffFormats are those
+// handoffFormat is the format this binary writes; HandoffFormats are those
 // it reads (`sessiond version --handoff` prints them, one a line). The old
 // image refuses an upgrade to a binary that does not list its format.
 const handoffFormat = "sessiond-handoff/1"
 
-var handoffFormats = []string{handoffFormat}
+var HandoffFormats = []string{handoffFormat}
 
-// handoffEnv names the file the new image adopts.
-const handoffEnv = "SESSIOND_HANDOFF"
+// HandoffEnv names the file the new image adopts.
+const HandoffEnv = "SESSIOND_HANDOFF"
 
-// handoffFile is the handoff's name in the state dir.
-const handoffFile = "upgrade-handoff.json"
+// HandoffFile is the handoff's name in the state dir.
+const HandoffFile = "upgrade-handoff.json"
 
 // maxHandoffBytes bounds the file the new image reads (thousands of
 // sessions with a 1 MiB cut line each would still fit).
@@ -87,7 +87,7 @@ func writeHandoff(stateDir string, h *handoff) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("handoff: %w", err)
 	}
-	path := filepath.Join(stateDir, handoffFile)
+	path := filepath.Join(stateDir, HandoffFile)
 	done := make(chan error, 1)
 	go func() { done <- writeNew(path, b) }()
 	t := time.NewTimer(handoffWrite)
@@ -152,11 +152,11 @@ func readHandoff(path string) (*handoff, error) {
 		return nil, fmt.Errorf("%w: %s: %w", errHandoff, path, err)
 	}
 	known := false
-	for _, f := range handoffFormats {
+	for _, f := range HandoffFormats {
 		known = known || f == h.Format
 	}
 	if !known {
-		return nil, fmt.Errorf("%w: format %q, this binary reads %v", errHandoff, h.Format, handoffFormats)
+		return nil, fmt.Errorf("%w: format %q, this binary reads %v", errHandoff, h.Format, HandoffFormats)
 	}
 	if h.PID != os.Getpid() {
 		return nil, fmt.Errorf("%w: written by pid %d, this is %d", errHandoff, h.PID, os.Getpid())

@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"bytes"
@@ -9,29 +9,32 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/sessiond/sessiond/internal/exitcode"
+	"github.com/sessiond/sessiond/internal/tty"
 )
 
-// installService writes the platform's service files (nativeService: the
+// Install (`sessiond install-service`) writes the platform's service files (nativeService: the
 // systemd user units on Linux, the launchd agent on macOS) naming this
 // binary, and prints the commands to run next. A file that exists with
 // other content is never replaced without --force; identical content is
 // left alone. Nothing is written when any file would be refused.
-func installService(args []string, stdout, stderr io.Writer) int {
+func Install(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("install-service", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dryRun := fs.Bool("dry-run", false, "print what would be written; write nothing")
 	force := fs.Bool("force", false, "replace units that differ from what would be written")
 	if err := fs.Parse(args); err != nil {
-		return exitUsage
+		return exitcode.Usage
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "sessiond install-service: unexpected argument %q\n", termSafe(prefixOf(fs.Arg(0))))
-		return exitUsage
+		fmt.Fprintf(stderr, "sessiond install-service: unexpected argument %q\n", tty.Safe(prefixOf(fs.Arg(0))))
+		return exitcode.Usage
 	}
 	svc := nativeService
 	fail := func(err error) int {
-		fmt.Fprintln(stderr, "sessiond install-service:", termSafe(err.Error()))
-		return exitError
+		fmt.Fprintln(stderr, "sessiond install-service:", tty.Safe(err.Error()))
+		return exitcode.Error
 	}
 	dir, err := svc.dir(os.Getenv)
 	if err != nil {
@@ -52,30 +55,30 @@ func installService(args []string, stdout, stderr io.Writer) int {
 	for _, u := range plan {
 		if u.state == unitChanged && !*force {
 			refused = true
-			fmt.Fprintf(stderr, "sessiond install-service: %s; not replaced (--force replaces it)\n", termSafe(u.differs()))
+			fmt.Fprintf(stderr, "sessiond install-service: %s; not replaced (--force replaces it)\n", tty.Safe(u.differs()))
 		}
 	}
 	if refused && !*dryRun {
-		return exitError
+		return exitcode.Error
 	}
 	for _, u := range plan {
 		switch {
 		case *dryRun:
-			fmt.Fprintf(stdout, "# %s %s\n%s\n", u.state.verb(true, *force), termSafe(u.path), u.text)
+			fmt.Fprintf(stdout, "# %s %s\n%s\n", u.state.verb(true, *force), tty.Safe(u.path), u.text)
 		case u.state == unitSame:
-			fmt.Fprintf(stdout, "unchanged %s\n", termSafe(u.path))
+			fmt.Fprintf(stdout, "unchanged %s\n", tty.Safe(u.path))
 		default:
 			if err := writeUnit(u.path, u.text); err != nil {
 				return fail(err)
 			}
-			fmt.Fprintf(stdout, "%s %s\n", u.state.verb(false, *force), termSafe(u.path))
+			fmt.Fprintf(stdout, "%s %s\n", u.state.verb(false, *force), tty.Safe(u.path))
 		}
 	}
 	fmt.Fprint(stdout, "then run:\n"+svc.next(dir))
 	if refused {
-		return exitError
+		return exitcode.Error
 	}
-	return exitOK
+	return exitcode.OK
 }
 
 // serviceKind is how a platform runs sessiond as a per-user service.

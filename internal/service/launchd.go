@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	launchdagent "github.com/sessiond/sessiond/contrib/launchd"
+	"github.com/sessiond/sessiond/internal/tty"
 )
 
 // launchdService: the agent of contrib/launchd in ~/Library/LaunchAgents,
@@ -51,7 +52,7 @@ func renderAgent(tmpl, exe, logFile string) (string, error) {
 		}
 		for _, r := range p {
 			if r < 0x20 || r == 0x7f {
-				return "", fmt.Errorf("path %s holds a control character", termSafe(prefixOf(p)))
+				return "", fmt.Errorf("path %s holds a control character", tty.Safe(prefixOf(p)))
 			}
 		}
 	}

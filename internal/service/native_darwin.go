@@ -1,4 +1,4 @@
-package main
+package service
 
 // nativeService: a launchd user agent.
 var nativeService = launchdService

@@ -1,4 +1,4 @@
-package main
+package service
 
 // nativeService: systemd user units.
 var nativeService = systemdService

@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	systemdunits "github.com/sessiond/sessiond/contrib/systemd"
+	"github.com/sessiond/sessiond/internal/tty"
 )
 
 // systemdService: the user units of contrib/systemd under
@@ -81,11 +82,11 @@ func execQuote(path string) (string, error) {
 	}
 	for _, r := range path {
 		if r < 0x20 || r == 0x7f {
-			return "", fmt.Errorf("binary path %s holds a control character; systemd cannot run it", termSafe(prefixOf(path)))
+			return "", fmt.Errorf("binary path %s holds a control character; systemd cannot run it", tty.Safe(prefixOf(path)))
 		}
 	}
 	if strings.ContainsAny(path, "\"'\\") {
-		return "", fmt.Errorf("binary path %s holds a quote or a backslash; systemd cannot run it: install sessiond under another path", termSafe(prefixOf(path)))
+		return "", fmt.Errorf("binary path %s holds a quote or a backslash; systemd cannot run it: install sessiond under another path", tty.Safe(prefixOf(path)))
 	}
 	s := strings.ReplaceAll(path, "%", "%%")
 	if !strings.ContainsAny(s, " ;") {

@@ -1,15 +1,15 @@
-package main
+// Package version is the version this binary reports: set at build time
+// with -ldflags "-X github.com/sessiond/sessiond/internal/version.buildVersion=…",
+// else the module version go build recorded, else "dev".
+package version
 
-import (
-	"fmt"
-	"io"
-	"runtime/debug"
-)
+import "runtime/debug"
 
-// buildVersion is set with -ldflags "-X main.buildVersion=…".
+// buildVersion is set with -ldflags "-X github.com/sessiond/sessiond/internal/version.buildVersion=…".
 var buildVersion = ""
 
-func version() string {
+// String is this binary's version.
+func String() string {
 	if buildVersion != "" {
 		return buildVersion
 	}
@@ -17,21 +17,4 @@ func version() string {
 		return bi.Main.Version
 	}
 	return "dev"
-}
-
-// versionCmd prints the version, or with --handoff the live-upgrade
-// handoff formats this binary can adopt, one a line.
-func versionCmd(args []string, stdout, stderr io.Writer) int {
-	switch {
-	case len(args) == 0:
-		fmt.Fprintln(stdout, "sessiond", version())
-	case len(args) == 1 && args[0] == "--handoff":
-		for _, f := range handoffFormats {
-			fmt.Fprintln(stdout, f)
-		}
-	default:
-		fmt.Fprintln(stderr, "usage: sessiond version [--handoff]")
-		return exitUsage
-	}
-	return exitOK
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiond/sessiond/internal/daemontest"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 )
 
 // chaosSetup is the daemon's config for -mode: cgroup mode as the daemon

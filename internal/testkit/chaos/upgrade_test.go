@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
-	"github.com/sessiond/sessiond/internal/daemontest"
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/rpc"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 )
 
 var upgrades = flag.Int("upgrades", 3, "live upgrades in a row (TestChaosUpgrade)")

@@ -3,7 +3,7 @@ package claudetest_test
 import (
 	"testing"
 
-	"github.com/sessiond/sessiond/internal/claudetest"
+	"github.com/sessiond/sessiond/internal/testkit/claudetest"
 )
 
 // client names the tests' clients of the daemon.

@@ -10,7 +10,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/sessiond/sessiond/internal/npminstall"
+	"github.com/sessiond/sessiond/internal/testkit/npminstall"
 )
 
 // Version is the pinned Claude Code CLI the tests run.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sessiond/sessiond/internal/modelserver"
+	"github.com/sessiond/sessiond/internal/testkit/modelserver"
 )
 
 // Reply is one scripted answer to a streaming POST /v1/messages.

@@ -4,8 +4,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/sessiond/sessiond/internal/claudetest"
-	"github.com/sessiond/sessiond/internal/providertest"
+	"github.com/sessiond/sessiond/internal/testkit/claudetest"
+	"github.com/sessiond/sessiond/internal/testkit/providertest"
 )
 
 // cancel while a Bash approval is open: the approval is closed before the

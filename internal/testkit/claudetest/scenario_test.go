@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/sessiond/sessiond/internal/api"
-	"github.com/sessiond/sessiond/internal/claudetest"
 	"github.com/sessiond/sessiond/internal/event"
-	"github.com/sessiond/sessiond/internal/providertest"
+	"github.com/sessiond/sessiond/internal/testkit/claudetest"
+	"github.com/sessiond/sessiond/internal/testkit/providertest"
 )
 
 // A streamed turn: thinking as a reasoning item, the text's deltas as

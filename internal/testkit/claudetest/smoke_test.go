@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiond/sessiond/internal/claudetest"
+	"github.com/sessiond/sessiond/internal/testkit/claudetest"
 )
 
 // TestSmokeRealCLI: the pinned CLI, run with the offline environment

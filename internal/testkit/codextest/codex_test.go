@@ -8,9 +8,9 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/sessiond/sessiond/internal/codextest"
 	"github.com/sessiond/sessiond/internal/event"
-	"github.com/sessiond/sessiond/internal/providertest"
+	"github.com/sessiond/sessiond/internal/testkit/codextest"
+	"github.com/sessiond/sessiond/internal/testkit/providertest"
 )
 
 // (a) A turn with streamed text: every delta arrives as message.delta

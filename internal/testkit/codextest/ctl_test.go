@@ -8,10 +8,10 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/sessiond/sessiond/internal/codextest"
-	"github.com/sessiond/sessiond/internal/daemontest"
-	"github.com/sessiond/sessiond/internal/providertest"
 	"github.com/sessiond/sessiond/internal/sysx"
+	"github.com/sessiond/sessiond/internal/testkit/codextest"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest"
+	"github.com/sessiond/sessiond/internal/testkit/providertest"
 )
 
 // `ctl send` against the real codex: the command shows with its approval

@@ -3,7 +3,7 @@ package codextest_test
 import (
 	"testing"
 
-	"github.com/sessiond/sessiond/internal/codextest"
+	"github.com/sessiond/sessiond/internal/testkit/codextest"
 )
 
 // client names the tests' clients of the daemon.

@@ -4,8 +4,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/sessiond/sessiond/internal/codextest"
-	"github.com/sessiond/sessiond/internal/providertest"
+	"github.com/sessiond/sessiond/internal/testkit/codextest"
+	"github.com/sessiond/sessiond/internal/testkit/providertest"
 )
 
 // cancel while a command approval is open: the approval is closed before

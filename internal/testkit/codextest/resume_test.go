@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sessiond/sessiond/internal/codextest"
 	"github.com/sessiond/sessiond/internal/event"
-	"github.com/sessiond/sessiond/internal/providertest"
+	"github.com/sessiond/sessiond/internal/testkit/codextest"
+	"github.com/sessiond/sessiond/internal/testkit/providertest"
 )
 
 // (f) A daemon restart, then a re-hold: codex resumes the same thread, and

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sessiond/sessiond/internal/npminstall"
+	"github.com/sessiond/sessiond/internal/testkit/npminstall"
 )
 
 var schema struct {

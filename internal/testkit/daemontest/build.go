@@ -34,8 +34,8 @@ var versioned struct {
 }
 
 // BinaryVersion builds ./cmd/sessiond with its version string set to
-// version (-ldflags -X main.buildVersion), once per version and test
-// process: a second build for live-upgrade tests.
+// version (-ldflags -X github.com/sessiond/sessiond/internal/version.buildVersion),
+// once per version and test process: a second build for live-upgrade tests.
 func BinaryVersion(t testing.TB, version string) string {
 	t.Helper()
 	versioned.Lock()
@@ -80,7 +80,7 @@ func buildBinary(version string) (string, error) {
 			}
 			return r
 		}, version)
-		args = append(args, "-ldflags", "-X main.buildVersion="+version)
+		args = append(args, "-ldflags", "-X github.com/sessiond/sessiond/internal/version.buildVersion="+version)
 	}
 	out := filepath.Join(dir, name)
 	// Build to a private name, then rename: test processes of several

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
-	"github.com/sessiond/sessiond/internal/daemontest"
 	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 )
 
 // Decode is ev's data as a T, failing the test when it does not decode.

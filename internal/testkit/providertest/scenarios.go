@@ -4,8 +4,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/sessiond/sessiond/internal/daemontest"
 	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 )
 
 // CancelAtApproval runs the scenario shared by the real providers: the

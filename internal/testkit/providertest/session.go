@@ -1,5 +1,5 @@
 // Package providertest drives sessions of a real provider CLI through the
-// real daemon (internal/daemontest) for the real-provider end-to-end tests
+// real daemon (internal/testkit/daemontest) for the real-provider end-to-end tests
 // (claudetest, codextest): a client whose events feed a queue, a session
 // created, attached and held, the calls a test makes on it, and the checks
 // both providers' tests share (no protocol anomaly, no process left). What
@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
-	"github.com/sessiond/sessiond/internal/daemontest"
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/rpc"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 )
 
 // WaitLong bounds each wait on the real binary (a loaded CI machine).

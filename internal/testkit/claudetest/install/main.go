@@ -6,7 +6,7 @@ package main
 import (
 	"os"
 
-	"github.com/sessiond/sessiond/internal/claudetest"
+	"github.com/sessiond/sessiond/internal/testkit/claudetest"
 )
 
 func main() { os.Exit(claudetest.Install(os.Stdout, os.Stderr)) }

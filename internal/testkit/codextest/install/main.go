@@ -6,7 +6,7 @@ package main
 import (
 	"os"
 
-	"github.com/sessiond/sessiond/internal/codextest"
+	"github.com/sessiond/sessiond/internal/testkit/codextest"
 )
 
 func main() { os.Exit(codextest.Install(os.Stdout, os.Stderr)) }

@@ -1,10 +1,6 @@
-package main
+package ctl
 
 import "golang.org/x/sys/unix"
-
-// getTermios is the ioctl that reads a terminal's settings (TCGETS,
-// ioctl_tty(2)); it fails on anything but a terminal.
-const getTermios = unix.TCGETS
 
 // peerPID is the pid of the process at the other end of a connected
 // AF_UNIX socket (SO_PEERCRED, unix(7)).

@@ -1,10 +1,6 @@
-package main
+package ctl
 
 import "golang.org/x/sys/unix"
-
-// getTermios is the ioctl that reads a terminal's settings (TIOCGETA,
-// tty(4)); it fails on anything but a terminal.
-const getTermios = unix.TIOCGETA
 
 // peerPID is the pid of the process at the other end of a connected
 // AF_UNIX socket (LOCAL_PEERPID, unix(4)).

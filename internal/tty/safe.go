@@ -1,4 +1,7 @@
-package main
+// Package tty is what sessiond knows about terminals: whether a stream is
+// one, and escaping the text it prints for a human so that a terminal
+// cannot act on it.
+package tty
 
 import (
 	"fmt"
@@ -8,20 +11,23 @@ import (
 
 // Text that ctl prints for a human comes from clients and providers
 // (titles, holder ids, cwd, event data, error messages): a terminal would
-// act on an ESC, CR or other control character in it. termSafe and
-// termText escape those before printing; --json output is left to the
+// act on an ESC, CR or other control character in it. Safe and
+// Text escape those before printing; --json output is left to the
 // JSON encoder.
 
-// termSafe escapes every C0 control (tab and newline included: they would
+// Safe escapes every C0 control (tab and newline included: they would
 // break a table row), DEL, every C1 control, the bidirectional-text
 // controls (U+200E/F, U+202A–E, U+2066–9: they reorder what follows them
 // on the line) and each byte of invalid UTF-8, as \t \n \r, \xNN or
 // \uNNNN.
-func termSafe(s string) string { return escapeControls(s, false) }
+func Safe(s string) string { return escapeControls(s, false) }
 
-// termText is termSafe keeping newlines and tabs, for flowing text such
+// Text is Safe keeping newlines and tabs, for flowing text such
 // as a streamed reply.
-func termText(s string) string { return escapeControls(s, true) }
+func Text(s string) string { return escapeControls(s, true) }
+
+// IsSafe reports that Safe(s) is s, without building a copy.
+func IsSafe(s string) bool { return clean(s, false) }
 
 func escapeControls(s string, keepLayout bool) string {
 	if clean(s, keepLayout) {

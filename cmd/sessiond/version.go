@@ -1,0 +1,27 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/sessiond/sessiond/internal/daemon"
+	"github.com/sessiond/sessiond/internal/exitcode"
+	"github.com/sessiond/sessiond/internal/version"
+)
+
+// versionCmd prints the version, or with --handoff the live-upgrade
+// handoff formats this binary can adopt, one a line.
+func versionCmd(args []string, stdout, stderr io.Writer) int {
+	switch {
+	case len(args) == 0:
+		fmt.Fprintln(stdout, "sessiond", version.String())
+	case len(args) == 1 && args[0] == "--handoff":
+		for _, f := range daemon.HandoffFormats {
+			fmt.Fprintln(stdout, f)
+		}
+	default:
+		fmt.Fprintln(stderr, "usage: sessiond version [--handoff]")
+		return exitcode.Usage
+	}
+	return exitcode.OK
+}
