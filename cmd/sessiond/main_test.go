@@ -4,8 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sessiond/sessiond/internal/exitcode"
 	"go.uber.org/goleak"
+
+	"github.com/sessiond/sessiond/internal/exitcode"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

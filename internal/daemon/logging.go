@@ -10,8 +10,9 @@ import (
 	"time"
 
 	"github.com/lmittmann/tint"
-	"github.com/sessiond/sessiond/internal/tty"
 	"golang.org/x/sys/unix"
+
+	"github.com/sessiond/sessiond/internal/tty"
 )
 
 // newLogger builds the daemon's logger: tint (coloured text) on a

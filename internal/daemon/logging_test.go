@@ -8,8 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sessiond/sessiond/internal/tty"
 	"golang.org/x/sys/unix"
+
+	"github.com/sessiond/sessiond/internal/tty"
 )
 
 func TestNewLogger(t *testing.T) {
