@@ -54,7 +54,7 @@ func TestE2EInstallService(t *testing.T) {
 		t.Fatalf("install: exit %d\n%s%s", code, out, errOut)
 	}
 	for _, name := range []string{"sessiond.socket", "sessiond.service"} {
-		contrib, err := os.ReadFile(filepath.Join("..", "..", "contrib", "systemd", name))
+		contrib, err := os.ReadFile(filepath.Join("..", "contrib", "systemd", name))
 		if err != nil {
 			t.Fatal(err)
 		}
