@@ -61,7 +61,8 @@ const DefaultMaxConnections = 512
 // ErrUnknownKey: the file names a key this version does not know.
 var ErrUnknownKey = errors.New("unknown config key")
 
-// ErrBadValue: a key holds a value that does not parse or is out of range.
+// ErrBadValue: a key holds a value that does not parse or is out of its
+// range (ranges.go).
 var ErrBadValue = errors.New("bad config value")
 
 // ErrNotFound: a config file named explicitly does not exist.
@@ -221,29 +222,29 @@ func Parse(text string, c *Config) error {
 		if d.src == nil {
 			continue
 		}
-		v, err := time.ParseDuration(*d.src)
-		if err != nil || v < 0 {
-			return fmt.Errorf("%w: %s = %q: want a duration such as \"1500ms\" or \"2s\"", ErrBadValue, d.key, *d.src)
+		v, err := parseDuration(d.key, *d.src)
+		if err != nil {
+			return err
 		}
 		*d.dst = v
 	}
-	if f.MaxMessageBytes != nil {
-		if *f.MaxMessageBytes < 1024 || *f.MaxMessageBytes > 1<<30 {
-			return fmt.Errorf("%w: max_message_bytes = %d: want 1024 .. 1073741824", ErrBadValue, *f.MaxMessageBytes)
-		}
-		c.MaxMessageBytes = int(*f.MaxMessageBytes)
+	sizes := []struct {
+		key string
+		src *int64
+		set func(int64)
+	}{
+		{"max_message_bytes", f.MaxMessageBytes, func(n int64) { c.MaxMessageBytes = int(n) }},
+		{"max_outbound_bytes", f.MaxOutbound, func(n int64) { c.MaxOutboundBytes = n }},
+		{"max_connections", f.MaxConnections, func(n int64) { c.MaxConnections = int(n) }},
 	}
-	if f.MaxOutbound != nil {
-		if *f.MaxOutbound < 1<<20 || *f.MaxOutbound > 1<<40 {
-			return fmt.Errorf("%w: max_outbound_bytes = %d: want 1048576 .. 1099511627776", ErrBadValue, *f.MaxOutbound)
+	for _, sz := range sizes {
+		if sz.src == nil {
+			continue
 		}
-		c.MaxOutboundBytes = *f.MaxOutbound
-	}
-	if f.MaxConnections != nil {
-		if *f.MaxConnections < 1 || *f.MaxConnections > 1<<20 {
-			return fmt.Errorf("%w: max_connections = %d: want 1 .. 1048576", ErrBadValue, *f.MaxConnections)
+		if err := checkSize(sz.key, *sz.src); err != nil {
+			return err
 		}
-		c.MaxConnections = int(*f.MaxConnections)
+		sz.set(*sz.src)
 	}
 	for name, fp := range f.Providers {
 		p, ok := c.Providers[name]

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sessiond/sessiond/internal/budget"
 	"github.com/sessiond/sessiond/internal/config"
 	"github.com/sessiond/sessiond/internal/exitcode"
 	"github.com/sessiond/sessiond/internal/host"
@@ -280,9 +281,7 @@ func (d *daemon) run() error {
 }
 
 func (d *daemon) shutdownHost(h *host.Host) error {
-	l := d.cfg.Ladder
-	budget := 2*(l.Grace+l.TermTimeout+l.KillTimeout) + 4*d.cfg.StepTimeout + 5*time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), budget)
+	ctx, cancel := context.WithTimeout(context.Background(), budget.Shutdown(budget.Ladder(d.cfg.Ladder), d.cfg.StepTimeout))
 	defer cancel()
 	if err := h.Shutdown(ctx); err != nil {
 		d.log.Error("shutdown left work undone", "err", err.Error())

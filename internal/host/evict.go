@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/budget"
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/eviction"
 	"github.com/sessiond/sessiond/internal/journal"
@@ -73,16 +74,14 @@ func (h *Host) plan(e *entry, cause evictCause) []eviction.Step {
 	}
 }
 
-// stopTimeout is the stop step's deadline: the whole ladder and a margin.
-func (h *Host) stopTimeout() time.Duration {
-	l := h.o.Ladder
-	return l.Grace + l.TermTimeout + l.KillTimeout + 2*time.Second
-}
+// stopTimeout is the stop step's deadline: the whole ladder and a margin
+// (budget.Stop).
+func (h *Host) stopTimeout() time.Duration { return budget.Stop(budget.Ladder(h.o.Ladder)) }
 
 // evictBound bounds one eviction attempt: the wait for a step left behind
-// by the previous attempt, the stop step and the five others.
+// by the previous attempt, the stop step and the five others (budget.Evict).
 func (h *Host) evictBound() time.Duration {
-	return h.stopTimeout() + 6*h.o.StepTimeout
+	return budget.Evict(budget.Ladder(h.o.Ladder), h.o.StepTimeout)
 }
 
 // evictLocked runs the teardown of e now, bounded by ctx and evictBound

@@ -7,7 +7,8 @@ import (
 	"maps"
 	"slices"
 	"sync"
-	"time"
+
+	"github.com/sessiond/sessiond/internal/budget"
 )
 
 // shutdownParallel bounds the evictions Shutdown runs at once.
@@ -59,8 +60,7 @@ func (h *Host) Shutdown(ctx context.Context) error {
 	for _, s := range subs {
 		s.feed.Close()
 	}
-	batches := time.Duration((len(ids) + shutdownParallel - 1) / shutdownParallel)
-	ctx, cancel := context.WithTimeout(ctx, max(batches, 1)*h.evictBound())
+	ctx, cancel := context.WithTimeout(ctx, budget.EvictAll(budget.Ladder(h.o.Ladder), h.o.StepTimeout, len(ids), shutdownParallel))
 	defer cancel()
 	// Sessions are independent: evict them side by side (a stubborn child
 	// costs the whole ladder), a bounded number at a time.

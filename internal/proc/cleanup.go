@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/sessiond/sessiond/internal/budget"
 )
 
 // Clock is the time source of Cleanup, injected so tests drive it.
@@ -135,8 +137,7 @@ func (c *Cleanup) fire(key uint64) {
 }
 
 func (c *Cleanup) attempt(ctx context.Context, e *cleanupEntry) Verdict {
-	budget := c.l.TermTimeout + c.l.KillTimeout + time.Second
-	ctx, cancel := context.WithTimeout(ctx, budget)
+	ctx, cancel := context.WithTimeout(ctx, budget.Reap(budget.Ladder(c.l)))
 	defer cancel()
 	if e.cg != nil {
 		return e.cg.reladder(ctx, c.l)

@@ -264,38 +264,35 @@ func (s *Server) isClosed() bool {
 	return s.closed
 }
 
-// readFault logs, once, why a connection's reading ended.
+// readFault logs, once, why a connection's reading ended (closereason.go).
 func (s *Server) readFault(log *slog.Logger, err error, dr *deadlineReader) {
-	reason := ""
+	reason := readReason(err, dr.timeoutReason)
 	switch {
-	case err == nil, errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
-		log.Debug("connection closed")
-		return
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		reason = dr.timeoutReason() // admit.go
-	case errors.Is(err, ErrTooLarge):
-		reason = "message_too_large"
-	case errors.Is(err, ErrBadHeader):
-		reason = "bad_header"
-	case errors.Is(err, ErrTruncated):
-		reason = "truncated_frame"
-	case errors.Is(err, ErrBatchOpen):
-		reason = "batch_not_supported"
-	case errors.Is(err, ErrBadFraming):
-		reason = "bad_framing"
+	case reason == reasonClosed:
+		log.Debug("connection closed", "reason", reason)
+	case reason == reasonPeerClosed && errors.Is(err, io.EOF):
+		log.Info("connection closed", "reason", reason)
+	case reason == reasonPeerClosed, reason == reasonReset:
+		log.Info("connection closed", "reason", reason, "err", err.Error())
 	default:
-		reason = "malformed_json"
+		if framingFault(reason) {
+			s.stats.framingFaults.Add(1)
+		}
+		log.Warn("closing connection", "reason", reason, "err", err.Error())
 	}
-	s.stats.framingFaults.Add(1)
-	log.Warn("closing connection", "reason", reason, "err", err.Error())
 }
 
+// writeFault logs, once, why a write to the connection failed.
 func (s *Server) writeFault(log *slog.Logger, err error) {
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
+	switch reason := writeReason(err); reason {
+	case reasonWriteTimeout:
 		s.stats.writeTimeouts.Add(1)
-		log.Warn("closing connection: peer stopped reading", "reason", "write_timeout", "write_timeout", s.o.WriteTimeout)
-		return
+		log.Warn("closing connection: peer stopped reading", "reason", reason, "write_timeout", s.o.WriteTimeout)
+	case reasonClosed:
+		log.Debug("connection closed while writing", "reason", reason)
+	case reasonPeerClosed, reasonReset:
+		log.Info("connection closed", "reason", reason, "err", err.Error())
+	default:
+		log.Warn("closing connection: write failed", "reason", reason, "err", err.Error())
 	}
-	log.Debug("connection closed while writing", "err", err.Error())
 }

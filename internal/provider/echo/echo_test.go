@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/sessiond/sessiond/internal/budget"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -182,6 +184,7 @@ func TestParseDirectives(t *testing.T) {
 		{"plain", directives{}},
 		{"/sleep 250 then", directives{sleep: 250 * time.Millisecond}},
 		{"/sleep x", directives{}},
+		{"/sleep 9223372036854775807", directives{sleep: budget.Max}},
 		{"/flood 3", directives{floodN: 3, floodBytes: 8}},
 		{"/flood 3 100 /crash", directives{floodN: 3, floodBytes: 100, crash: true}},
 		{"/approve /orphan /forget", directives{approve: true, orphan: true, forget: true}},

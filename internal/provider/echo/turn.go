@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/sessiond/sessiond/internal/budget"
 )
 
 // directives are the test switches found in a message's text.
@@ -45,7 +47,7 @@ func parseDirectives(text string) directives {
 		switch f[i] {
 		case "/sleep":
 			if n, ok := num(i + 1); ok {
-				d.sleep = time.Duration(n) * time.Millisecond
+				d.sleep = budget.Mul(int64(n), time.Millisecond) // a huge N sleeps ~292 years, not a negative time
 				i++
 			}
 		case "/crash":
