@@ -13,6 +13,7 @@ import (
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/rpc"
 	"github.com/sessiond/sessiond/internal/testkit/daemontest"
+	"github.com/sessiond/sessiond/internal/testkit/frametest"
 )
 
 // TestE2EUpgradeCallerStopsReading: the caller of daemon.upgrade is also
@@ -86,7 +87,7 @@ exec "$REAL" "$@"`)
 
 // TestE2EUpgradeShutdownDuringQuiesce: SIGTERM while a live upgrade waits
 // for a call in flight (a hold whose child starts slowly): the upgrade is
-// abandoned before the exec (upgrade_refused, "shutting down") and the
+// abandoned before the exec (upgrade_refused {cause: shutting_down}) and the
 // shutdown runs whole: the daemon exits 0 and no child is left.
 func TestE2EUpgradeShutdownDuringQuiesce(t *testing.T) {
 	v2 := daemontest.BinaryVersion(t, upgradeVersion)
@@ -122,11 +123,57 @@ func TestE2EUpgradeShutdownDuringQuiesce(t *testing.T) {
 	<-held
 	if !strings.Contains(d.Log.String(), "re-executing in place") { // else the signal came after the exec: the new image stopped
 		var re *rpc.Error
-		if !errors.As(err, &re) || re.Reason != "upgrade_refused" || !strings.Contains(fmt.Sprint(re.Data["cause"]), "shutting down") {
+		if !errors.As(err, &re) || re.Reason != "upgrade_refused" || re.Data["cause"] != "shutting_down" {
 			t.Fatalf("the upgrade interrupted by a shutdown: %v (%v)\n%s", err, dataOf(re), d.Log.String())
 		}
 	}
 	if pids := daemontest.TaggedProcesses(d.StateID); len(pids) != 0 {
 		t.Fatalf("children left after the shutdown: %v", pids)
+	}
+}
+
+// TestE2EUpgradeCallerServedOn: after a live upgrade the caller's
+// connection is the new image's, in either framing: the answer is not
+// followed by a close (a client that disposes of its connection on close
+// would lose it); a request pipelined right behind daemon.upgrade (read
+// by the old image, not parsed) is answered by the new image; the
+// connection is initialized with the capabilities it negotiated (a hold
+// works, a second initialize is already_initialized).
+func TestE2EUpgradeCallerServedOn(t *testing.T) {
+	v2 := daemontest.BinaryVersion(t, upgradeVersion)
+	d := daemontest.Start(t, daemontest.Options{})
+	id, _ := liveSession(t, d.Client(t))
+	for _, header := range []bool{false, true} {
+		r := dialRaw(t, d.Socket, header)
+		r.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"capabilities":["agent-session.structured.hold.v1","daemon.upgrade.v1"]}}`)
+		if resp := r.recv(); resp["result"] == nil {
+			t.Fatalf("initialize: %v", resp)
+		}
+		r.write(frametest.Frame(fmt.Sprintf(`{"jsonrpc":"2.0","id":"UP","method":"daemon.upgrade","params":{"binary":%q}}`, v2), header) +
+			frametest.Frame(`{"jsonrpc":"2.0","id":3,"method":"daemon.status"}`, header))
+		got := map[string]map[string]any{}
+		for len(got) < 2 {
+			m := r.recv()
+			if m["method"] == rpc.NotifyRestarting {
+				continue
+			}
+			got[fmt.Sprint(m["id"])] = m
+		}
+		up, _ := got["UP"]["result"].(map[string]any)
+		st, _ := got["3"]["result"].(map[string]any)
+		if up == nil || up["toVersion"] != upgradeVersion || st == nil || st["version"] != upgradeVersion {
+			t.Fatalf("header=%v: the upgrade's answer %v and the pipelined status %v: want both from %s", header, got["UP"], got["3"], upgradeVersion)
+		}
+		r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":4,"method":"agentSession.hold","params":{"sessionId":%q,"holderId":"served-on"}}`, id))
+		if resp := r.recv(); resp["result"] == nil {
+			t.Fatalf("header=%v: hold on the caller's connection after the upgrade: %v", header, resp)
+		}
+		r.send(`{"jsonrpc":"2.0","id":5,"method":"initialize","params":{"protocolVersion":1}}`)
+		if resp := r.recv(); resp["error"] == nil {
+			t.Fatalf("header=%v: a second initialize after the upgrade: %v; want already initialized", header, resp)
+		}
+	}
+	if n := strings.Count(d.Log.String(), `"msg":"upgrade caller served on"`); n != 2 {
+		t.Fatalf("%d upgrade callers served on, want 2:\n%s", n, d.Log.String())
 	}
 }

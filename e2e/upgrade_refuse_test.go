@@ -166,6 +166,31 @@ func TestE2EUpgradeExecFails(t *testing.T) {
 	}
 }
 
+// TestE2EUpgradeAfterFailedExec: after an exec that failed, the next
+// upgrade on the same connection is answered (its connection is sealed
+// and handed over like the first one's, not dropped) and the session
+// carries on.
+func TestE2EUpgradeAfterFailedExec(t *testing.T) {
+	next := script(t, `case "$1 $2" in "version ") rm -f "$0"; exec "$REAL" "$@";; esac; exec "$REAL" "$@"`)
+	v2 := daemontest.BinaryVersion(t, upgradeVersion)
+	d := daemontest.Start(t, daemontest.Options{})
+	c := d.Client(t)
+	id, pid := liveSession(t, c)
+	err := c.Call(ctxN(t, 60*time.Second), "daemon.upgrade", api.UpgradeParams{Binary: next}, nil)
+	var re *rpc.Error
+	if !errors.As(err, &re) || re.Reason != "upgrade_refused" {
+		t.Fatalf("upgrade to a binary gone at the exec: %v", err)
+	}
+	var res api.UpgradeResult
+	if err := c.Call(ctxN(t, 60*time.Second), "daemon.upgrade", api.UpgradeParams{Binary: v2}, &res); err != nil || res.ToVersion != upgradeVersion {
+		t.Fatalf("the upgrade after a failed exec: %+v %v\n%s", res, err, grepLines(d.Log.String(), "upgrade"))
+	}
+	var s api.SessionInfo
+	if err := c.Call(ctx10(t), "agentSession.get", api.SessionParams{SessionID: id}, &s); err != nil || s.PID != pid {
+		t.Fatalf("session after the upgrade: %+v %v; want pid %d", s, err, pid)
+	}
+}
+
 // TestE2EUpgradeCheckBounded: the new binary's `version --handoff` is
 // bounded in time (one that leaves a child holding its output is killed
 // with its whole process group, the child too) and in size (64 KiB: past

@@ -254,7 +254,9 @@ type UpgradeResult struct {
 }
 
 // RestartingNotice is the daemon.restarting notification's params: the
-// connection closes next; reconnect, re-hold and re-attach from the cursor.
+// connection closes next (the daemon.upgrade caller's stays open, served
+// by the new image); its holds and subscriptions end: reconnect, re-hold
+// and re-attach from the cursor.
 type RestartingNotice struct {
 	FromVersion string `json:"fromVersion"`
 	ToVersion   string `json:"toVersion"`

@@ -245,7 +245,7 @@ func (d *daemon) run() error {
 	d.notify("READY=1") // only now: the listen step has run
 	restoreGC()
 	if d.handoff != nil {
-		d.answerCaller()
+		d.answerCaller(srv)
 		log.Info("upgrade complete", "from_version", d.handoff.FromVersion, "version", version.String(), "pid", os.Getpid(),
 			"sessions", len(d.handoff.Sessions), "since_exec_ms", time.Since(d.handoff.WrittenAt).Milliseconds())
 	}

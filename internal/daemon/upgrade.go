@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -49,6 +50,23 @@ func refuse(what string, err error) error {
 		Data: map[string]any{"cause": cause}}
 }
 
+// The causes a client acts on are codes, not sentences: data.cause is
+// "in_progress" while another daemon.upgrade runs and "shutting_down" once
+// a shutdown began (it wins: the upgrade is abandoned before the exec).
+const (
+	causeInProgress   = "in_progress"
+	causeShuttingDown = "shutting_down"
+)
+
+// errShuttingDown: a shutdown began before the exec.
+var errShuttingDown = errors.New("the daemon is shutting down")
+
+// refuseCode is upgrade_refused with the code as data.cause, err saying
+// it in words.
+func refuseCode(code string, err error) error {
+	return &api.Error{Kind: api.KindUpgradeRefused, Msg: "upgrade refused", Err: err, Data: map[string]any{"cause": code}}
+}
+
 // quoteBin quotes the binary's path for a cause: long enough to name it.
 func quoteBin(bin string) string { return fmt.Sprintf("%q", api.Truncate(bin, 256)) }
 
@@ -64,10 +82,9 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 	}
 	if ok, shutting := u.d.phase.startUpgrade(); !ok {
 		if shutting {
-			return api.UpgradeResult{}, u.refused(refuse("the daemon is shutting down", nil))
+			return api.UpgradeResult{}, u.refused(refuseCode(causeShuttingDown, errShuttingDown))
 		}
-		return api.UpgradeResult{}, u.refused(&api.Error{Kind: api.KindUpgradeRefused, Msg: "upgrade refused: " + rpc.ErrUpgrading.Error(),
-			Err: rpc.ErrUpgrading, Data: map[string]any{"cause": rpc.ErrUpgrading.Error()}})
+		return api.UpgradeResult{}, u.refused(refuseCode(causeInProgress, rpc.ErrUpgrading))
 	}
 	defer u.d.phase.endUpgrade() // only a failed upgrade returns
 	toVersion, err := checkBinary(ctx, bin)
@@ -90,6 +107,9 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 		u.srv.ResumeAccepting()
 		q.Abandon()
 		u.srv.ResumeCalls()
+		if errors.Is(err, errShuttingDown) {
+			return api.UpgradeResult{}, u.refused(refuseCode(causeShuttingDown, err))
+		}
 		return api.UpgradeResult{}, u.refused(refuse(cause, err))
 	}
 	var l net.Listener
@@ -120,7 +140,7 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 		// may be closed (the caller hung up) and its number reused.
 		if fd, err := dupInheritable(c.Conn); err == nil {
 			callerConn = c.Conn
-			ho.Caller = &handoffCaller{FD: fd, Framing: c.Framing.String(), ID: c.ID}
+			ho.Caller = &handoffCaller{FD: fd, Framing: c.Framing.String(), ID: c.ID, Serve: true, Caps: c.Caps, Unread: c.Unread()}
 		} else {
 			log.Warn("upgrade: the caller's connection cannot be handed over; it is not answered", "err", err.Error())
 		}
@@ -147,7 +167,7 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 	if u.d.phase.shuttingDown() {
 		os.Remove(path)
 		undoFDs()
-		return abandon("the daemon is shutting down", nil)
+		return abandon("", errShuttingDown)
 	}
 	dropped := u.srv.Restarting(api.RestartingNotice{FromVersion: version.String(), ToVersion: toVersion}, restartingWrite)
 	if ho.Caller != nil && slices.Contains(dropped, net.Conn(callerConn)) {
@@ -180,7 +200,7 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 	undoFDs()
 	if !ran {
 		u.srv.Unseal(callerConn)
-		return abandon("the daemon is shutting down", nil)
+		return abandon("", errShuttingDown)
 	}
 	u.srv.Unseal(callerConn) // the caller gets upgrade_refused
 	return abandon("exec "+bin, err)

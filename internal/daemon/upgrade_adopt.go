@@ -20,6 +20,7 @@ import (
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/config"
 	"github.com/sessiond/sessiond/internal/host"
+	"github.com/sessiond/sessiond/internal/rpc"
 	"github.com/sessiond/sessiond/internal/store"
 	"github.com/sessiond/sessiond/internal/version"
 )
@@ -169,12 +170,16 @@ func (d *daemon) inheritedListener() (net.Listener, error) {
 	return ul, nil
 }
 
-// answerCaller writes daemon.upgrade's result to the connection that
-// called it and closes it, off the daemon's path (a caller that stopped
-// reading must not hold the new image): the write is bounded by
-// write_timeout. The descriptor is used only if it is a connected unix
-// stream socket; anything else is left alone.
-func (d *daemon) answerCaller() {
+// answerCaller answers daemon.upgrade on the connection that called it,
+// off the daemon's path (a caller that stopped reading must not hold the
+// new image; the write is bounded by write_timeout). The connection then
+// stays open, served like any other, initialized with the capabilities
+// it had: a client that disposes of its connection when it closes never
+// sees a close right behind the answer. (A handoff from an image that
+// did not mark the caller to be served on: answered, then closed.) The
+// descriptor is used only if it is a connected unix stream socket;
+// anything else is left alone.
+func (d *daemon) answerCaller(srv *rpc.Server) {
 	c := d.handoff.Caller
 	if c == nil {
 		return
@@ -184,7 +189,19 @@ func (d *daemon) answerCaller() {
 		d.log.Warn("upgrade: the caller's descriptor is not answered", "fd", c.FD, "err", err.Error())
 		return
 	}
-	res, _ := json.Marshal(api.UpgradeResult{FromVersion: d.handoff.FromVersion, ToVersion: version.String(), PID: os.Getpid()})
+	result := api.UpgradeResult{FromVersion: d.handoff.FromVersion, ToVersion: version.String(), PID: os.Getpid()}
+	if c.Serve {
+		framing := rpc.FramingLines
+		if strings.EqualFold(c.Framing, "header") {
+			framing = rpc.FramingHeader
+		}
+		if err := srv.AdoptCaller(conn, rpc.AdoptedCaller{Framing: framing, Caps: c.Caps, ID: c.ID, Result: result,
+			Unread: c.Unread}); err != nil {
+			d.log.Warn("upgrade: the caller is not answered", "err", err.Error())
+		}
+		return
+	}
+	res, _ := json.Marshal(result)
 	body := []byte(`{"jsonrpc":"2.0","id":` + string(c.ID) + `,"result":` + string(res) + `}`)
 	var frame []byte
 	if strings.EqualFold(c.Framing, "header") {

@@ -72,6 +72,14 @@ type handoffCaller struct {
 	FD      int             `json:"fd"`
 	Framing string          `json:"framing"` // "lines" | "header"
 	ID      json.RawMessage `json:"id"`
+	// Serve: the new image serves the connection on (initialized, with
+	// Caps) after the answer; without it (an older image wrote the
+	// handoff) it answers and closes it.
+	Serve bool     `json:"serve,omitempty"`
+	Caps  []string `json:"caps,omitempty"`
+	// Unread is what the old image had read from the connection and not
+	// parsed (JSON base64): the new image reads it first.
+	Unread []byte `json:"unread,omitempty"`
 }
 
 // handoffWrite bounds writing the handoff (a stalled disk refuses the

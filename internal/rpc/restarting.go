@@ -23,6 +23,11 @@ import (
 // its write has ended, so no write is in progress when Restarting returns.
 // Those connections are returned: none of them may be handed over.
 func (s *Server) Restarting(n api.RestartingNotice, d time.Duration) (dropped []net.Conn) {
+	// A new attempt: an earlier one's Unseal (a failed exec) must not
+	// make every seal fail. No seal of that attempt still runs.
+	s.sealed.mu.Lock()
+	s.sealed.unsealed = false
+	s.sealed.mu.Unlock()
 	s.mu.Lock()
 	var conns []*conn
 	for _, c := range s.conns {

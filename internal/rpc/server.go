@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -205,7 +206,11 @@ func (s *Server) openConns() int {
 	return n
 }
 
-func (s *Server) serveConn(nc net.Conn) {
+func (s *Server) serveConn(nc net.Conn) { s.serveConnAs(nc, nil) }
+
+// serveConnAs serves nc; ad (not nil) is the previous image's
+// daemon.upgrade caller, served as an initialized connection (upgrade.go).
+func (s *Server) serveConnAs(nc net.Conn, ad *adoptedCaller) {
 	defer nc.Close()
 	id := "c-" + strconv.FormatUint(s.nextID.Add(1), 10)
 	log := s.log.With("conn_id", id)
@@ -221,8 +226,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	}
 	log = log.With("peer_pid", cred.Pid)
 	dr := &deadlineReader{conn: nc, initBy: time.Now().Add(s.o.InitializeTimeout), stall: s.o.WriteTimeout}
-	br := bufio.NewReaderSize(dr, 64<<10)
-	framing, err := sniff(br)
+	br, framing, err := s.framed(dr, ad)
 	if err != nil {
 		s.readFault(log, err, dr)
 		return
@@ -246,6 +250,9 @@ func (s *Server) serveConn(nc net.Conn) {
 	s.out.register(st, id)
 	defer s.out.unregister(st)
 	log.Debug("connection framed", "framing", framing.String())
+	if ad != nil {
+		ad.start(c)
+	}
 	c.readLoop() // the connection's one reader: returns when reading ended
 	cancel()     // handlers' and pumps' ctx
 	c.finish()
@@ -256,6 +263,19 @@ func (s *Server) serveConn(nc net.Conn) {
 	} else if !s.isClosed() {
 		s.readFault(log, rerr, dr)
 	}
+}
+
+// framed buffers a connection's reads and finds its framing: sniffed from
+// its first bytes or, for an adopted upgrade caller, the one it had, its
+// bytes read and not parsed by the previous image read first.
+func (s *Server) framed(dr *deadlineReader, ad *adoptedCaller) (*bufio.Reader, Framing, error) {
+	if ad == nil {
+		br := bufio.NewReaderSize(dr, 64<<10)
+		f, err := sniff(br)
+		return br, f, err
+	}
+	dr.initBy = time.Time{} // initialized in the previous image
+	return bufio.NewReaderSize(io.MultiReader(bytes.NewReader(ad.unread), dr), 64<<10), ad.framing, nil
 }
 
 func (s *Server) isClosed() bool {

@@ -1,11 +1,13 @@
 package rpc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,6 +31,96 @@ type UpgradeCaller struct {
 	Conn    *net.UnixConn
 	Framing Framing
 	ID      json.RawMessage
+	Caps    []string // negotiated at its initialize
+
+	unread func() []byte
+}
+
+// Unread returns a copy of the bytes read from the caller's connection and
+// not yet parsed. daemon.upgrade runs on its connection's reading
+// goroutine, so nothing after the call is parsed while it runs; call it
+// from the handler.
+func (u UpgradeCaller) Unread() []byte {
+	if u.unread == nil {
+		return nil
+	}
+	return u.unread()
+}
+
+// AdoptedCaller is the previous image's daemon.upgrade caller, as the
+// handoff carries it: the new image serves its connection as one it
+// initialized itself, with the same capabilities, after writing Result
+// as the call's answer (AdoptCaller).
+type AdoptedCaller struct {
+	Framing Framing
+	Caps    []string
+	ID      json.RawMessage
+	Result  any
+	Unread  []byte // read by the previous image, not parsed: read first
+}
+
+// ErrAdoptCaller means a handed-over caller cannot be served.
+var ErrAdoptCaller = errors.New("cannot serve the upgrade's caller")
+
+// adoptedCaller is AdoptedCaller, checked, for serveConnAs.
+type adoptedCaller struct {
+	framing Framing
+	caps    []string
+	id      jsonrpc2.ID
+	result  any
+	unread  []byte
+}
+
+// AdoptCaller serves nc, the connection that called daemon.upgrade in the
+// previous image, like an accepted one that is already initialized with
+// a.Caps (those this server knows): its first frame is the answer, and it
+// stays open. The holds and subscriptions it had ended with the previous
+// image.
+func (s *Server) AdoptCaller(nc net.Conn, a AdoptedCaller) error {
+	ad := &adoptedCaller{framing: a.Framing, result: a.Result, unread: a.Unread}
+	if err := json.Unmarshal(a.ID, &ad.id); err != nil {
+		nc.Close()
+		return fmt.Errorf("%w: id %s: %w", ErrAdoptCaller, api.Prefix(string(a.ID)), err)
+	}
+	for _, cp := range a.Caps {
+		if slices.Contains(Capabilities, cp) && !slices.Contains(ad.caps, cp) {
+			ad.caps = append(ad.caps, cp)
+		}
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		nc.Close()
+		return fmt.Errorf("%w: the server is closed", ErrAdoptCaller)
+	}
+	s.conns[nc] = nil
+	s.wg.Add(1)
+	s.mu.Unlock()
+	s.stats.connsTotal.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.serveConnAs(nc, ad)
+		s.mu.Lock()
+		delete(s.conns, nc)
+		s.mu.Unlock()
+	}()
+	return nil
+}
+
+// start makes c initialized with the caller's capabilities and writes
+// the answer, before c reads anything.
+func (ad *adoptedCaller) start(c *conn) {
+	c.mu.Lock()
+	c.initialized = true
+	c.caps = map[string]bool{}
+	for _, cp := range ad.caps {
+		c.caps[cp] = true
+	}
+	c.mu.Unlock()
+	c.log.Info("upgrade caller served on", "capabilities", ad.caps, "unread_bytes", len(ad.unread))
+	if err := c.writeResponse(&ad.id, ad.result, nil, nil); err != nil {
+		c.log.Warn("upgrade: could not answer the caller", "err", err.Error())
+	}
 }
 
 // ErrUpgrading means another daemon.upgrade is in progress.
@@ -206,5 +298,17 @@ func (c *conn) withCaller(ctx context.Context, id *jsonrpc2.ID) context.Context 
 	if id != nil {
 		raw, _ = json.Marshal(id)
 	}
-	return context.WithValue(ctx, callerKey, UpgradeCaller{Conn: uc, Framing: c.framing, ID: raw})
+	c.mu.Lock()
+	caps := make([]string, 0, len(c.caps))
+	for cp := range c.caps {
+		caps = append(caps, cp)
+	}
+	c.mu.Unlock()
+	slices.Sort(caps)
+	br := c.st.br
+	unread := func() []byte {
+		b, _ := br.Peek(br.Buffered())
+		return bytes.Clone(b)
+	}
+	return context.WithValue(ctx, callerKey, UpgradeCaller{Conn: uc, Framing: c.framing, ID: raw, Caps: caps, unread: unread})
 }
