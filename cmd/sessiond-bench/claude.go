@@ -15,6 +15,7 @@ import (
 
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/testkit/claudetest"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest/daemoncore"
 )
 
 // benchClaude: two figures of the real Claude Code CLI against the
@@ -133,7 +134,7 @@ func directStart(ctx context.Context, bin string, env map[string]string, cwd str
 	cmd.Dir = cwd
 	// As the daemon spawns it: its environment, stderr captured, a
 	// process group of its own.
-	cmd.Env = cleanEnv()
+	cmd.Env = daemoncore.CleanEnv()
 	cmd.Stderr = io.Discard
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	for k, v := range env {

@@ -4,20 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/sessiond/sessiond/internal/rpc"
-	"github.com/sessiond/sessiond/internal/sysx"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest/daemoncore"
 )
 
 // bench holds what every figure shares: the daemon binary, a private temp
@@ -58,33 +56,10 @@ func (b *bench) dir(name string) string {
 }
 
 func buildDaemon(out string) error {
-	root, err := moduleRoot()
-	if err != nil {
-		return err
+	if _, err := daemoncore.ModuleRoot(); err != nil {
+		return fmt.Errorf("%w (use --sessiond)", err)
 	}
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/sessiond")
-	cmd.Dir = root
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./cmd/sessiond: %w\n%s", err, b)
-	}
-	return nil
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory (use --sessiond)")
-		}
-		dir = parent
-	}
+	return daemoncore.Build(out, false, "")
 }
 
 // daemon is one running sessiond.
@@ -114,11 +89,8 @@ func (b *bench) startDaemon(stateDir, config string) (*daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.cmd = exec.Command(b.bin, "serve", "--socket", d.socket, "--state-dir", stateDir, "--config", cfg,
-		"--log-format", "json", "--log-level", "info")
-	d.cmd.Env = cleanEnv()
+	d.cmd = daemoncore.Serve{Socket: d.socket, StateDir: stateDir, Config: cfg, LogLevel: "info"}.Command(b.bin)
 	d.cmd.Stderr = logf
-	sysx.Tie(d.cmd, syscall.SIGKILL)
 	d.started = time.Now()
 	if err := d.cmd.Start(); err != nil {
 		logf.Close()
@@ -186,16 +158,6 @@ func (d *daemon) client(ctx context.Context, onNotify func(string, []byte)) (*rp
 		o.OnNotify = func(m string, p json.RawMessage) { onNotify(m, p) }
 	}
 	return rpc.Dial(ctx, d.socket, o)
-}
-
-func cleanEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SESSIOND_") && !strings.HasPrefix(kv, "XDG_") {
-			env = append(env, kv)
-		}
-	}
-	return env
 }
 
 func tail(path string) string {

@@ -6,6 +6,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/text/width"
+
 	"github.com/sessiond/sessiond/internal/tty"
 )
 
@@ -16,44 +18,22 @@ import (
 // wide character would push the rest of its row out of line).
 
 // cellWidth is how many terminal cells r takes: 0 for combining marks and
-// invisible format characters, 2 for East Asian wide and fullwidth
-// characters (and the emoji blocks terminals draw wide), else 1.
+// invisible format characters, 2 for East Asian Wide (W) and Fullwidth (F)
+// characters (Unicode's EastAsianWidth.txt, through x/text/width; the emoji
+// terminals draw wide are W there), else 1 (ambiguous ones included).
 func cellWidth(r rune) int {
 	switch {
 	case r < 0x300:
 		return 1
 	case unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf):
 		return 0
-	case wide(r):
+	}
+	switch width.LookupRune(r).Kind() {
+	case width.EastAsianWide, width.EastAsianFullwidth:
 		return 2
 	default:
 		return 1
 	}
-}
-
-// wide reports the East Asian Wide (W) and Fullwidth (F) ranges of
-// Unicode's EastAsianWidth.txt, folded into blocks.
-func wide(r rune) bool {
-	switch {
-	case r < 0x1100:
-		return false
-	case r <= 0x115f, // Hangul Jamo leading consonants
-		r >= 0x231a && r <= 0x231b, r >= 0x2329 && r <= 0x232a, r >= 0x23e9 && r <= 0x23ec,
-		r >= 0x2e80 && r <= 0x303e,                             // CJK radicals, Kangxi, CJK symbols and punctuation
-		r >= 0x3041 && r <= 0x33ff,                             // kana, bopomofo, Hangul compatibility, CJK compatibility
-		r >= 0x3400 && r <= 0x4dbf,                             // CJK extension A
-		r >= 0x4e00 && r <= 0x9fff,                             // CJK unified ideographs
-		r >= 0xa000 && r <= 0xa4cf,                             // Yi
-		r >= 0xa960 && r <= 0xa97f,                             // Hangul Jamo extended A
-		r >= 0xac00 && r <= 0xd7a3,                             // Hangul syllables
-		r >= 0xf900 && r <= 0xfaff,                             // CJK compatibility ideographs
-		r >= 0xfe10 && r <= 0xfe19, r >= 0xfe30 && r <= 0xfe6f, // vertical forms, small forms
-		r >= 0xff00 && r <= 0xff60, r >= 0xffe0 && r <= 0xffe6, // fullwidth forms
-		r >= 0x1f300 && r <= 0x1f64f, r >= 0x1f900 && r <= 0x1f9ff, // emoji
-		r >= 0x20000 && r <= 0x3fffd: // CJK extensions B and later
-		return true
-	}
-	return false
 }
 
 // displayWidth is the cells s takes on a terminal (s already escaped).

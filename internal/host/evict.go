@@ -12,6 +12,7 @@ import (
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/eviction"
 	"github.com/sessiond/sessiond/internal/journal"
+	"github.com/sessiond/sessiond/internal/lease"
 	"github.com/sessiond/sessiond/internal/proc"
 	"github.com/sessiond/sessiond/internal/store"
 )
@@ -58,7 +59,8 @@ func (c evictCause) expected() bool { return c != evictExited && c != evictStart
 // ErrExitUnproven is the stop step's error when the root's exit is not proven.
 var ErrExitUnproven = errors.New("provider root not proven exited")
 
-// plan is the provider session's teardown: DESIGN.md's six steps, in order.
+// plan is the provider session's teardown: the six eviction steps of
+// docs/protocol.md ("Eviction steps"), in order.
 // The order is the correctness property: the child is stopped before its
 // rows are drained, the sink is closed only after, the lease is released at
 // the fence captured now, and the entry is forgotten last.
@@ -280,5 +282,25 @@ func (h *Host) stepDiscard(e *entry) error {
 		e.sink.Discard()
 		e.sink = nil
 	}
+	return nil
+}
+
+// stepRelease releases the lease at the fence captured when the eviction
+// began, then journals lease.released.
+func (h *Host) stepRelease(ctx context.Context, e *entry, fence uint64) error {
+	if e.tailDone[event.LeaseReleased] {
+		return nil
+	}
+	ev := &lease.Evidence{Kind: lease.EvidenceExitObserved, At: h.clock.Now().UTC()}
+	if _, err := h.leases.Release(e.id, fence, ev); err != nil {
+		if !errors.Is(err, lease.ErrStaleFence) {
+			return fmt.Errorf("release lease at fence %d: %w", fence, err)
+		}
+		h.log.Warn("lease already moved past our fence; nothing to release", "session_id", e.id, "fence", fence)
+	}
+	if _, err := h.j.Append(ctx, e.id, event.New(event.LeaseReleased, "", map[string]any{"fence": fence})); err != nil {
+		return fmt.Errorf("journal lease.released: %w", err)
+	}
+	e.tailDone[event.LeaseReleased] = true
 	return nil
 }

@@ -1,16 +1,8 @@
 // Package journal is the durable, append-only event log of every session.
 //
-// Schema (inside the store's `journal` bucket; integer keys 8-byte big-endian):
-//
-//	journal/
-//	  <sessionId>/
-//	    events/<seq be64>        -> event.Event (JSON)
-//	    meta/last_seq            -> u64: the highest seq ever given (never reused)
-//	    meta/oldest_seq          -> u64: the oldest seq retention kept (0: none yet)
-//	    meta/open_turn           -> turnId of the running turn ("" or absent: none)
-//	    meta/open_turn_seq       -> u64: seq of that turn's turn.started
-//	    meta/approvals           -> JSON [{requestId, turnId}] pending approvals
-//	    dedup/<clientMessageId>  -> turnId (written with the turn.started carrying it)
+// Its rows live in the store's `journal` bucket, one bucket per session
+// (events, derived meta, dedup index): the schema is drawn once, in the
+// store package comment (go doc internal/store).
 //
 // One writer goroutine takes every pending append, from all sessions, and
 // commits them in one bbolt transaction (group commit); the derived state

@@ -50,7 +50,7 @@ type conn struct {
 // slow method (one that can wait on a session) goes to its session's
 // queue (queue.go). nullID: the request's id was null, and so is the
 // answer's.
-func (c *conn) handle(req *jsonrpc2.Request, nullID bool) {
+func (c *conn) handle(req *request, nullID bool) {
 	ctx := c.ctx
 	if req.Notif {
 		c.log.Debug("notification ignored", "method", req.Method)
@@ -92,9 +92,11 @@ func (c *conn) handle(req *jsonrpc2.Request, nullID bool) {
 		c.reply(ctx, req.Method, id, nil, gateErr)
 		return
 	}
-	var params json.RawMessage
-	if req.Params != nil {
-		params = *req.Params
+	params := req.Params
+	var key string
+	var queued callFunc
+	if m.slow {
+		key, queued = c.prepare(m, params) // its params decoded now, once (queued.go)
 	}
 	run := func() {
 		defer c.handlers.Done()
@@ -112,7 +114,7 @@ func (c *conn) handle(req *jsonrpc2.Request, nullID bool) {
 		} else {
 			counted = true
 		}
-		res, err := c.call(ctx, m, params)
+		res, err := c.call(ctx, m, params, queued)
 		if counted {
 			// The backend's work is done: an upgrade need not wait for the
 			// reply's write (a peer that stops reading would hold it for
@@ -125,7 +127,7 @@ func (c *conn) handle(req *jsonrpc2.Request, nullID bool) {
 		run()
 		return
 	}
-	if err := c.enqueue(queueKey(params), len(params), run); err != nil {
+	if err := c.enqueue(key, len(params), run); err != nil {
 		defer c.handlers.Done()
 		c.reply(ctx, req.Method, id, nil, err)
 	}
@@ -147,25 +149,29 @@ func (c *conn) replyInvalid(why string) {
 	c.reply(c.ctx, "(invalid)", nil, nil, &protoError{CodeInvalidRequest, "invalid_request", "invalid request: " + why, nil})
 }
 
-// call runs one handler, turning a panic into -32603.
-func (c *conn) call(ctx context.Context, m method, params json.RawMessage) (res any, err error) {
+// call runs one handler (queued: a slow method's prepared call), turning
+// a panic into -32603.
+func (c *conn) call(ctx context.Context, m method, params json.RawMessage, queued callFunc) (res any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.log.Error("handler panicked", "method", m.name, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			res, err = nil, api.Errorf(api.KindInternal, nil, "internal error in %s", m.name)
 		}
 	}()
+	if queued != nil {
+		return queued(ctx, c)
+	}
 	return m.handle(ctx, c, params)
 }
 
 // reply answers the request of method with id (nil: id null).
-func (c *conn) reply(ctx context.Context, method string, id *jsonrpc2.ID, res any, err error) {
+func (c *conn) reply(ctx context.Context, method string, id *requestID, res any, err error) {
 	var then, release func()
 	if r, ok := res.(rawResult); ok && r.release != nil {
 		release = sync.OnceFunc(r.release)
 		defer release() // if the reply is dropped before it is counted
 	}
-	var we *jsonrpc2.Error
+	var we *errorObject
 	if err != nil {
 		we = toWire(err)
 		lvl := slog.LevelInfo
@@ -194,7 +200,7 @@ func (c *conn) reply(ctx context.Context, method string, id *jsonrpc2.ID, res an
 // the stream, unless the connection is already closed (as jsonrpc2's
 // Reply would refuse it); counted (may be nil) runs once it is counted in
 // the outbound budget.
-func (c *conn) writeResponse(id *jsonrpc2.ID, res any, we *jsonrpc2.Error, counted func()) error {
+func (c *conn) writeResponse(id *requestID, res any, we *errorObject, counted func()) error {
 	select {
 	case <-c.done:
 		return jsonrpc2.ErrClosed
@@ -209,14 +215,14 @@ func (c *conn) writeResponse(id *jsonrpc2.ID, res any, we *jsonrpc2.Error, count
 	return c.st.writeCounted(b, counted)
 }
 
-func idString(id *jsonrpc2.ID) string {
+func idString(id *requestID) string {
 	if id == nil {
 		return "null"
 	}
 	return id.String()
 }
 
-func reasonOf(e *jsonrpc2.Error) string {
+func reasonOf(e *errorObject) string {
 	var d struct {
 		Reason string `json:"reason"`
 	}

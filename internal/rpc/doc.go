@@ -1,8 +1,8 @@
 // Package rpc is sessiond's JSON-RPC 2.0 server on its Unix socket, and the
 // Go client that `sessiond ctl` and the tests use.
 //
-// The server owns its connections outright (sourcegraph/jsonrpc2 is used
-// for its types and, in the client, for its Conn):
+// The server owns its connections and its message types outright
+// (message.go; sourcegraph/jsonrpc2 serves the client, through its Conn):
 //
 //   - Listen binds the socket (a private directory, dial before unlinking,
 //     mode 0600); every accepted peer's uid is checked (SO_PEERCRED).
@@ -12,7 +12,8 @@
 //     notifications, each write under a progress deadline (write_timeout:
 //     no byte written for that long closes the connection).
 //   - readloop.go is the reading model: one goroutine reads a connection
-//     for its whole life. conn.go's handle gates each request
+//     for its whole life, a request's params kept as sent (simple.go
+//     decodes the usual shape by hand). conn.go's handle gates each request
 //     (initialize first, then capabilities) and answers refusals and fast
 //     methods inline, so in order; queue.go sends every method that can
 //     wait (it takes a session lock or starts a child) to a FIFO queue
@@ -25,7 +26,9 @@
 //     output not yet written; past max_outbound_bytes the connection
 //     holding the most is closed.
 //   - methods.go is the method table (name → capability, queued or not,
-//     handler); handlers.go decodes and checks params and calls the
+//     handler); params are decoded once into the method's params type
+//     (queued.go: when a queued call is read, so they key its queue) and
+//     checked; handlers.go calls the
 //     api.Backend (the host); reply.go encodes replies once, splicing
 //     event pages in; errors.go maps api kinds to codes and data.reason.
 //

@@ -74,7 +74,7 @@ func errAlreadyInitialized() error {
 }
 
 // toWire turns any handler error into a JSON-RPC error with data.reason.
-func toWire(err error) *jsonrpc2.Error {
+func toWire(err error) *errorObject {
 	var pe *protoError
 	if errors.As(err, &pe) {
 		return wireError(pe.code, pe.msg, pe.reason, pe.data)
@@ -90,13 +90,13 @@ func toWire(err error) *jsonrpc2.Error {
 	return wireError(CodeInternal, err.Error(), api.KindInternal.String(), nil)
 }
 
-func wireError(code int64, msg, reason string, data map[string]any) *jsonrpc2.Error {
+func wireError(code int64, msg, reason string, data map[string]any) *errorObject {
 	d := make(map[string]any, len(data)+1)
 	for k, v := range data {
 		d[k] = v
 	}
 	d["reason"] = reason
-	e := &jsonrpc2.Error{Code: code, Message: msg}
+	e := &errorObject{Code: code, Message: msg}
 	b, err := json.Marshal(d)
 	if err != nil {
 		b = []byte(`{"reason":"` + reason + `"}`)

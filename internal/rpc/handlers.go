@@ -56,12 +56,8 @@ func hShutdown(_ context.Context, c *conn, _ json.RawMessage) (any, error) {
 	}}, nil
 }
 
-func hCreate(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
-	var p api.CreateParams
-	if err := decodeValid(params, &p); err != nil {
-		return nil, err
-	}
-	return c.srv.o.Backend.Create(ctx, p)
+func hCreate(ctx context.Context, c *conn, p *api.CreateParams) (any, error) {
+	return c.srv.o.Backend.Create(ctx, *p)
 }
 
 func sessionParams(params json.RawMessage) (api.SessionParams, error) {
@@ -77,35 +73,19 @@ func hGet(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
 	return c.srv.o.Backend.Get(ctx, p.SessionID)
 }
 
-func hDelete(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
-	p, err := sessionParams(params)
-	if err != nil {
-		return nil, err
-	}
+func hDelete(ctx context.Context, c *conn, p *api.SessionParams) (any, error) {
 	return struct{}{}, c.srv.o.Backend.Delete(ctx, p.SessionID)
 }
 
-func hHold(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
-	var p api.HoldParams
-	if err := decodeValid(params, &p); err != nil {
-		return nil, err
-	}
-	return c.srv.o.Backend.Hold(ctx, c.id, p)
+func hHold(ctx context.Context, c *conn, p *api.HoldParams) (any, error) {
+	return c.srv.o.Backend.Hold(ctx, c.id, *p)
 }
 
-func hRelease(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
-	var p api.ReleaseParams
-	if err := decodeValid(params, &p); err != nil {
-		return nil, err
-	}
-	return c.srv.o.Backend.Release(ctx, c.id, p)
+func hRelease(ctx context.Context, c *conn, p *api.ReleaseParams) (any, error) {
+	return c.srv.o.Backend.Release(ctx, c.id, *p)
 }
 
-func hClose(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
-	p, err := sessionParams(params)
-	if err != nil {
-		return nil, err
-	}
+func hClose(ctx context.Context, c *conn, p *api.SessionParams) (any, error) {
 	r, err := c.srv.o.Backend.Close(ctx, p.SessionID)
 	if err == nil && r.Steps == nil {
 		r.Steps = []api.StepResult{}
@@ -113,13 +93,9 @@ func hClose(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
 	return r, err
 }
 
-func hAttach(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
-	var p api.AttachParams
-	if err := decodeValid(params, &p); err != nil {
-		return nil, err
-	}
+func hAttach(ctx context.Context, c *conn, p *api.AttachParams) (any, error) {
 	legacy := !c.has(api.CapStructuredHold)
-	r, sub, err := c.srv.o.Backend.Attach(ctx, c.id, p, legacy)
+	r, sub, err := c.srv.o.Backend.Attach(ctx, c.id, *p, legacy)
 	if err != nil {
 		return nil, err
 	}
@@ -163,33 +139,21 @@ func hDetach(ctx context.Context, c *conn, params json.RawMessage) (any, error) 
 	return struct{}{}, c.srv.o.Backend.Detach(ctx, c.id, p.SubscriptionID)
 }
 
-func hSend(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
-	var p api.SendParams
-	if err := decodeValid(params, &p); err != nil {
-		return nil, err
-	}
-	return c.srv.o.Backend.Send(ctx, p)
+func hSend(ctx context.Context, c *conn, p *api.SendParams) (any, error) {
+	return c.srv.o.Backend.Send(ctx, *p)
 }
 
-func hCancel(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
-	p, err := sessionParams(params)
-	if err != nil {
-		return nil, err
-	}
+func hCancel(ctx context.Context, c *conn, p *api.SessionParams) (any, error) {
 	return c.srv.o.Backend.Cancel(ctx, p.SessionID)
 }
 
-func hRespond(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
-	var p api.RespondParams
-	if err := decodeValid(params, &p); err != nil {
-		return nil, err
-	}
+func hRespond(ctx context.Context, c *conn, p *api.RespondParams) (any, error) {
 	if !c.has(api.CapApprovalsV2) {
 		if err := p.CheckV1Decision(); err != nil {
 			return nil, err
 		}
 	}
-	return struct{}{}, c.srv.o.Backend.Respond(ctx, p)
+	return struct{}{}, c.srv.o.Backend.Respond(ctx, *p)
 }
 
 // supervision is the status's supervision with its lists never null.

@@ -38,25 +38,27 @@ type method struct {
 	name       string
 	capability string // "" = open to every initialized client
 	slow       bool   // can wait on a session: runs in its session's queue (queue.go)
-	handle     handlerFunc
+	// handle answers a fast method, queued prepares a slow one (queued.go).
+	handle handlerFunc
+	queued queuedFunc
 }
 
 // methodList is THE method table, sorted by name (a test keeps it sorted
 // and in step with docs/protocol.md).
 var methodList = []method{
-	{name: "agentSession.attach", capability: api.CapAttach, slow: true, handle: hAttach},
-	{name: "agentSession.cancel", capability: api.CapTurns, slow: true, handle: hCancel},
-	{name: "agentSession.close", capability: api.CapClose, slow: true, handle: hClose},
-	{name: "agentSession.create", slow: true, handle: hCreate},
-	{name: "agentSession.delete", slow: true, handle: hDelete},
+	{name: "agentSession.attach", capability: api.CapAttach, slow: true, queued: queued(hAttach)},
+	{name: "agentSession.cancel", capability: api.CapTurns, slow: true, queued: queued(hCancel)},
+	{name: "agentSession.close", capability: api.CapClose, slow: true, queued: queued(hClose)},
+	{name: "agentSession.create", slow: true, queued: queued(hCreate)},
+	{name: "agentSession.delete", slow: true, queued: queued(hDelete)},
 	{name: "agentSession.detach", capability: api.CapAttach, handle: hDetach},
 	{name: "agentSession.get", handle: hGet},
-	{name: "agentSession.hold", capability: api.CapStructuredHold, slow: true, handle: hHold},
+	{name: "agentSession.hold", capability: api.CapStructuredHold, slow: true, queued: queued(hHold)},
 	{name: "agentSession.list", handle: hList},
 	{name: "agentSession.read", capability: api.CapAttach, handle: hRead},
-	{name: "agentSession.release", capability: api.CapStructuredHold, slow: true, handle: hRelease},
-	{name: "agentSession.respond", capability: api.CapTurns, slow: true, handle: hRespond},
-	{name: "agentSession.send", capability: api.CapTurns, slow: true, handle: hSend},
+	{name: "agentSession.release", capability: api.CapStructuredHold, slow: true, queued: queued(hRelease)},
+	{name: "agentSession.respond", capability: api.CapTurns, slow: true, queued: queued(hRespond)},
+	{name: "agentSession.send", capability: api.CapTurns, slow: true, queued: queued(hSend)},
 	{name: "daemon.shutdown", capability: api.CapAdmin, handle: hShutdown},
 	{name: "daemon.stats", capability: api.CapAdmin, handle: hStats},
 	{name: "daemon.status", handle: hStatus},

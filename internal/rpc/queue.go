@@ -40,8 +40,9 @@ type queuedCall struct {
 	size int
 }
 
-// queueKey is the sessionId params name, by a small decode of its own
-// (the handler decodes and validates params again). Params without a
+// queueKey is the sessionId params that do not decode into their
+// method's type still name, by a small decode of its own (params that do
+// decode are keyed by what they decoded to, queued.go). Params without a
 // usable sessionId (agentSession.create, or bad input) share the key "".
 func queueKey(params json.RawMessage) string {
 	if len(params) == 0 || params[0] != '{' {

@@ -6,33 +6,34 @@ import (
 	"errors"
 	"strconv"
 
-	"github.com/sourcegraph/jsonrpc2"
-
 	"github.com/sessiond/sessiond/internal/api"
 )
 
-// The server reads its connections itself (jsonrpc2.Conn is the client's):
-// messages decode as jsonrpc2 decodes them (its Request's UnmarshalJSON,
-// its request/response test), except where JSON-RPC 2.0 asks for an
-// answer: "id":null is a request answered with id null (only a request
-// without an id is a notification); an id that is neither a string nor an
-// integer, and a message that is valid JSON but no request (not an
-// object, a method that is not a string, neither a method nor a
+// The server reads its connections itself, into its own message types
+// (message.go; jsonrpc2.Conn is the client's). A request is decoded as
+// sourcegraph/jsonrpc2 decoded it (members by exact name, the last of a
+// repeated one), its params kept as sent, except where JSON-RPC 2.0 asks
+// for an answer: "id":null is a request answered with id null (only a
+// request without an id is a notification); an id that is neither a
+// string nor an integer, and a message that is valid JSON but no request
+// (not an object, a method that is not a string, neither a method nor a
 // result/error) are answered -32600 invalid_request with id null, and the
 // connection goes on. A response from the client is ignored as jsonrpc2
-// ignored it; malformed JSON and the first read error end the connection.
+// ignored it (one it could not decode ends the connection, as there);
+// malformed JSON and the first read error end the connection.
 
 // inMessage is one decoded message: a request (req), a request whose id
 // is unusable (badID), valid JSON that is no request (invalid, why), or
 // neither for a response.
 type inMessage struct {
-	req     *jsonrpc2.Request
+	req     *request
 	nullID  bool   // "id":null: answered with id null
 	badID   bool   // the id is not a string or an integer: answered -32600
 	invalid string // why valid JSON is no request: answered -32600
 }
 
-// UnmarshalJSON is jsonrpc2's anyMessage test for a single message.
+// UnmarshalJSON tells a request from a response as jsonrpc2's anyMessage
+// test did, for a single message.
 // Malformed JSON is an error (the connection ends).
 func (m *inMessage) UnmarshalJSON(data []byte) error {
 	if req, ok := decodeSimple(data); ok { // simple.go
@@ -70,7 +71,7 @@ func (m *inMessage) UnmarshalJSON(data []byte) error {
 		m.invalid = "a request needs a method"
 		return nil
 	case isResp:
-		var r jsonrpc2.Response
+		var r response
 		return json.Unmarshal(data, &r)
 	}
 	if probe.ID.bad {
@@ -82,8 +83,8 @@ func (m *inMessage) UnmarshalJSON(data []byte) error {
 		m.invalid = "method must be a string"
 		return nil
 	}
-	req := new(jsonrpc2.Request)
-	if err := req.UnmarshalJSON(data); err != nil {
+	req, err := decodeRequest(data)
+	if err != nil {
 		m.invalid = "not a JSON-RPC request: " + api.Prefix(err.Error())
 		return nil
 	}
@@ -95,7 +96,8 @@ func (m *inMessage) UnmarshalJSON(data []byte) error {
 }
 
 // idProbe classifies a message's id: null, or bad (not a string and not
-// an integer jsonrpc2 can hold and echo as sent: true, {}, [], 1.5, -1).
+// an integer from 0 to 2^63-1, which an id holds and echoes as sent:
+// true, {}, [], 1.5, -1).
 type idProbe struct{ null, bad bool }
 
 func (p *idProbe) UnmarshalJSON(b []byte) error {
@@ -108,13 +110,13 @@ func (p *idProbe) UnmarshalJSON(b []byte) error {
 		if json.Unmarshal(b, &n) != nil {
 			p.bad = true
 		} else if v, err := strconv.ParseInt(n.String(), 10, 64); err != nil || v < 0 {
-			p.bad = true // jsonrpc2 reads an int64 into a uint64: -1 would be echoed as 18446744073709551615
+			p.bad = true // jsonrpc2 read an int64 into a uint64: -1 was echoed as 18446744073709551615
 		}
 	}
 	return nil
 }
 
-// explicitResult tells "result":null from no result (as jsonrpc2 does).
+// explicitResult tells "result":null from no result (as jsonrpc2 did).
 type explicitResult struct{ null, set bool }
 
 func (r *explicitResult) UnmarshalJSON(b []byte) error {

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/sourcegraph/jsonrpc2"
-
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
 )
@@ -53,7 +51,7 @@ func newRaw(size int) []byte {
 // encodeResponse returns the response to id (nil: null) with result res
 // (a rawResult is spliced as is; anything else goes through json.Marshal
 // once) or, when werr is not nil, that error.
-func encodeResponse(id *jsonrpc2.ID, res any, werr *jsonrpc2.Error) ([]byte, error) {
+func encodeResponse(id *requestID, res any, werr *errorObject) ([]byte, error) {
 	var body []byte
 	var err error
 	switch r, raw := res.(rawResult); {
@@ -85,7 +83,7 @@ func encodeResponse(id *jsonrpc2.ID, res any, werr *jsonrpc2.Error) ([]byte, err
 }
 
 // appendHead appends {"id":<id>,"result": (or "error").
-func appendHead(b []byte, id *jsonrpc2.ID, isErr bool) []byte {
+func appendHead(b []byte, id *requestID, isErr bool) []byte {
 	b = append(b, `{"id":`...)
 	b = appendID(b, id)
 	if isErr {
@@ -94,8 +92,9 @@ func appendHead(b []byte, id *jsonrpc2.ID, isErr bool) []byte {
 	return append(b, `,"result":`...)
 }
 
-// appendID appends id as jsonrpc2.ID.MarshalJSON writes it (nil: null).
-func appendID(b []byte, id *jsonrpc2.ID) []byte {
+// appendID appends id as it was read (nil: null), as jsonrpc2.ID.MarshalJSON
+// wrote it.
+func appendID(b []byte, id *requestID) []byte {
 	if id == nil {
 		return append(b, "null"...)
 	}

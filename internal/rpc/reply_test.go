@@ -114,7 +114,8 @@ func TestRepliesMatchJSONRPC2(t *testing.T) {
 				if in == nil {
 					in = tt.res
 				}
-				got, err := encodeResponse(&id, in, tt.we)
+				rid := requestID{Num: id.Num, Str: id.Str, IsString: id.IsString}
+				got, err := encodeResponse(&rid, in, (*errorObject)(tt.we))
 				if err != nil {
 					t.Fatal(err)
 				}

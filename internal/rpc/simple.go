@@ -1,24 +1,15 @@
 package rpc
 
-import (
-	"bytes"
-	"encoding/json"
-
-	"github.com/sourcegraph/jsonrpc2"
-)
+import "encoding/json"
 
 // Most requests look like {"id":7,"jsonrpc":"2.0","method":"m","params":{…}}
-// (our client sends "params":{} when there are none).
-// jsonrpc2's decoding of one (a probe, then a map through a json.Decoder
-// with UseNumber, then the id again) costs several microseconds, more
-// than the rest of the server's work on a status but the read and write.
-// decodeSimple reads exactly that shape by hand and gives the request
-// jsonrpc2 would give; anything else (params, meta, another member, a
-// member twice, an escape or a non-ASCII byte in the envelope's strings,
-// a null, negative, fractional or long id, no id, params that are not an
-// object or an array) is left to the general path. Params are what
-// jsonrpc2 makes of them: decoded with UseNumber and marshalled again
-// (sorted keys, the last of a repeated key, HTML-escaped), "{}" as is.
+// (our client sends "params":{} when there are none). decodeSimple reads
+// exactly that shape by hand, without reflection, and gives the request
+// the general path (decodeRequest) would give; anything else (meta,
+// another member, a member twice, an escape or a non-ASCII byte in the
+// envelope's strings, a null, negative, fractional or long id, no id,
+// params that are not an object or an array) is left to the general path.
+// Params are kept as sent: a slice of b, checked to be valid JSON.
 
 // decodeSimple returns the request in b, or ok false when b is not of the
 // simple shape: an object of exactly the members "jsonrpc" (a plain
@@ -27,34 +18,35 @@ import (
 // object or an array), in any order, JSON white space anywhere between
 // tokens. Plain: printable ASCII without '"' or
 // '\', so the bytes are the value.
-func decodeSimple(b []byte) (req *jsonrpc2.Request, ok bool) {
+func decodeSimple(b []byte) (req *request, ok bool) {
 	var (
 		i                      int
 		haveRPC, haveID, haveM bool
 		haveParams             bool
-		r                      jsonrpc2.Request
+		r                      request
 	)
 	ws := func() {
 		for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 			i++
 		}
 	}
-	// str reads a plain string at i; ok false if there is none.
-	str := func() (string, bool) {
+	// str reads a plain string at i (its bytes, a slice of b); ok false
+	// if there is none.
+	str := func() ([]byte, bool) {
 		if i >= len(b) || b[i] != '"' {
-			return "", false
+			return nil, false
 		}
 		for j := i + 1; j < len(b); j++ {
 			switch c := b[j]; {
 			case c == '"':
-				s := string(b[i+1 : j])
+				s := b[i+1 : j]
 				i = j + 1
 				return s, true
 			case c < 0x20 || c > 0x7e || c == '\\':
-				return "", false
+				return nil, false
 			}
 		}
-		return "", false
+		return nil, false
 	}
 	ws()
 	if i >= len(b) || b[i] != '{' {
@@ -73,7 +65,7 @@ func decodeSimple(b []byte) (req *jsonrpc2.Request, ok bool) {
 		}
 		i++
 		ws()
-		switch key {
+		switch string(key) {
 		case "jsonrpc":
 			if haveRPC {
 				return nil, false
@@ -86,9 +78,11 @@ func decodeSimple(b []byte) (req *jsonrpc2.Request, ok bool) {
 			if haveM {
 				return nil, false
 			}
-			if r.Method, ok = str(); !ok {
+			m, ok := str()
+			if !ok {
 				return nil, false
 			}
+			r.Method = string(m)
 			haveM = true
 		case "id":
 			if haveID || !simpleID(b, &i, &r.ID) {
@@ -103,11 +97,10 @@ func decodeSimple(b []byte) (req *jsonrpc2.Request, ok bool) {
 			if end < 0 {
 				return nil, false
 			}
-			p, ok := simpleParams(b[i:end])
-			if !ok {
+			if !validParams(b[i:end]) {
 				return nil, false
 			}
-			r.Params, i, haveParams = &p, end, true
+			r.Params, i, haveParams = b[i:end:end], end, true
 		default:
 			return nil, false
 		}
@@ -134,14 +127,14 @@ func decodeSimple(b []byte) (req *jsonrpc2.Request, ok bool) {
 
 // simpleID reads at b[*i] a plain string or an integer of 1 to 18 digits
 // (no sign, no leading zero, no fraction or exponent: below 2^63, as
-// jsonrpc2 reads it) into id.
-func simpleID(b []byte, i *int, id *jsonrpc2.ID) bool {
+// the general path reads it) into id.
+func simpleID(b []byte, i *int, x *requestID) bool {
 	j := *i
 	if j < len(b) && b[j] == '"' {
 		for k := j + 1; k < len(b); k++ {
 			switch c := b[k]; {
 			case c == '"':
-				*id = jsonrpc2.ID{Str: string(b[j+1 : k]), IsString: true}
+				*x = requestID{Str: string(b[j+1 : k]), IsString: true}
 				*i = k + 1
 				return true
 			case c < 0x20 || c > 0x7e || c == '\\':
@@ -164,37 +157,20 @@ func simpleID(b []byte, i *int, id *jsonrpc2.ID) bool {
 	case k < len(b) && (b[k] == '.' || b[k] == 'e' || b[k] == 'E' || b[k] == '-' || b[k] == '+'):
 		return false
 	}
-	*id = jsonrpc2.ID{Num: n}
+	*x = requestID{Num: n}
 	*i = k
 	return true
 }
 
-// emptyParams is what jsonrpc2 makes of "params":{}.
-var emptyParams = []byte("{}")
-
-// simpleParams returns params as jsonrpc2 hands them to a handler: v
-// decoded into an any with UseNumber, then json.Marshal; ok false when v
-// is not an object or an array or is not valid JSON.
-func simpleParams(v []byte) (json.RawMessage, bool) {
-	if len(v) == 2 && v[0] == '{' && v[1] == '}' {
-		return emptyParams, true
-	}
-	if v[0] != '{' && v[0] != '[' {
-		return nil, false
-	}
-	dec := json.NewDecoder(bytes.NewReader(v))
-	dec.UseNumber()
-	var x any
-	if dec.Decode(&x) != nil || dec.InputOffset() != int64(len(v)) {
-		return nil, false
-	}
-	out, err := json.Marshal(x)
-	return out, err == nil
+// validParams reports whether v, an object or an array by its first
+// byte, is valid JSON ("{}", the common case, at once).
+func validParams(v []byte) bool {
+	return (len(v) == 2 && v[0] == '{' && v[1] == '}') || json.Valid(v)
 }
 
 // skipValue returns the end of the object or array that starts at b[i]
 // (brackets balanced outside strings), or -1: not one, or unterminated.
-// It does not validate; simpleParams's decoder does.
+// It does not validate; validParams does.
 func skipValue(b []byte, i int) int {
 	if i >= len(b) || (b[i] != '{' && b[i] != '[') {
 		return -1

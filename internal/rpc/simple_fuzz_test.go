@@ -1,20 +1,21 @@
 package rpc
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
+	"reflect"
+	"strconv"
+	"testing"
 	"time"
 
-	"encoding/json"
 	"github.com/sessiond/sessiond/internal/api"
-	"reflect"
-	"testing"
-
-	"github.com/sourcegraph/jsonrpc2"
 )
 
 // FuzzDecodeSimple: whatever the bytes, when the hand decoder takes them
-// (decodeSimple), they are valid JSON and jsonrpc2's Request decodes them
-// to the same request (method, id, params, no meta, not a notification).
+// (decodeSimple), they are valid JSON, no response, and encoding/json
+// reads the same request from them: the "method" string, the "id" (a
+// string, or an integer below 2^63), the "params" member's bytes as sent.
 func FuzzDecodeSimple(f *testing.F) {
 	seeds := []string{
 		`{"jsonrpc":"2.0","id":1,"method":"daemon.status","params":{}}`,
@@ -45,13 +46,31 @@ func FuzzDecodeSimple(f *testing.F) {
 		if !json.Valid(data) {
 			t.Fatalf("%q: taken, but not valid JSON", data)
 		}
-		var want jsonrpc2.Request
-		if err := want.UnmarshalJSON(data); err != nil {
-			t.Fatalf("%q: taken as %+v; jsonrpc2: %v", data, got, err)
-		}
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(data, &m); err != nil || m["result"] != nil || m["error"] != nil {
+		var ms map[string]json.RawMessage
+		if err := json.Unmarshal(data, &ms); err != nil || ms["result"] != nil || ms["error"] != nil {
 			t.Fatalf("%q: taken, but a response or no object (%v)", data, err)
+		}
+		want := request{Params: ms["params"]}
+		if err := json.Unmarshal(ms["method"], &want.Method); err != nil {
+			t.Fatalf("%q: taken, but encoding/json reads no method string: %v", data, err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(ms["id"]))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("%q: taken, but encoding/json reads no id: %v", data, err)
+		}
+		switch v := v.(type) {
+		case string:
+			want.ID = requestID{Str: v, IsString: true}
+		case json.Number:
+			n, err := strconv.ParseInt(v.String(), 10, 64)
+			if err != nil || n < 0 {
+				t.Fatalf("%q: taken with id %s, not an integer from 0 to 2^63-1", data, v)
+			}
+			want.ID = requestID{Num: uint64(n)}
+		default:
+			t.Fatalf("%q: taken with id %v, neither a string nor a number", data, v)
 		}
 		if !reflect.DeepEqual(*got, want) {
 			t.Fatalf("%q:\ngot  %+v\nwant %+v", data, *got, want)

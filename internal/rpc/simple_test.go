@@ -10,7 +10,9 @@ import (
 
 // TestDecodeSimpleLikeJSONRPC2: whenever the hand-written decoder takes a
 // message (decodeSimple), jsonrpc2.Conn decodes it without error to the
-// same request (method, id, params, no meta, no extra fields); the
+// same request (method, id, params of the same value, which decodeSimple
+// keeps as sent; no meta, no extra fields), and so does the general path
+// (decodeRequest); the
 // messages are built from members that fit the simple shape and members
 // that do not, in any order, with or without white space, a member
 // sometimes twice.
@@ -68,8 +70,14 @@ func TestDecodeSimpleLikeJSONRPC2(t *testing.T) {
 		if err != nil || want == nil {
 			t.Fatalf("%s: taken by decodeSimple as %+v; jsonrpc2: %+v, %v", msg, got, want, err)
 		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("%s:\ngot  %+v\nwant %+v", msg, got, want)
+		if want.Meta != nil || len(want.ExtraFields) > 0 {
+			t.Fatalf("%s: taken by decodeSimple, but jsonrpc2 found meta or extra fields: %+v", msg, want)
+		}
+		if d := sameRequest(got, want, []byte(msg)); d != "" {
+			t.Fatalf("%s: %s", msg, d)
+		}
+		if general, err := decodeRequest([]byte(msg)); err != nil || !reflect.DeepEqual(general, got) {
+			t.Fatalf("%s:\ngot     %+v\ngeneral %+v, %v", msg, got, general, err)
 		}
 	}
 	for range 10 {

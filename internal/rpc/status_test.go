@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sourcegraph/jsonrpc2"
-
 	"github.com/sessiond/sessiond/internal/api"
 )
 
@@ -63,7 +61,7 @@ func TestStatusEncodedAsMarshal(t *testing.T) {
 			if got != string(wantB) {
 				t.Fatalf("options %d, call %d:\ngot  %s\nwant %s", i, j, got, wantB)
 			}
-			id := jsonrpc2.ID{Num: 7}
+			id := requestID{Num: 7}
 			resp, err := encodeResponse(&id, raw, nil)
 			if err != nil || string(resp) != `{"id":7,"result":`+string(wantB)+`,"jsonrpc":"2.0"}` {
 				t.Fatalf("response %s, %v", resp, err)

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sourcegraph/jsonrpc2"
-
 	"github.com/sessiond/sessiond/internal/api"
 )
 
@@ -66,7 +64,7 @@ var ErrAdoptCaller = errors.New("cannot serve the upgrade's caller")
 type adoptedCaller struct {
 	framing Framing
 	caps    []string
-	id      jsonrpc2.ID
+	id      requestID
 	result  any
 	unread  []byte
 }
@@ -78,7 +76,7 @@ type adoptedCaller struct {
 // image.
 func (s *Server) AdoptCaller(nc net.Conn, a AdoptedCaller) error {
 	ad := &adoptedCaller{framing: a.Framing, result: a.Result, unread: a.Unread}
-	if err := json.Unmarshal(a.ID, &ad.id); err != nil {
+	if err := ad.id.unmarshal(a.ID); err != nil {
 		nc.Close()
 		return fmt.Errorf("%w: id %s: %w", ErrAdoptCaller, api.Prefix(string(a.ID)), err)
 	}
@@ -292,11 +290,11 @@ func hUpgrade(ctx context.Context, c *conn, params json.RawMessage) (any, error)
 }
 
 // withCaller adds the calling connection to a daemon.upgrade's ctx.
-func (c *conn) withCaller(ctx context.Context, id *jsonrpc2.ID) context.Context {
+func (c *conn) withCaller(ctx context.Context, id *requestID) context.Context {
 	uc, _ := c.st.conn.(*net.UnixConn)
 	var raw json.RawMessage
 	if id != nil {
-		raw, _ = json.Marshal(id)
+		raw = appendID(nil, id)
 	}
 	c.mu.Lock()
 	caps := make([]string, 0, len(c.caps))

@@ -1,28 +1,3 @@
-// Package store opens the one bbolt file of a sessiond state directory,
-// keeps its schema version, and holds the durable session records.
-//
-// Bucket tree (integer keys are 8-byte big-endian):
-//
-//	meta/
-//	  schema_version        -> uint64 be
-//	  state_id              -> random id of this state dir (env tag SESSIOND_STATE_ID)
-//	  home                  -> {path, dev, ino} of the file where it was created or last adopted (home.go)
-//	sessions/
-//	  <sessionId>           -> Record (JSON)
-//	leases/
-//	  <sessionId>           -> lease.Record (JSON), see internal/lease
-//	journal/
-//	  <sessionId>/          -> one bucket per session, see internal/journal
-//	    events/<seq be64>   -> event.Event (JSON)
-//	    meta/...            -> lastSeq, oldestSeq, open turn, pending approvals
-//	    dedup/<clientMessageId> -> turnId
-//
-// Next to the file: sessiond.db.created, the marker written when the store
-// is created (see marker.go), and any sessiond.db.corrupt-… or
-// sessiond.db.lost-… an operator moved aside. Opening validates the file
-// before bbolt maps it and runs bbolt's consistency check (open.go): a
-// damaged, truncated, or missing-where-it-existed store is refused with
-// a *RefusalError, never a panic or a silent empty start.
 package store
 
 import (

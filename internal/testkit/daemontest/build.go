@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/sessiond/sessiond/internal/testkit/daemontest/daemoncore"
 )
 
 var build struct {
@@ -55,7 +56,7 @@ func BinaryVersion(t testing.TB, version string) string {
 }
 
 func buildBinary(version string) (string, error) {
-	root, err := moduleRoot()
+	root, err := daemoncore.ModuleRoot()
 	if err != nil {
 		return "", err
 	}
@@ -68,10 +69,8 @@ func buildBinary(version string) (string, error) {
 		return "", err
 	}
 	name := "sessiond"
-	args := []string{"build"}
 	if raceEnabled {
 		name += "-race"
-		args = append(args, "-race")
 	}
 	if version != "" {
 		name += "-v" + strings.Map(func(r rune) rune {
@@ -80,7 +79,6 @@ func buildBinary(version string) (string, error) {
 			}
 			return r
 		}, version)
-		args = append(args, "-ldflags", "-X github.com/sessiond/sessiond/internal/version.buildVersion="+version)
 	}
 	out := filepath.Join(dir, name)
 	// Build to a private name, then rename: test processes of several
@@ -90,33 +88,12 @@ func buildBinary(version string) (string, error) {
 		return "", err
 	}
 	tmp.Close()
-	args = append(args, "-o", tmp.Name(), "./cmd/sessiond")
-	cmd := exec.Command("go", args...)
-	cmd.Dir = root
-	if b, err := cmd.CombinedOutput(); err != nil {
+	if err := daemoncore.Build(tmp.Name(), raceEnabled, version); err != nil {
 		os.Remove(tmp.Name())
-		return "", fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, b)
+		return "", err
 	}
 	if err := os.Rename(tmp.Name(), out); err != nil {
 		return "", err
 	}
 	return out, nil
-}
-
-// moduleRoot walks up from the working directory to go.mod.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }

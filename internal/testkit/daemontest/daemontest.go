@@ -9,13 +9,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -23,7 +21,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/rpc"
-	"github.com/sessiond/sessiond/internal/sysx"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest/daemoncore"
 )
 
 // Options configure Start.
@@ -97,18 +95,19 @@ func Start(t testing.TB, o Options) *Daemon {
 	if err := os.WriteFile(d.ConfigPath, []byte(o.Config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"serve", "--socket", d.Socket, "--state-dir", d.StateDir, "--config", d.ConfigPath,
-		"--log-format", "json", "--log-level", "debug"}, o.Args...)
-	d.Cmd = exec.Command(bin, args...)
 	if o.Activate != nil {
 		d.Socket = o.Activate.Addr().String()
-		args[2] = d.Socket // the --socket value
-		d.Cmd = activated(t, o.Activate, bin, args)
 	}
 	// A race-built binary sleeps 1 s at exit by default; the echo
 	// children (this binary too) inherit the setting.
-	d.Cmd.Env = append(append(cleanEnv(), "GORACE=atexit_sleep_ms=0"), o.Env...)
-	sysx.Tie(d.Cmd, syscall.SIGKILL)
+	s := daemoncore.Serve{Socket: d.Socket, StateDir: d.StateDir, Config: d.ConfigPath, Args: o.Args,
+		Env: append([]string{"GORACE=atexit_sleep_ms=0"}, o.Env...)}
+	if o.Activate != nil {
+		d.Cmd = activated(t, o.Activate, bin, s.Argv())
+		s.Setup(d.Cmd)
+	} else {
+		d.Cmd = s.Command(bin)
+	}
 	stderr, err := d.Cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +124,7 @@ func Start(t testing.TB, o Options) *Daemon {
 	go func() {
 		<-logDone // Wait closes the pipe: read it all first
 		err := d.Cmd.Wait()
-		d.exitCode = exitCode(err)
+		d.exitCode = daemoncore.ExitCode(err)
 		close(d.exited)
 	}()
 	t.Cleanup(d.cleanup)
@@ -164,27 +163,6 @@ func (d *Daemon) scanLog(r io.Reader, ready chan<- string) {
 		}
 	}
 	io.Copy(io.Discard, r)
-}
-
-func cleanEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SESSIOND_") && !strings.HasPrefix(kv, "XDG_") {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
-
-func exitCode(err error) int {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode()
-	}
-	if err != nil {
-		return -1
-	}
-	return 0
 }
 
 func (d *Daemon) cleanup() {
