@@ -223,7 +223,7 @@ func TestE2EListNonReaders(t *testing.T) {
 	}
 	pid := d.Cmd.Process.Pid
 	base := procKB(t, pid, "VmHWM")
-	list := `{"jsonrpc":"2.0","id":%d,"method":"agentSession.list"}` + "\n"
+	list := `{"jsonrpc":"2.0","id":%d,"method":"agentSession.list","params":{"limit":500}}` + "\n"
 	for i := 0; i < conns; i++ {
 		nc, _ := dialInit(t, d.Socket)
 		io.WriteString(nc, fmt.Sprintf(list, 2)+fmt.Sprintf(list, 3)+fmt.Sprintf(list, 4))

@@ -25,7 +25,7 @@ func startCtlSend(t *testing.T, d *daemontest.Daemon, dir, text string) (api.Ses
 		t.Fatalf("create: %d %s %s", code, out, errOut)
 	}
 	cmd := exec.Command(daemontest.Binary(t), "ctl", "--socket", d.Socket, "send", s.SessionID, text)
-	cmd.Env = append(cmd.Environ(), "GORACE=atexit_sleep_ms=0")
+	cmd.Env = ctlEnviron(t)
 	sysx.Tie(cmd, syscall.SIGKILL)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -122,7 +122,8 @@ func TestE2ECtlRendersQuestion(t *testing.T) {
 // TestE2ECtlFollowRendersWork: `ctl attach --follow` renders a /work turn
 // sent by another client as `ctl send` does, the user's text first; the
 // respond line it prints answers the approval (golden file
-// testdata/ctl_follow_work.golden).
+// testdata/ctl_follow_work.golden). A second `attach --follow` after the
+// turn renders the history exactly as the first rendered it live.
 func TestE2ECtlFollowRendersWork(t *testing.T) {
 	d := daemontest.Start(t, daemontest.Options{})
 	c := d.Client(t)
@@ -130,8 +131,9 @@ func TestE2ECtlFollowRendersWork(t *testing.T) {
 	if err := c.Call(ctx10(t), "agentSession.create", api.CreateParams{Provider: "echo", Cwd: t.TempDir()}, &s); err != nil {
 		t.Fatal(err)
 	}
+	// Whether it subscribes before the send or after, the turn reads the
+	// same: history is rendered like live events.
 	follow := startCtl(t, d.Socket, "attach", s.SessionID, "--follow")
-	follow.waitLine(t, "session.created") // the backlog, as event lines
 	if err := c.Call(ctx10(t), "agentSession.hold", api.HoldParams{SessionID: s.SessionID, HolderID: "t"}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -165,4 +167,20 @@ func TestE2ECtlFollowRendersWork(t *testing.T) {
 	}
 	golden.Check(t, "ctl_follow_work.golden",
 		strings.NewReplacer(s.SessionID, "SESSION", request, "REQUEST").Replace(strings.Join(rendered, "\n")+"\n"))
+
+	again := startCtl(t, d.Socket, "attach", s.SessionID, "--follow")
+	var replay []string
+	for len(replay) < len(rendered) {
+		select {
+		case l := <-again.lines:
+			replay = append(replay, l)
+		case <-again.exited:
+			t.Fatalf("second attach --follow ended:\n%s", again.output())
+		case <-time.After(60 * time.Second):
+			t.Fatalf("second attach --follow printed only:\n%s", again.output())
+		}
+	}
+	if got, want := strings.Join(replay, "\n"), strings.Join(rendered, "\n"); got != want {
+		t.Fatalf("history rendered unlike the live events:\n--- history\n%s\n--- live\n%s", got, want)
+	}
 }

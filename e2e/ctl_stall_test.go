@@ -37,7 +37,7 @@ func startCtl(t *testing.T, socket string, args ...string) *ctlProc {
 	p := &ctlProc{args: args, lines: make(chan string, 1024), exited: make(chan struct{})}
 	p.cmd = exec.Command(daemontest.Binary(t), append([]string{"ctl", "--socket", socket}, args...)...)
 	p.cmd.Dir = t.TempDir()
-	p.cmd.Env = append(p.cmd.Environ(), "GORACE=atexit_sleep_ms=0")
+	p.cmd.Env = ctlEnviron(t)
 	sysx.Tie(p.cmd, syscall.SIGKILL)
 	pr, pw := io.Pipe()
 	p.cmd.Stdout, p.cmd.Stderr = pw, pw

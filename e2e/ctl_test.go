@@ -25,7 +25,7 @@ func runCtl(t *testing.T, socket, dir string, args ...string) (code int, stdout,
 	defer cancel()
 	cmd := exec.CommandContext(ctx, daemontest.Binary(t), append([]string{"ctl", "--socket", socket}, args...)...)
 	cmd.Dir = dir
-	cmd.Env = append(cmd.Environ(), "GORACE=atexit_sleep_ms=0")
+	cmd.Env = ctlEnviron(t)
 	sysx.Tie(cmd, syscall.SIGKILL)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e

@@ -5,17 +5,33 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/sessiond/sessiond/internal/exitcode"
 	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 )
 
-// runInstall runs `sessiond install-service ARGS` with XDG_CONFIG_HOME=cfg.
+// installHomes is each test's HOME for install-service (where the
+// binary goes by default), made once per test.
+var installHomes sync.Map // testing.TB -> string
+
+func installHome(t testing.TB) string {
+	if h, ok := installHomes.Load(t); ok {
+		return h.(string)
+	}
+	h := t.TempDir()
+	installHomes.Store(t, h)
+	t.Cleanup(func() { installHomes.Delete(t) })
+	return h
+}
+
+// runInstall runs `sessiond install-service ARGS` with XDG_CONFIG_HOME=cfg
+// and HOME=installHome(t).
 func runInstall(t *testing.T, cfg string, args ...string) (int, string, string) {
 	t.Helper()
 	cmd := exec.Command(daemontest.Binary(t), append([]string{"install-service"}, args...)...)
-	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+cfg)
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+cfg, "HOME="+installHome(t))
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -28,15 +44,13 @@ func runInstall(t *testing.T, cfg string, args ...string) (int, string, string) 
 	return code, out.String(), errb.String()
 }
 
-// TestE2EInstallService: the units written are the contrib/systemd files
-// with ExecStart naming the running binary; a second run changes nothing;
-// a unit edited since is never replaced without --force; --dry-run
-// writes nothing.
+// TestE2EInstallService: the running binary is copied to
+// ~/.local/bin/sessiond (it runs and reports the same version); the units
+// written are the contrib/systemd files with ExecStart naming that copy;
+// a second run changes nothing; a unit edited since is never replaced
+// without --force; --dry-run writes nothing.
 func TestE2EInstallService(t *testing.T) {
-	bin, err := filepath.EvalSymlinks(daemontest.Binary(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := filepath.Join(installHome(t), ".local", "bin", "sessiond")
 	cfg := t.TempDir()
 	dir := filepath.Join(cfg, "systemd", "user")
 	next := "systemctl --user daemon-reload\n  systemctl --user enable --now sessiond.socket\n"
@@ -48,10 +62,19 @@ func TestE2EInstallService(t *testing.T) {
 	if _, err := os.Stat(dir); err == nil {
 		t.Fatal("--dry-run created the unit directory")
 	}
+	if _, err := os.Stat(bin); err == nil {
+		t.Fatal("--dry-run installed the binary")
+	}
 
 	code, out, errOut = runInstall(t, cfg)
-	if code != 0 || !strings.Contains(out, next) {
+	if code != 0 || !strings.Contains(out, next) || !strings.Contains(out, "wrote "+bin) {
 		t.Fatalf("install: exit %d\n%s%s", code, out, errOut)
+	}
+	if fi, err := os.Stat(bin); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Fatalf("installed binary: %v %v", fi, err)
+	}
+	if got, want := daemontest.ReportedVersion(t, bin), daemontest.ReportedVersion(t, daemontest.Binary(t)); got != want {
+		t.Fatalf("the installed binary reports %s, the one that ran %s", got, want)
 	}
 	for _, name := range []string{"sessiond.socket", "sessiond.service"} {
 		contrib, err := os.ReadFile(filepath.Join("..", "contrib", "systemd", name))
@@ -72,7 +95,7 @@ func TestE2EInstallService(t *testing.T) {
 	}
 
 	code, out, _ = runInstall(t, cfg)
-	if code != 0 || strings.Count(out, "unchanged ") != 2 {
+	if code != 0 || strings.Count(out, "unchanged ") != 3 {
 		t.Fatalf("second install: exit %d\n%s", code, out)
 	}
 
@@ -156,5 +179,59 @@ func TestE2EInstallServiceHostile(t *testing.T) {
 	code, _, errOut := runInstall(t, evil)
 	if code != exitcode.Error || strings.Contains(errOut, "\x1b") || !strings.Contains(errOut, `x\x1b[31mred`) {
 		t.Fatalf("control characters in the path: exit %d\n%q", code, errOut)
+	}
+}
+
+// TestE2EInstallServiceBinary: --binary inside a git work tree (a real
+// `git init`) is refused naming the tree and the fix, and nothing is
+// written; --binary elsewhere is what ExecStart names; a different file
+// there is not replaced without --force (nothing written), --force
+// replaces it.
+func TestE2EInstallServiceBinary(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal("git not found: install it (apt-get install git)")
+	}
+	repo := t.TempDir()
+	if out, err := exec.Command(git, "init", "-q", repo).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	cfg := t.TempDir()
+	units := filepath.Join(cfg, "systemd", "user")
+	inRepo := filepath.Join(repo, "bin", "sessiond")
+	for _, args := range [][]string{{"--binary", inRepo}, {"--binary", inRepo, "--dry-run"}, {"--binary", inRepo, "--force"}} {
+		code, out, errOut := runInstall(t, cfg, args...)
+		for _, want := range []string{inRepo, "inside a git work tree (" + repo + ")", "outside the work tree (the default ~/.local/bin/sessiond, or --binary PATH)"} {
+			if code != exitcode.Error || !strings.Contains(errOut, want) {
+				t.Fatalf("%v: exit %d, stderr %q does not say %q\n%s", args, code, errOut, want, out)
+			}
+		}
+	}
+	if _, err := os.Stat(units); err == nil {
+		t.Fatal("a refused install wrote units")
+	}
+	if _, err := os.Stat(inRepo); err == nil {
+		t.Fatal("a refused install wrote the binary")
+	}
+
+	to := filepath.Join(t.TempDir(), "opt", "sessiond")
+	os.MkdirAll(filepath.Dir(to), 0o755)
+	os.WriteFile(to, []byte("#!/bin/sh\necho other\n"), 0o755)
+	code, out, errOut := runInstall(t, cfg, "--binary", to)
+	if code != exitcode.Error || !strings.Contains(errOut, to+" differs from this binary") || !strings.Contains(errOut, "--force") {
+		t.Fatalf("a different binary in place: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(units); err == nil {
+		t.Fatal("a refused binary still let the units be written")
+	}
+	code, out, errOut = runInstall(t, cfg, "--binary", to, "--force")
+	if code != 0 || !strings.Contains(out, "replaced "+to) {
+		t.Fatalf("--force: exit %d\n%s%s", code, out, errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(units, "sessiond.service")); !strings.Contains(string(b), "\nExecStart="+to+" serve\n") {
+		t.Fatalf("ExecStart does not name %s:\n%s", to, b)
+	}
+	if got, want := daemontest.ReportedVersion(t, to), daemontest.ReportedVersion(t, daemontest.Binary(t)); got != want {
+		t.Fatalf("the installed binary reports %s, want %s", got, want)
 	}
 }

@@ -151,7 +151,7 @@ func (m *userManager) ctl(args ...string) (int, string) {
 // it again.
 func TestSystemdUserService(t *testing.T) {
 	m := startUserManager(t)
-	install := exec.Command(daemontest.Binary(t), "install-service")
+	install := exec.Command(daemontest.Binary(t), "install-service", "--binary", filepath.Join(t.TempDir(), "sessiond"))
 	install.Env = m.env
 	if out, err := install.CombinedOutput(); err != nil {
 		t.Fatalf("install-service: %v\n%s", err, out)

@@ -177,8 +177,9 @@ func TestE2ECtlUpgrade(t *testing.T) {
 	v2 := daemontest.BinaryVersion(t, upgradeVersion)
 	d := daemontest.Start(t, daemontest.Options{})
 	pid := d.Status(t).PID
+	from := daemontest.ReportedVersion(t, daemontest.Binary(t))
 	code, out, errOut := runCtl(t, d.Socket, t.TempDir(), "upgrade", "--binary", v2)
-	if want := fmt.Sprintf("upgraded dev -> %s (pid %d, same process)", upgradeVersion, pid); code != 0 || !strings.Contains(out, want) {
+	if want := fmt.Sprintf("upgraded %s -> %s (pid %d, same process)", from, upgradeVersion, pid); code != 0 || !strings.Contains(out, want) {
 		t.Fatalf("ctl upgrade: %d %q %q; want %q", code, out, errOut, want)
 	}
 	old := script(t, `echo sessiond-handoff/0`)

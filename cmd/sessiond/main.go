@@ -4,7 +4,7 @@
 //	sessiond serve   [--socket PATH] [--state-dir DIR] [--config FILE] [--log-level L] [--log-format F]
 //	sessiond ctl     [--socket PATH] [--json] SUBCOMMAND …
 //	sessiond provider echo [flags]
-//	sessiond install-service [--dry-run] [--force]
+//	sessiond install-service [--binary PATH] [--dry-run] [--force]
 //	sessiond version [--handoff]
 //	sessiond openrpc
 //
@@ -61,7 +61,9 @@ func usage(w io.Writer) {
                    [--log-level debug|info|warn|error] [--log-format auto|text|json]
   sessiond ctl     [--socket PATH] [--json] SUBCOMMAND   (sessiond ctl help)
   sessiond provider echo [--ignore-sigterm] [--ignore-eof] [--exit-at-start] [--slow-start MS]
-  sessiond install-service [--dry-run] [--force]   (systemd user units)
+  sessiond install-service [--binary PATH] [--dry-run] [--force]
+                   (copies this binary to PATH, default ~/.local/bin/sessiond,
+                   and writes the systemd user units / launchd agent naming it)
   sessiond version [--handoff]                     (--handoff: the live-upgrade formats it reads)
   sessiond openrpc                                 (prints the rpc.discover document)
 

@@ -28,6 +28,14 @@ const (
 	DefaultPageEvents = 256
 	// MaxPageEvents bounds attach/read limit.
 	MaxPageEvents = 4096
+	// DefaultListSessions is an agentSession.list page's size when limit
+	// is 0 or absent (old clients that send no params get this page).
+	DefaultListSessions = 256
+	// MaxListSessions bounds agentSession.list limit.
+	MaxListSessions = 4096
+	// MaxCursorBytes bounds agentSession.list cursor (the daemon's own
+	// cursors are far shorter).
+	MaxCursorBytes = 512
 	// EchoPrefixBytes is the most of a bad value an error message repeats.
 	EchoPrefixBytes = 32
 )

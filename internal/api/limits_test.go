@@ -83,6 +83,8 @@ func TestLimitsMatchDoc(t *testing.T) {
 		{"`options`", fmt.Sprintf("%d bytes", MaxOptionsBytes)},
 		{"`ttlMs`", fmt.Sprintf("1 .. %d", MaxTTLMs)},
 		{"`limit`", fmt.Sprintf("0 .. %d events; 0 or absent: %d", MaxPageEvents, DefaultPageEvents)},
+		{"`limit` (list)", fmt.Sprintf("0 .. %d sessions; 0 or absent: %d", MaxListSessions, DefaultListSessions)},
+		{"`cursor` (list)", fmt.Sprintf("%d bytes", MaxCursorBytes)},
 		{"one message", fmt.Sprintf("default %d", config.DefaultMaxMessageBytes)},
 	}
 	for _, f := range []string{"holderId", "holdToken", "surface", "clientMessageId", "requestId", "subscriptionId", "provider", "client.name", "client.version"} {

@@ -71,9 +71,19 @@ type SessionParams struct {
 	SessionID string `json:"sessionId"`
 }
 
-// ListResult is agentSession.list's result.
+// ListParams is agentSession.list's params: at most Limit sessions
+// (0 = DefaultListSessions) after Cursor (absent = from the oldest).
+type ListParams struct {
+	Limit  int    `json:"limit,omitempty"`
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// ListResult is agentSession.list's result: one page, oldest first.
+// NextCursor is null on the last page; otherwise it is passed back as
+// ListParams.Cursor for the next one.
 type ListResult struct {
-	Sessions []SessionInfo `json:"sessions"`
+	Sessions   []SessionInfo `json:"sessions"`
+	NextCursor *string       `json:"nextCursor"`
 }
 
 // HoldParams is agentSession.hold's params.
@@ -217,7 +227,7 @@ type Subscription interface {
 // ConnClosed.
 type Backend interface {
 	Create(ctx context.Context, p CreateParams) (SessionInfo, error)
-	List(ctx context.Context) (ListResult, error)
+	List(ctx context.Context, p ListParams) (ListResult, error)
 	Get(ctx context.Context, id string) (SessionInfo, error)
 	Delete(ctx context.Context, id string) error
 	Hold(ctx context.Context, conn string, p HoldParams) (HoldResult, error)

@@ -107,6 +107,17 @@ func (p AttachParams) Validate() error {
 	return firstErr(CheckSessionID("sessionId", p.SessionID), checkPageLimit(p.Limit))
 }
 
+// Validate checks list's params: limit 0 (the default page) ..
+// MaxListSessions, cursor at most MaxCursorBytes (what it holds is the
+// host's to check).
+func (p ListParams) Validate() error {
+	if p.Limit < 0 || p.Limit > MaxListSessions {
+		return &Error{Kind: KindInvalidParams, Msg: fmt.Sprintf("limit: must be 0..%d sessions (0 or absent: %d), got %d", MaxListSessions, DefaultListSessions, p.Limit),
+			Data: map[string]any{"field": "limit", "limit": MaxListSessions}}
+	}
+	return checkString("cursor", p.Cursor, MaxCursorBytes, false)
+}
+
 // Validate checks read's params.
 func (p ReadParams) Validate() error {
 	return firstErr(CheckSessionID("sessionId", p.SessionID), checkPageLimit(p.Limit))

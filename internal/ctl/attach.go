@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/exitcode"
 	"github.com/sessiond/sessiond/internal/rpc"
 )
@@ -45,9 +46,19 @@ func ctlAttach(e *ctlEnv, args []string) int {
 	if err := c.Call(e.ctx, "agentSession.attach", p, &r); err != nil {
 		return e.fail(err)
 	}
+	// With --follow every event, history and live alike, reads as a
+	// conversation; without it (or with --json) one event a line.
+	rd := newRenderer(e.stdout, args[0], true)
+	show := func(ev event.Event) {
+		if attachFlags.follow && !e.json {
+			rd.event(ev)
+		} else {
+			printEvent(e.stdout, e.json, ev)
+		}
+	}
 	last := attachFlags.after
 	for _, ev := range r.Events {
-		printEvent(e.stdout, e.json, ev)
+		show(ev)
 		last = ev.Seq
 	}
 	for more := r.HasMore; more && last < r.LastSeq; {
@@ -59,7 +70,7 @@ func ctlAttach(e *ctlEnv, args []string) int {
 			if ev.Seq > r.LastSeq {
 				break // those come as notifications
 			}
-			printEvent(e.stdout, e.json, ev)
+			show(ev)
 			last = ev.Seq
 		}
 		more = rr.HasMore && len(rr.Events) > 0
@@ -70,8 +81,6 @@ func ctlAttach(e *ctlEnv, args []string) int {
 		c.Call(ctx, "agentSession.detach", api.DetachParams{SubscriptionID: r.SubscriptionID}, nil)
 		return exitcode.OK
 	}
-	// Live events read as a conversation (--json: one event per line).
-	rd := newRenderer(e.stdout, args[0], true)
 	for {
 		ev, err := n.next(e.ctx, c.Done())
 		switch {
@@ -83,10 +92,6 @@ func ctlAttach(e *ctlEnv, args []string) int {
 			fmt.Fprintln(e.stderr, "sessiond ctl attach:", err)
 			return exitcode.Error
 		}
-		if e.json {
-			printEvent(e.stdout, true, ev)
-		} else {
-			rd.event(ev)
-		}
+		show(ev)
 	}
 }

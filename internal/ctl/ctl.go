@@ -159,7 +159,7 @@ func (e *ctlEnv) dial(o rpc.ClientOptions) (*rpc.Client, int) {
 	}
 	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
 		fmt.Fprintf(e.stderr, "sessiond ctl: no daemon is running on %s\n"+
-			"start one with `sessiond serve` (or `make run` in a sessiond checkout)\n", tty.Safe(e.socket))
+			"start one with `%s serve` (or `make run` in a sessiond checkout)\n", tty.Safe(e.socket), self())
 		return nil, exitcode.NoDaemon
 	}
 	return nil, e.fail(err)

@@ -93,8 +93,8 @@ func doctorOnline(e *ctlEnv, c *rpc.Client, rep *DoctorReport) int {
 		return e.fail(err)
 	}
 	rep.StateDir, rep.StateID = st.StateDir, st.StateID
-	var l api.ListResult
-	if err := c.Call(e.ctx, "agentSession.list", nil, &l); err != nil {
+	sessions, err := c.ListAll(e.ctx)
+	if err != nil {
 		return e.fail(err)
 	}
 	rep.add(DoctorCheck{Name: "daemon", Detail: fmt.Sprintf("pid %d, version %s, %d sessions (%d live)",
@@ -105,27 +105,27 @@ func doctorOnline(e *ctlEnv, c *rpc.Client, rep *DoctorReport) int {
 	leases := DoctorCheck{Name: "leases"}
 	turns := DoctorCheck{Name: "open-turns"}
 	live := map[string]api.SessionInfo{}
-	for _, s := range l.Sessions {
+	for _, s := range sessions {
 		if s.State == "live" && s.PID > 0 {
 			live[s.SessionID] = s
 		}
 		if s.Lease == "live" && (s.PID == 0 || !pidExists(s.PID)) && s.State != "starting" && s.State != "evicting" {
 			leases.Problems = append(leases.Problems, DoctorProblem{
 				What: fmt.Sprintf("session %s: lease live at fence %d but its owner pid %d is not running", s.SessionID, s.Fence, s.PID),
-				Fix:  "sessiond ctl close " + s.SessionID})
+				Fix:  self() + " ctl close " + s.SessionID})
 		}
 		if s.Lease == "reserved" && s.State == "stored" {
 			leases.Problems = append(leases.Problems, DoctorProblem{
 				What: fmt.Sprintf("session %s: lease reserved at fence %d and no start in progress", s.SessionID, s.Fence),
-				Fix:  "sessiond ctl shutdown, then sessiond serve: startup reaps and releases"})
+				Fix:  self() + " ctl shutdown, then " + self() + " serve: startup reaps and releases"})
 		}
 		if s.TurnRunning && s.PID == 0 {
 			turns.Problems = append(turns.Problems, DoctorProblem{
 				What: fmt.Sprintf("session %s: a turn is open and no provider child runs", s.SessionID),
-				Fix:  "sessiond ctl shutdown, then sessiond serve: startup closes it"})
+				Fix:  self() + " ctl shutdown, then " + self() + " serve: startup closes it"})
 		}
 	}
-	leases.Detail = fmt.Sprintf("%d sessions, %d live", len(l.Sessions), len(live))
+	leases.Detail = fmt.Sprintf("%d sessions, %d live", len(sessions), len(live))
 	rep.add(leases)
 	rep.add(turns)
 	var stats struct {
@@ -140,7 +140,7 @@ func doctorOnline(e *ctlEnv, c *rpc.Client, rep *DoctorReport) int {
 	}
 	rep.add(doctorTagged(st.StateID, func(t proc.Tagged) bool { return ownedByLive(t, live) },
 		func(t proc.Tagged) string {
-			return fmt.Sprintf("kill %d   # or: sessiond ctl close %s", t.PID, t.SessionID)
+			return fmt.Sprintf("kill %d   # or: %s ctl close %s", t.PID, self(), t.SessionID)
 		}))
 	return exitcode.OK
 }
@@ -267,7 +267,7 @@ func doctorLosses(lost map[string]uint64) DoctorCheck {
 	for _, id := range ids {
 		c.Problems = append(c.Problems, DoctorProblem{
 			What: fmt.Sprintf("session %s: %d events could not be stored (journal.loss rows; the turn open then was failed)", id, lost[id]),
-			Fix:  fmt.Sprintf("nothing restores them: read `sessiond ctl attach %s`, then `sessiond ctl delete %s` once its history is no longer needed", id, id)})
+			Fix:  fmt.Sprintf("nothing restores them: read `%[1]s ctl attach %[2]s`, then `%[1]s ctl delete %[2]s` once its history is no longer needed", self(), id)})
 	}
 	c.Detail = fmt.Sprintf("%d sessions with lost events", len(ids))
 	return c

@@ -22,7 +22,7 @@ import (
 
 // fixServe is the fix for anything a dead daemon left: startup reaps,
 // closes open turns and releases leases before it listens.
-const fixServe = "run `sessiond serve` once: startup reaps and releases"
+func fixServe() string { return "run `" + self() + " serve` once: startup reaps and releases" }
 
 // doctorOffline inspects the state directory read-only when no daemon
 // answers on the socket. A store still locked means a daemon runs on it
@@ -90,7 +90,7 @@ func doctorOffline(e *ctlEnv, rep *DoctorReport) {
 	rep.add(doctorDamaged(st))
 	rep.add(doctorTagged(stateID, func(proc.Tagged) bool { return false },
 		func(t proc.Tagged) string {
-			return fmt.Sprintf("kill %d   # or start `sessiond serve`: it reaps", t.PID)
+			return fmt.Sprintf("kill %d   # or start `%s serve`: it reaps", t.PID, self())
 		}))
 }
 
@@ -114,7 +114,7 @@ func doctorLeases(db *bolt.DB) DoctorCheck {
 	recs, err := lease.New(db, nil, time.Now).List(func(id string, err error) {
 		c.Problems = append(c.Problems, DoctorProblem{
 			What: fmt.Sprintf("session %s: its lease does not decode (damaged on disk); the session cannot be held", id),
-			Fix:  "sessiond ctl delete " + id + "   # or restore sessiond.db from a backup"})
+			Fix:  self() + " ctl delete " + id + "   # or restore sessiond.db from a backup"})
 	})
 	if err != nil {
 		c.Unknown, c.Detail = true, "read leases: "+err.Error()
@@ -129,7 +129,7 @@ func doctorLeases(db *bolt.DB) DoctorCheck {
 			st := proc.Probe(proc.Identity{PID: o.PID, StartTicks: o.StartTicks, BootID: o.BootID})
 			what += fmt.Sprintf("; owner pid %d is %s", o.PID, st)
 		}
-		c.Problems = append(c.Problems, DoctorProblem{What: what, Fix: fixServe})
+		c.Problems = append(c.Problems, DoctorProblem{What: what, Fix: fixServe()})
 	}
 	c.Detail = fmt.Sprintf("%d leases, %d left over or damaged", len(recs), len(c.Problems))
 	return c
@@ -163,7 +163,7 @@ func doctorOpenTurns(db *bolt.DB) DoctorCheck {
 				if ev.Type == event.TurnStarted {
 					c.Problems = append(c.Problems, DoctorProblem{
 						What: fmt.Sprintf("session %s: turn %s open (seq %d) and no provider child", id, ev.TurnID, ev.Seq),
-						Fix:  fixServe})
+						Fix:  fixServe()})
 					return nil
 				}
 			}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
-	"github.com/sessiond/sessiond/internal/exitcode"
+	"github.com/sessiond/sessiond/internal/rpc"
 	"github.com/sessiond/sessiond/internal/tty"
 )
 
@@ -20,10 +20,16 @@ func ctlLs(e *ctlEnv, args []string) int {
 	if len(args) != 0 {
 		return e.usageErr("ls", "takes no arguments")
 	}
-	var r api.ListResult
-	if code := e.call("agentSession.list", nil, &r); code != exitcode.OK {
+	c, code := e.dial(rpc.ClientOptions{})
+	if c == nil {
 		return code
 	}
+	defer c.Close()
+	all, err := c.ListAll(e.ctx) // every page, oldest first
+	if err != nil {
+		return e.fail(err)
+	}
+	r := api.ListResult{Sessions: all}
 	now := time.Now()
 	return e.out(r, func(tw *tabwriter.Writer) { printLs(tw, r.Sessions, now) })
 }

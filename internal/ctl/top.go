@@ -121,13 +121,13 @@ func ctlTop(e *ctlEnv, args []string) int {
 // sample lists the live sessions and reads each one's process figures and
 // new journal events.
 func (st *topState) sample(e *ctlEnv, c *rpc.Client) (topState, error) {
-	var list api.ListResult
-	if err := c.Call(e.ctx, "agentSession.list", nil, &list); err != nil {
+	sessions, err := c.ListAll(e.ctx)
+	if err != nil {
 		return topState{}, err
 	}
 	out := topState{at: time.Now(), rows: map[string]TopRow{}}
 	ps := takeProcSnapshot(st.stateID)
-	for _, s := range list.Sessions {
+	for _, s := range sessions {
 		if s.PID == 0 || s.State != "live" {
 			continue
 		}
@@ -144,7 +144,7 @@ func (st *topState) sample(e *ctlEnv, c *rpc.Client) (topState, error) {
 		}
 		out.rows[s.SessionID] = r
 	}
-	st.forget(list.Sessions)
+	st.forget(sessions)
 	return out, nil
 }
 

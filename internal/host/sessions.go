@@ -8,8 +8,10 @@ import (
 	"maps"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/config"
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/lease"
 	"github.com/sessiond/sessiond/internal/store"
@@ -37,9 +39,11 @@ func (h *Host) record(id string) (store.Record, error) {
 func (h *Host) Create(ctx context.Context, p api.CreateParams) (api.SessionInfo, error) {
 	prov, ok := h.o.Providers[p.Provider]
 	if !ok {
+		known := h.Providers()
 		return api.SessionInfo{}, &api.Error{Kind: api.KindUnknownProvider,
-			Msg:  "unknown provider " + api.Quote(p.Provider),
-			Data: map[string]any{"provider": api.Prefix(p.Provider), "known": h.Providers()}}
+			Msg: fmt.Sprintf("unknown provider %s (known: %s): %s", api.Quote(p.Provider), strings.Join(known, ", "),
+				config.ProviderFix(api.Prefix(p.Provider))),
+			Data: map[string]any{"provider": api.Prefix(p.Provider), "known": known}}
 	}
 	rec := store.Record{
 		ID:        newID("s_"),
@@ -70,17 +74,32 @@ func (h *Host) Get(ctx context.Context, id string) (api.SessionInfo, error) {
 	return h.info(r), nil
 }
 
-// List returns every stored session, oldest first.
-func (h *Host) List(ctx context.Context) (api.ListResult, error) {
+// List returns one page of the stored sessions, oldest first (created
+// time, then id): at most p.Limit (0: api.DefaultListSessions) after
+// p.Cursor (listcursor.go).
+func (h *Host) List(ctx context.Context, p api.ListParams) (api.ListResult, error) {
+	var after *listKey
+	if p.Cursor != "" {
+		k, err := decodeCursor(h.st.StateID, p.Cursor)
+		if err != nil {
+			return api.ListResult{}, err
+		}
+		after = &k
+	}
+	limit := p.Limit
+	if limit == 0 {
+		limit = api.DefaultListSessions
+	}
 	recs, err := h.st.ListRecords(func(id string, err error) {
 		h.log.Error("session record unreadable; skipped", "session_id", id, "err", err)
 	})
 	if err != nil {
 		return api.ListResult{}, err
 	}
-	sort.SliceStable(recs, func(i, k int) bool { return recs[i].CreatedAt.Before(recs[k].CreatedAt) })
-	out := api.ListResult{Sessions: make([]api.SessionInfo, 0, len(recs))}
-	for _, r := range recs {
+	sort.Slice(recs, func(i, k int) bool { return keyOf(recs[i]).less(keyOf(recs[k])) })
+	page, next := listPage(recs, after, limit, h.st.StateID)
+	out := api.ListResult{Sessions: make([]api.SessionInfo, 0, len(page)), NextCursor: next}
+	for _, r := range page {
 		out.Sessions = append(out.Sessions, h.info(r))
 	}
 	return out, nil

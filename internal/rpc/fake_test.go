@@ -94,7 +94,7 @@ func (f *fakeBackend) Create(_ context.Context, p api.CreateParams) (api.Session
 	return s, nil
 }
 
-func (f *fakeBackend) List(context.Context) (api.ListResult, error) {
+func (f *fakeBackend) List(context.Context, api.ListParams) (api.ListResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var r api.ListResult

@@ -9,8 +9,9 @@ import (
 	"github.com/sessiond/sessiond/internal/api"
 )
 
-// agentSession.list answers every stored session in one reply (13 MB for
-// 3000 sessions with 4 KiB titles): the records, then the reply. At most
+// agentSession.list answers one page of the stored sessions (at most
+// api.MaxListSessions; 4096 sessions with 4 KiB titles are about 18 MB):
+// the records, then the reply. At most
 // listBuilders such replies are built at once, server-wide; a list call
 // past that waits (on its connection's reading goroutine: that connection
 // reads nothing meanwhile) until one is counted in the outbound budget
@@ -21,7 +22,11 @@ const listBuilders = 2
 
 // hList builds and encodes the reply under the server's list gate; the
 // gate is let go once the reply is counted in the budget (or dropped).
-func hList(ctx context.Context, c *conn, _ json.RawMessage) (any, error) {
+func hList(ctx context.Context, c *conn, params json.RawMessage) (any, error) {
+	var p api.ListParams
+	if err := decodeValid(params, &p); err != nil {
+		return nil, err
+	}
 	select {
 	case c.srv.listGate <- struct{}{}:
 	case <-ctx.Done():
@@ -30,7 +35,7 @@ func hList(ctx context.Context, c *conn, _ json.RawMessage) (any, error) {
 		return nil, jsonrpc2.ErrClosed
 	}
 	release := func() { <-c.srv.listGate }
-	r, err := c.srv.o.Backend.List(ctx)
+	r, err := c.srv.o.Backend.List(ctx, p)
 	if err != nil {
 		release()
 		return nil, err
@@ -44,9 +49,14 @@ func hList(ctx context.Context, c *conn, _ json.RawMessage) (any, error) {
 	return raw, nil
 }
 
-// encodeList encodes {"sessions":[…]} once, straight into the reply's
-// buffer (one session at a time: no second copy of the whole list).
+// encodeList encodes {"sessions":[…],"nextCursor":…} once, straight into
+// the reply's buffer (one session at a time: no second copy of the whole
+// list).
 func encodeList(r api.ListResult) (rawResult, error) {
+	next, err := json.Marshal(r.NextCursor)
+	if err != nil {
+		return rawResult{}, err
+	}
 	var b []byte
 	for i := range r.Sessions {
 		s, err := json.Marshal(&r.Sessions[i])
@@ -54,7 +64,7 @@ func encodeList(r api.ListResult) (rawResult, error) {
 			return rawResult{}, err
 		}
 		if b == nil {
-			b = newRaw(len(s)*len(r.Sessions) + len(r.Sessions) + 32)
+			b = newRaw(len(s)*len(r.Sessions) + len(r.Sessions) + 32 + len(next))
 			b = append(b, `{"sessions":[`...)
 		} else {
 			b = append(b, ',')
@@ -62,7 +72,8 @@ func encodeList(r api.ListResult) (rawResult, error) {
 		b = append(b, s...)
 	}
 	if b == nil {
-		b = append(newRaw(32), `{"sessions":[`...)
+		b = append(newRaw(32+len(next)), `{"sessions":[`...)
 	}
-	return rawResult{buf: append(b, "]}"...), off: rawHead}, nil
+	b = append(append(append(b, `],"nextCursor":`...), next...), '}')
+	return rawResult{buf: b, off: rawHead}, nil
 }

@@ -25,7 +25,7 @@ var methodTypes = map[string]wireTypes{
 	"agentSession.detach":  {api.DetachParams{}, empty{}},
 	"agentSession.get":     {api.SessionParams{}, api.SessionInfo{}},
 	"agentSession.hold":    {api.HoldParams{}, api.HoldResult{}},
-	"agentSession.list":    {nil, api.ListResult{}},
+	"agentSession.list":    {api.ListParams{}, api.ListResult{}},
 	"agentSession.read":    {api.ReadParams{}, api.ReadResult{}},
 	"agentSession.release": {api.ReleaseParams{}, api.ReleaseResult{}},
 	"agentSession.respond": {api.RespondParams{}, empty{}},

@@ -14,16 +14,19 @@ import (
 	"github.com/sessiond/sessiond/internal/tty"
 )
 
-// Install (`sessiond install-service`) writes the platform's service files (nativeService: the
-// systemd user units on Linux, the launchd agent on macOS) naming this
-// binary, and prints the commands to run next. A file that exists with
-// other content is never replaced without --force; identical content is
-// left alone. Nothing is written when any file would be refused.
+// Install (`sessiond install-service`) copies this binary to a stable place (--binary, default
+// ~/.local/bin/sessiond; never inside a git work tree), writes the
+// platform's service files (nativeService: the systemd user units on
+// Linux, the launchd agent on macOS) naming that copy, and prints the
+// commands to run next. A file that exists with other content (the
+// binary included) is never replaced without --force; identical content
+// is left alone. Nothing is written when any file would be refused.
 func Install(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("install-service", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dryRun := fs.Bool("dry-run", false, "print what would be written; write nothing")
-	force := fs.Bool("force", false, "replace units that differ from what would be written")
+	force := fs.Bool("force", false, "replace units (and a binary) that differ from what would be written")
+	binary := fs.String("binary", "", "where to install this binary for the service to run (default ~/.local/bin/sessiond)")
 	if err := fs.Parse(args); err != nil {
 		return exitcode.Usage
 	}
@@ -47,11 +50,27 @@ func Install(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(fmt.Errorf("cannot find this binary's path: %w", err))
 	}
-	plan, err := svc.plan(dir, exe)
+	to := *binary
+	if to == "" {
+		if to, err = defaultBinary(); err != nil {
+			return fail(err)
+		}
+	} else if to, err = filepath.Abs(to); err != nil {
+		return fail(err)
+	}
+	bin, err := planBinary(exe, to)
+	if err != nil {
+		return fail(err)
+	}
+	plan, err := svc.plan(dir, bin.to)
 	if err != nil {
 		return fail(err)
 	}
 	refused := false
+	if bin.state == unitChanged && !*force {
+		refused = true
+		fmt.Fprintf(stderr, "sessiond install-service: %s differs from this binary (%s); not replaced (--force replaces it)\n", tty.Safe(bin.to), tty.Safe(exe))
+	}
 	for _, u := range plan {
 		if u.state == unitChanged && !*force {
 			refused = true
@@ -60,6 +79,17 @@ func Install(args []string, stdout, stderr io.Writer) int {
 	}
 	if refused && !*dryRun {
 		return exitcode.Error
+	}
+	switch {
+	case *dryRun:
+		fmt.Fprintf(stdout, "# binary %s: %s (from %s)\n", tty.Safe(bin.to), bin.state.verb(true, *force), tty.Safe(exe))
+	case bin.state == unitSame:
+		fmt.Fprintf(stdout, "unchanged %s\n", tty.Safe(bin.to))
+	default:
+		if err := bin.install(); err != nil {
+			return fail(err)
+		}
+		fmt.Fprintf(stdout, "%s %s (from %s)\n", bin.state.verb(false, *force), tty.Safe(bin.to), tty.Safe(exe))
 	}
 	for _, u := range plan {
 		switch {

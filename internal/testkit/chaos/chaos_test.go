@@ -131,12 +131,12 @@ func ctxT(t *testing.T) context.Context {
 
 // listSessions returns the daemon's view by id.
 func listSessions(t *testing.T, c *rpc.Client) map[string]api.SessionInfo {
-	var l api.ListResult
-	if err := c.Call(ctxT(t), "agentSession.list", nil, &l); err != nil {
+	sessions, err := c.ListAll(ctxT(t)) // every page
+	if err != nil {
 		t.Fatalf("agentSession.list: %v", err)
 	}
 	out := map[string]api.SessionInfo{}
-	for _, s := range l.Sessions {
+	for _, s := range sessions {
 		out[s.SessionID] = s
 	}
 	return out

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -96,4 +97,20 @@ func buildBinary(version string) (string, error) {
 		return "", err
 	}
 	return out, nil
+}
+
+// ReportedVersion is the version bin reports (`sessiond version`): tests
+// compare with it, never with a literal, since a build from a git clone
+// carries its commit (VCS stamping) and one without it says "dev".
+func ReportedVersion(t testing.TB, bin string) string {
+	t.Helper()
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil {
+		t.Fatalf("%s version: %v", bin, err)
+	}
+	v, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "sessiond ")
+	if !ok || v == "" || strings.ContainsAny(v, " \n") {
+		t.Fatalf("%s version: %q, want \"sessiond VERSION\"", bin, out)
+	}
+	return v
 }

@@ -23,6 +23,7 @@ export interface SessiondWireTypes {
   JournalCorruptData?: JournalCorruptData;
   JournalLossData?: JournalLossData;
   LaggedNotice?: LaggedNotice;
+  ListParams?: ListParams;
   ListResult?: ListResult;
   NoticeData?: NoticeData;
   PlanStep?: PlanStep;
@@ -296,9 +297,18 @@ export interface LaggedNotice {
 }
 /**
  * This interface was referenced by `SessiondWireTypes`'s JSON-Schema
+ * via the `definition` "ListParams".
+ */
+export interface ListParams {
+  cursor?: string;
+  limit?: number;
+}
+/**
+ * This interface was referenced by `SessiondWireTypes`'s JSON-Schema
  * via the `definition` "ListResult".
  */
 export interface ListResult {
+  nextCursor: string | null;
   sessions: SessionInfo[];
 }
 /**
@@ -540,7 +550,7 @@ export interface Methods {
   "agentSession.detach": { params: DetachParams; result: Record<string, unknown> };
   "agentSession.get": { params: SessionParams; result: SessionInfo };
   "agentSession.hold": { params: HoldParams; result: HoldResult };
-  "agentSession.list": { params: Record<string, never>; result: ListResult };
+  "agentSession.list": { params: ListParams; result: ListResult };
   "agentSession.read": { params: ReadParams; result: ReadResult };
   "agentSession.release": { params: ReleaseParams; result: ReleaseResult };
   "agentSession.respond": { params: RespondParams; result: Record<string, unknown> };
