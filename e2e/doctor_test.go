@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -117,7 +118,9 @@ func TestE2EDoctorAfterKill(t *testing.T) {
 	orphan := 0
 	for deadline := time.Now().Add(10 * time.Second); orphan == 0; {
 		for _, p := range daemontest.TaggedProcesses(d.StateID) {
-			if p != h.PID {
+			// The descendant itself, not a short-lived process of its
+			// start (seen under load: the check then found none alive).
+			if cl, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p)); p != h.PID && strings.Contains(string(cl), "--orphan-child") {
 				orphan = p
 			}
 		}

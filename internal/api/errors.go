@@ -33,6 +33,7 @@ const (
 	KindRequestNotFound
 	KindUpgradeRefused
 	KindSessionDamaged
+	KindStoreUnavailable
 )
 
 var kindNames = [...]string{
@@ -56,6 +57,7 @@ var kindNames = [...]string{
 	KindRequestNotFound:     "request_not_found",
 	KindUpgradeRefused:      "upgrade_refused",
 	KindSessionDamaged:      "session_damaged",
+	KindStoreUnavailable:    "store_unavailable",
 }
 
 // String is the data.reason of the kind.
@@ -149,6 +151,10 @@ var (
 	// ErrSessionDamaged: the session's stored record or lease no longer
 	// decodes (damaged on disk); data.cause, data.fix (delete it).
 	ErrSessionDamaged = &Error{Kind: KindSessionDamaged, Msg: "session damaged"}
+	// ErrStoreUnavailable: the store cannot be written (disk full, an I/O
+	// error): data.cause; nothing acknowledged is lost, the call changed
+	// nothing.
+	ErrStoreUnavailable = &Error{Kind: KindStoreUnavailable, Msg: "store unavailable"}
 	// ErrInvalidParams: a missing or ill-typed field.
 	ErrInvalidParams = &Error{Kind: KindInvalidParams, Msg: "invalid params"}
 )

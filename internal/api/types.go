@@ -220,6 +220,11 @@ type SessionCounts struct {
 type Subscription interface {
 	ID() string
 	Next(ctx context.Context) (event.Event, error)
+	// Abandon undoes the Attach that returned it, for a reply that never
+	// went out (nothing was read from it): the feed, its place among the
+	// connection's subscriptions and a legacy subscription's hold end, as
+	// if the attach had failed. After Detach or ConnClosed it does nothing.
+	Abandon()
 }
 
 // Backend is what rpc needs from the host. ConnID names the connection a

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/exitcode"
@@ -130,13 +131,19 @@ func doctorOnline(e *ctlEnv, c *rpc.Client, rep *DoctorReport) int {
 	rep.add(turns)
 	var stats struct {
 		Journal struct {
-			LostBySession map[string]uint64
+			LostBySession    map[string]uint64
+			Unavailable      string
+			UnavailableSince time.Time
+			Held             int
 		} `json:"journal"`
 	}
 	if err := c.Call(e.ctx, "daemon.stats", nil, &stats); err != nil {
 		rep.add(DoctorCheck{Name: checkJournalLoss, Unknown: true, Detail: "daemon.stats: " + err.Error()})
+		rep.add(DoctorCheck{Name: checkStoreWritable, Unknown: true, Detail: "daemon.stats: " + err.Error()})
 	} else {
 		rep.add(doctorLosses(stats.Journal.LostBySession))
+		js := stats.Journal
+		rep.add(doctorWritable(st.StateDir, js.Unavailable, js.UnavailableSince, js.Held))
 	}
 	rep.add(doctorTagged(st.StateID, func(t proc.Tagged) bool { return ownedByLive(t, live) },
 		func(t proc.Tagged) string {
@@ -253,7 +260,26 @@ func doctorPrint(e *ctlEnv, rep *DoctorReport) int {
 	return exitcode.OK
 }
 
-const checkJournalLoss = "journal-loss"
+const (
+	checkJournalLoss   = "journal-loss"
+	checkStoreWritable = "store-writable"
+)
+
+// doctorWritable reports a running daemon whose store refuses writes
+// (disk full, an I/O error): its calls answer store_unavailable.
+func doctorWritable(stateDir, cause string, since time.Time, held int) DoctorCheck {
+	c := DoctorCheck{Name: checkStoreWritable, Detail: "the daemon's store takes writes"}
+	if cause == "" {
+		return c
+	}
+	c.Detail = "the daemon's store refuses writes"
+	c.Problems = []DoctorProblem{{
+		What: fmt.Sprintf("the store refuses writes since %s (%d provider rows held in memory): %s",
+			since.UTC().Format(time.RFC3339), held, cause),
+		Fix: fmt.Sprintf("free space on the filesystem of %s (df -h %s): the held rows are written, and calls work again, as soon as it takes writes",
+			stateDir, stateDir)}}
+	return c
+}
 
 // doctorLosses reports every session whose journal records lost events
 // (journal.loss rows): its history has a hole nothing can fill.

@@ -1,7 +1,6 @@
 package ctl
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sessiond/sessiond/internal/config"
-	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/journal"
 	"github.com/sessiond/sessiond/internal/lease"
 	"github.com/sessiond/sessiond/internal/proc"
@@ -66,14 +64,8 @@ func doctorOffline(e *ctlEnv, rep *DoctorReport) {
 	rep.add(check)
 	db := st.DB
 	var version uint64
-	var stateID string
-	db.View(func(tx *bolt.Tx) error {
-		version = store.Version(tx)
-		if m := tx.Bucket(store.BucketMeta); m != nil {
-			stateID = string(m.Get([]byte("state_id")))
-		}
-		return nil
-	})
+	db.View(func(tx *bolt.Tx) error { version = store.Version(tx); return nil })
+	stateID := st.StateID
 	rep.StateID = stateID
 	schema := DoctorCheck{Name: "schema", Detail: fmt.Sprintf("version %d, this sessiond writes %d", version, store.SchemaVersion)}
 	if version > store.SchemaVersion {
@@ -139,37 +131,14 @@ func doctorLeases(db *bolt.DB) DoctorCheck {
 // with no daemon, no child runs, so the turn is stuck "working".
 func doctorOpenTurns(db *bolt.DB) DoctorCheck {
 	c := DoctorCheck{Name: "open-turns"}
-	n := 0
-	err := db.View(func(tx *bolt.Tx) error {
-		jb := tx.Bucket(store.BucketJournal)
-		if jb == nil {
-			return nil
-		}
-		return jb.ForEachBucket(func(id []byte) error {
-			n++
-			evs := jb.Bucket(id).Bucket([]byte("events"))
-			if evs == nil {
-				return nil
-			}
-			cur := evs.Cursor()
-			for k, v := cur.Last(); k != nil; k, v = cur.Prev() {
-				var ev event.Event
-				if json.Unmarshal(v, &ev) != nil {
-					continue
-				}
-				if ev.Type == event.TurnCompleted {
-					return nil
-				}
-				if ev.Type == event.TurnStarted {
-					c.Problems = append(c.Problems, DoctorProblem{
-						What: fmt.Sprintf("session %s: turn %s open (seq %d) and no provider child", id, ev.TurnID, ev.Seq),
-						Fix:  fixServe()})
-					return nil
-				}
-			}
-			return nil
-		})
-	})
+	var open []journal.OpenTurn
+	var n int
+	err := db.View(func(tx *bolt.Tx) error { open, n = journal.OpenTurns(tx); return nil })
+	for _, o := range open {
+		c.Problems = append(c.Problems, DoctorProblem{
+			What: fmt.Sprintf("session %s: turn %s open (seq %d) and no provider child", o.SessionID, o.TurnID, o.Seq),
+			Fix:  fixServe()})
+	}
 	if err != nil {
 		c.Unknown, c.Detail = true, "read journals: "+err.Error()
 		return c

@@ -17,10 +17,13 @@ import (
 var protocols = map[string]struct {
 	new        provider.New
 	resumeArgs func(string) []string
-	adopt      provider.Adopt // nil: a live session of it refuses a live upgrade
+	// freshThread mints a fresh thread's id for the command line (nil:
+	// the provider names its threads).
+	freshThread func(reuse string) (string, []string, error)
+	adopt       provider.Adopt // rebuilds the adapter around a child a live upgrade handed over
 }{
 	config.ProtocolCodexAppServer:   {new: codex.New, adopt: codex.Adopt},
-	config.ProtocolClaudeStreamJSON: {new: claude.New, resumeArgs: claude.ResumeArgs},
+	config.ProtocolClaudeStreamJSON: {new: claude.New, resumeArgs: claude.ResumeArgs, freshThread: claude.FreshThread, adopt: claude.Adopt},
 }
 
 // providers builds host providers from the config: echo defaults to this
@@ -32,7 +35,8 @@ func (d *daemon) providers() (map[string]host.Provider, error) {
 		if !ok {
 			return nil, fmt.Errorf("providers.%s: protocol %q is not implemented", name, p.Protocol)
 		}
-		hp := host.Provider{Name: name, Command: p.Command, Env: map[string]string{}, New: proto.new, ResumeArgs: proto.resumeArgs, Adopt: proto.adopt}
+		hp := host.Provider{Name: name, Command: p.Command, Env: map[string]string{}, New: proto.new, ResumeArgs: proto.resumeArgs,
+			FreshThread: proto.freshThread, Adopt: proto.adopt}
 		for k, v := range p.Env {
 			hp.Env[k] = v
 		}

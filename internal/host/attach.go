@@ -12,6 +12,7 @@ import (
 // subscription is one attach: a journal feed owned by a connection. A
 // legacy subscription is also a hold (holder "sub:<id>").
 type subscription struct {
+	h       *Host
 	id      string
 	conn    string
 	session string
@@ -20,6 +21,18 @@ type subscription struct {
 }
 
 func (s *subscription) ID() string { return s.id }
+
+// Abandon ends the subscription if it is still the host's.
+func (s *subscription) Abandon() {
+	s.h.mu.Lock()
+	if s.h.subs[s.id] != s {
+		s.h.mu.Unlock()
+		return
+	}
+	delete(s.h.subs, s.id)
+	s.h.mu.Unlock()
+	s.h.endSubscription(s)
+}
 
 func (s *subscription) Next(ctx context.Context) (event.Event, error) {
 	ev, err := s.feed.Next(ctx)
@@ -58,7 +71,7 @@ func (h *Host) Attach(ctx context.Context, conn string, p api.AttachParams, lega
 	cs.subs++ // reserved now, returned on failure
 	h.mu.Unlock()
 
-	s := &subscription{id: newID("sub_"), conn: conn, session: p.SessionID}
+	s := &subscription{h: h, id: newID("sub_"), conn: conn, session: p.SessionID}
 	fail := func(err error) (api.AttachResult, api.Subscription, error) {
 		h.mu.Lock()
 		cs.subs--

@@ -43,6 +43,12 @@ type Provider struct {
 	// ResumeArgs, when set, is appended to Command for a session that has
 	// a thread (a protocol that resumes on its command line).
 	ResumeArgs func(threadID string) []string
+	// FreshThread, when set, mints the id of a fresh thread (or takes
+	// reuse, an id minted earlier whose thread the provider never began)
+	// and returns the arguments appended to Command that give it to the
+	// provider (a protocol whose threads can be named by their client):
+	// the session has its thread id from the start, before any turn.
+	FreshThread func(reuse string) (threadID string, args []string, err error)
 	// Adopt, when set, rebuilds the protocol's adapter around a child
 	// handed over by a live upgrade; nil: a live session of this provider
 	// refuses the upgrade.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
@@ -74,7 +73,7 @@ func (h *Host) startLocked(ctx context.Context, e *entry) (err error) {
 	}
 
 	spawned := time.Now()
-	res, err := h.launchLocked(ctx, e, prov, grant.Fence, rec.ThreadID, nil)
+	res, fresh, err := h.launchLocked(ctx, e, prov, grant.Fence, rec.ThreadID, "", nil)
 	if errors.Is(err, provider.ErrThreadNotFound) {
 		// The provider refused the resume at start and exits by itself: once
 		// its process is proven gone, a fresh one starts a fresh thread.
@@ -88,7 +87,13 @@ func (h *Host) startLocked(ctx context.Context, e *entry) (err error) {
 			cause = nf.Cause
 		}
 		spawned = time.Now()
-		res, err = h.launchLocked(ctx, e, prov, grant.Fence, "", &event.ThreadReplacedData{OldThreadID: rec.ThreadID, Cause: cause})
+		if rec.ThreadFresh {
+			// Minted here and never begun (no turn): nothing is lost, the
+			// fresh thread takes the same id.
+			res, fresh, err = h.launchLocked(ctx, e, prov, grant.Fence, "", rec.ThreadID, nil)
+		} else {
+			res, fresh, err = h.launchLocked(ctx, e, prov, grant.Fence, "", "", &event.ThreadReplacedData{OldThreadID: rec.ThreadID, Cause: cause})
+		}
 	}
 	if err != nil {
 		return fail(err)
@@ -100,11 +105,11 @@ func (h *Host) startLocked(ctx context.Context, e *entry) (err error) {
 		PID: id.PID, StartTicks: id.StartTicks, BootID: id.BootID, SpawnToken: grant.SpawnToken}); err != nil {
 		return fail(fmt.Errorf("commit lease: %w", err))
 	}
-	if res.ThreadID != rec.ThreadID {
-		if err := h.st.UpdateRecord(e.id, func(r *store.Record) { r.ThreadID = res.ThreadID }); err != nil {
+	if isFresh := fresh != "" && res.ThreadID == fresh; res.ThreadID != rec.ThreadID || isFresh != rec.ThreadFresh {
+		if err := h.st.UpdateRecord(e.id, func(r *store.Record) { r.ThreadID, r.ThreadFresh = res.ThreadID, isFresh }); err != nil {
 			return fail(fmt.Errorf("record thread id: %w", err))
 		}
-		e.rec.ThreadID = res.ThreadID
+		e.rec.ThreadID, e.rec.ThreadFresh = res.ThreadID, isFresh
 	}
 	if _, err := e.sink.Commit(ctx, event.New(event.ProviderStarted, "", map[string]any{
 		"pid": id.PID, "threadId": res.ThreadID, "resumed": res.Resumed})); err != nil {
@@ -121,21 +126,30 @@ func (h *Host) startLocked(ctx context.Context, e *entry) (err error) {
 }
 
 // launchLocked spawns the session's child for threadID (resume args when
-// set) with a fresh adapter, and starts its thread. Needs the session lock.
-func (h *Host) launchLocked(ctx context.Context, e *entry, prov Provider, fence uint64, threadID string,
-	replaces *event.ThreadReplacedData) (provider.StartResult, error) {
+// set; without one, a fresh thread's id when the protocol takes it: reuse,
+// or one minted here, returned as fresh) with a fresh adapter, and starts
+// its thread. Needs the session lock.
+func (h *Host) launchLocked(ctx context.Context, e *entry, prov Provider, fence uint64, threadID, reuse string,
+	replaces *event.ThreadReplacedData) (_ provider.StartResult, fresh string, _ error) {
 	spec := h.spec(e.rec, prov, fence)
 	spec.OnLimit = h.onLimit(e, e.sink)
 	if threadID != "" && prov.ResumeArgs != nil {
 		spec.Args = append(spec.Args, prov.ResumeArgs(threadID)...)
 	}
+	if threadID == "" && prov.FreshThread != nil {
+		id, args, err := prov.FreshThread(reuse)
+		if err != nil {
+			return provider.StartResult{}, "", fmt.Errorf("mint thread id: %w", err)
+		}
+		fresh, spec.Args = id, append(spec.Args, args...)
+	}
 	child, err := proc.Spawn(spec)
 	if err != nil {
-		return provider.StartResult{}, err
+		return provider.StartResult{}, "", err
 	}
 	e.child = child
 	o := h.adapterOptions(e, child, fence, threadID)
-	o.Replaces = replaces
+	o.FreshThreadID, o.Replaces = fresh, replaces
 	e.adapter = prov.New(o)
 	h.mu.Lock()
 	e.pid = child.Identity().PID
@@ -144,7 +158,8 @@ func (h *Host) launchLocked(ctx context.Context, e *entry, prov Provider, fence 
 	h.mu.Unlock()
 	h.wg.Add(1)
 	go h.watch(e, child)
-	return e.adapter.Start(ctx)
+	res, err := e.adapter.Start(ctx)
+	return res, fresh, err
 }
 
 // adapterOptions are the options of the adapter over e's child.
@@ -191,9 +206,9 @@ func (h *Host) awaitExitLocked(ctx context.Context, e *entry) error {
 	return e.adapter.Drain(ctx, provider.DefaultDrainQuiet)
 }
 
-// learnThread records a thread id the adapter learned after Start (from
-// the reader goroutine: no session lock), unless child is no longer the
-// session's.
+// learnThread records a thread id the adapter learned after Start, or
+// that the provider began the fresh thread it was given (from the reader
+// goroutine: no session lock), unless child is no longer the session's.
 func (h *Host) learnThread(e *entry, child *proc.Child, id string) {
 	h.mu.Lock()
 	current := e.pid == child.Identity().PID
@@ -204,7 +219,7 @@ func (h *Host) learnThread(e *entry, child *proc.Child, id string) {
 	if !current {
 		return
 	}
-	if err := h.st.UpdateRecord(e.id, func(r *store.Record) { r.ThreadID = id }); err != nil {
+	if err := h.st.UpdateRecord(e.id, func(r *store.Record) { r.ThreadID, r.ThreadFresh = id, false }); err != nil {
 		h.log.Error("record thread id", "session_id", e.id, "thread_id", id, "err", err)
 		return
 	}
@@ -257,25 +272,4 @@ func (h *Host) watch(e *entry, child *proc.Child) {
 	if _, err := h.evictLocked(context.Background(), e, evictExited); err != nil {
 		h.scheduleRetryLocked(e, evictExited)
 	}
-}
-
-// leaseError translates a lease refusal into the wire's kinds: the one
-// place lease errors become api kinds.
-func leaseError(id string, err error) error {
-	var owned *lease.OwnedError
-	if errors.As(err, &owned) {
-		return &api.Error{Kind: api.KindSessionOwned, Msg: "session " + id + " is owned by pid " + strconv.Itoa(owned.PID),
-			Err: err, Data: map[string]any{"pid": owned.PID}}
-	}
-	if errors.Is(err, lease.ErrUnverifiable) {
-		return &api.Error{Kind: api.KindSessionOwned, Msg: "session " + id + ": lease owner cannot be verified",
-			Err: err, Data: map[string]any{"owner": "unverifiable"}}
-	}
-	if errors.Is(err, lease.ErrStaleFence) {
-		return &api.Error{Kind: api.KindStaleFence, Msg: "session " + id + ": " + err.Error(), Err: err}
-	}
-	if errors.Is(err, lease.ErrBadRecord) {
-		return damagedError(id, err)
-	}
-	return fmt.Errorf("session %s: lease: %w", id, err)
 }

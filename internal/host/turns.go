@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
@@ -73,19 +72,14 @@ func (h *Host) Send(ctx context.Context, p api.SendParams) (api.SendResult, erro
 			// its teardown completes the turn interrupted.
 			return api.SendResult{TurnID: turnID}, nil
 		}
-		if errors.Is(err, provider.ErrStopping) {
-			// A close (or the child's exit) cancelled the write: the
-			// teardown under way completes the turn interrupted.
-			return api.SendResult{}, &api.Error{Kind: api.KindSessionNotLive,
-				Msg: "session " + e.id + " is being stopped: turn " + turnID + " was not delivered", Err: err,
-				Data: map[string]any{"turnId": turnID}}
+		perr := h.providerError(providerCall{session: e.id, op: opSend, turnID: turnID}, err)
+		if api.KindOf(perr) == api.KindProviderFailed {
+			if _, cerr := e.sink.Commit(context.WithoutCancel(ctx), event.New(event.TurnCompleted, turnID,
+				event.TurnCompletedData{Status: event.StatusFailed, Reason: event.ReasonProviderError, Error: err.Error()})); cerr != nil {
+				h.log.Error("journal failed turn", "session_id", e.id, "turn_id", turnID, "err", cerr)
+			}
 		}
-		if _, cerr := e.sink.Commit(context.WithoutCancel(ctx), event.New(event.TurnCompleted, turnID,
-			event.TurnCompletedData{Status: event.StatusFailed, Reason: event.ReasonProviderError, Error: err.Error()})); cerr != nil {
-			h.log.Error("journal failed turn", "session_id", e.id, "turn_id", turnID, "err", cerr)
-		}
-		return api.SendResult{}, &api.Error{Kind: api.KindProviderFailed, Msg: "session " + e.id + ": provider refused the turn",
-			Err: err, Data: map[string]any{"turnId": turnID, "cause": err.Error()}}
+		return api.SendResult{}, perr
 	}
 	return api.SendResult{TurnID: turnID}, nil
 }
@@ -135,15 +129,8 @@ func (h *Host) Cancel(ctx context.Context, id string) (api.CancelResult, error) 
 	}
 	defer e.mu.Unlock()
 	ok, err := e.adapter.Interrupt(ctx)
-	if stopped(err) {
-		return api.CancelResult{}, notLiveStopping(id, err)
-	}
-	if err != nil && errors.Is(err, provider.ErrTimeout) {
-		return api.CancelResult{}, h.noAnswer(id, "the provider did not answer the interrupt", err)
-	}
 	if err != nil {
-		return api.CancelResult{}, &api.Error{Kind: api.KindProviderFailed, Msg: "session " + id + ": interrupt", Err: err,
-			Data: map[string]any{"cause": err.Error()}}
+		return api.CancelResult{}, h.providerError(providerCall{session: id, op: opInterrupt}, err)
 	}
 	return api.CancelResult{Cancelled: ok}, nil
 }
@@ -165,22 +152,8 @@ func (h *Host) Respond(ctx context.Context, p api.RespondParams) error {
 	}
 	defer e.mu.Unlock()
 	err = e.adapter.Respond(ctx, p.RequestID, provider.Answer{Decision: p.Decision, Answers: p.Answers, Content: p.Content})
-	var de *provider.DecisionError
-	if errors.As(err, &de) {
-		return &api.Error{Kind: api.KindInvalidParams, Msg: fmt.Sprintf("decision: %s is not an option of request %s; allowed: %s",
-			api.Quote(p.Decision), api.Quote(p.RequestID), strings.Join(de.Allowed, ", ")),
-			Data: map[string]any{"field": "decision", "allowed": de.Allowed}}
-	}
-	if errors.Is(err, provider.ErrRequestNotFound) {
-		return &api.Error{Kind: api.KindRequestNotFound, Msg: "session " + p.SessionID + ": no pending approval " + api.Quote(p.RequestID),
-			Data: map[string]any{"requestId": api.Prefix(p.RequestID)}}
-	}
-	if stopped(err) {
-		return notLiveStopping(p.SessionID, err)
-	}
 	if err != nil {
-		return &api.Error{Kind: api.KindProviderFailed, Msg: "session " + p.SessionID + ": respond", Err: err,
-			Data: map[string]any{"cause": err.Error()}}
+		return h.providerError(providerCall{session: p.SessionID, op: opRespond, requestID: p.RequestID, decision: p.Decision}, err)
 	}
 	return nil
 }
@@ -192,17 +165,4 @@ func (h *Host) busyLocked(e *entry) bool {
 	}
 	st := h.j.State(e.id)
 	return st.OpenTurn != "" || len(st.PendingApprovals) > 0
-}
-
-// stopped reports an adapter error that means the child is exiting (a
-// broken pipe, stdout's end: the adapter can see it before the watcher
-// does) or being stopped, not a provider failure: the session is no longer
-// live.
-func stopped(err error) bool {
-	return errors.Is(err, provider.ErrExited) || errors.Is(err, provider.ErrStopping)
-}
-
-// notLiveStopping is session_not_live for a child found exiting mid-call.
-func notLiveStopping(id string, err error) error {
-	return &api.Error{Kind: api.KindSessionNotLive, Msg: "session " + id + " has no live provider: its child is exiting", Err: err}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/store"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
@@ -184,7 +185,8 @@ func TestSinkLossIsJournaled(t *testing.T) {
 }
 
 // TestSinkLossNotJournaledIsReported: when the store refuses everything,
-// Drain says so (ErrLost) instead of reporting success.
+// Drain says so (the store's failure) instead of reporting success; Close
+// drops what is still held as a loss.
 func TestSinkLossNotJournaledIsReported(t *testing.T) {
 	j, st := open(t, Options{CoalesceWindow: -1})
 	s := j.Sink("sess-broken")
@@ -193,8 +195,12 @@ func TestSinkLossNotJournaledIsReported(t *testing.T) {
 	}
 	s.Append(delta("t1", "x"))
 	err := s.Drain(context.Background())
-	if !errors.Is(err, ErrLost) || !strings.Contains(err.Error(), "1 events lost") {
+	if !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), "database not open") {
 		t.Fatalf("drain: %v", err)
+	}
+	j.Close()
+	if err := s.Drain(context.Background()); !errors.Is(err, ErrLost) || !strings.Contains(err.Error(), "1 events lost") {
+		t.Fatalf("drain after close: %v", err)
 	}
 }
 

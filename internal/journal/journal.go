@@ -19,6 +19,12 @@
 // never lost after a success, never duplicated (a batch is retried only
 // after its transaction rolled back, without the request that failed it).
 //
+// A store that refuses writes as a whole (disk full, an I/O error:
+// store.ErrUnavailable) fails the waiting callers at once and holds the
+// sinks' asynchronous rows, in order and bounded, until it takes writes
+// again (unavailable.go): nothing is published before its commit, so no
+// published event is lost.
+//
 // Lock order: Journal.mu, then Subscription.mu. Sink.mu is taken before
 // Journal.qmu (enqueue) and never while holding Journal.mu.
 package journal
@@ -63,6 +69,7 @@ type Options struct {
 	QueueEvents    int           // subscriber queue, default 4096
 	QueueBytes     int           // default 4 MiB
 	PageBytes      int           // cap of a Read page / Subscribe snapshot in stored bytes, default 1 MiB
+	HeldBytes      int           // sink rows held while the store refuses writes, default 8 MiB (unavailable.go)
 	Logger         *slog.Logger
 }
 
@@ -101,13 +108,19 @@ type Stats struct {
 	Commits     uint64 // transactions
 	Lagged      uint64 // subscribers detached for a full queue
 	Dropped     uint64 // drafts not journaled: a closed sink, or a turn a loss failed
-	Failed      uint64 // transactions that failed as a whole
+	Failed      uint64 // transactions the store refused as a whole (unavailable.go)
 	Isolated    uint64 // requests the store refused, failed alone
 	Lost        uint64 // events of sink appends that could not be stored
 	Subscribers int    // attached now
 	// LostBySession: sessions whose journal records a loss (journal.loss
 	// rows, ever), with the events lost.
 	LostBySession map[string]uint64
+	// Unavailable is the store's failure while it refuses writes ("" when
+	// it takes them), since UnavailableSince; Held the sink requests held
+	// meanwhile.
+	Unavailable      string
+	UnavailableSince time.Time
+	Held             int
 }
 
 // Journal is the event log over one bbolt file.
@@ -135,6 +148,17 @@ type Journal struct {
 	closed   bool
 
 	onTake func([]*request) // tests: told of every batch the writer takes
+
+	// Only the writer goroutine touches held and heldBytes (unavailable.go).
+	held      []*request // sink requests of batches the store refused, oldest first
+	heldBytes int
+	nheld     int // len(held), guarded by mu, for Stats
+
+	// Guarded by mu: the store's failure while it refuses writes (nil
+	// while it takes them), since when, and a channel closed meanwhile.
+	unavail   error
+	unavailAt time.Time
+	unavailCh chan struct{}
 
 	garbageMu sync.Mutex
 	garbage   map[string]bool // "<id>/<seq>" rows already logged as undecodable
@@ -173,6 +197,9 @@ func Open(db *bolt.DB, opts Options) (*Journal, error) {
 	if opts.PageBytes <= 0 {
 		opts.PageBytes = DefaultPageBytes
 	}
+	if opts.HeldBytes <= 0 {
+		opts.HeldBytes = DefaultHeldBytes
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -180,6 +207,7 @@ func Open(db *bolt.DB, opts Options) (*Journal, error) {
 		db: db, opts: opts, log: opts.Logger,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		sessions: map[string]*session{}, sinks: map[string]*Sink{}, garbage: map[string]bool{},
+		unavailCh: make(chan struct{}),
 	}
 	if err := j.load(); err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ type request struct {
 	id     string
 	drafts []event.Draft
 	del    bool
+	probe  bool      // no rows: a try of the held rows now (unavailable.go)
 	loss   *lossNote // a loss note: its rows are built by the writer
 	sink   *Sink     // the sink it came from, told about a failure
 	prev   *request  // the sink's previous request; cleared once committed

@@ -147,6 +147,11 @@ func (s *Sink) Commit(ctx context.Context, ds ...event.Draft) ([]event.Event, er
 // so far is committed. An asynchronous append that failed was replaced by a
 // journal.loss row; only when even that row could not be stored does Drain
 // return an error (ErrLost), and the next hand-in tries to journal it again.
+// While the store refuses writes and a request of the sink is not
+// committed, Drain has the held rows tried once at once and, refused
+// again, returns the store's error (wrapping store.ErrUnavailable) rather
+// than wait; the held requests are committed when the store takes writes
+// again.
 func (s *Sink) Drain(ctx context.Context) error {
 	s.mu.Lock()
 	s.flushLocked()
@@ -156,15 +161,13 @@ func (s *Sink) Drain(ctx context.Context) error {
 	r := s.last
 	s.mu.Unlock()
 	for r != nil {
-		select {
-		case <-r.done:
-		case <-ctx.Done():
-			return fmt.Errorf("session %s: drain: %w", s.id, ctx.Err())
+		if err := s.awaitDone(ctx, r); err != nil {
+			return err
 		}
-		if !r.withdrawn {
+		if !r.withdrawn && r.err == nil {
 			break
 		}
-		r = r.prev // a withdrawn Commit: wait for what came before it
+		r = r.prev // a withdrawn or failed Commit: wait for what came before it
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -172,6 +175,38 @@ func (s *Sink) Drain(ctx context.Context) error {
 		return fmt.Errorf("session %s: %d events lost and not journaled (%s): %w", s.id, s.lossCount, s.lossCause, ErrLost)
 	}
 	return nil
+}
+
+// awaitDone waits for r's outcome, for ctx, or for the store to refuse
+// writes while r is not committed.
+func (s *Sink) awaitDone(ctx context.Context, r *request) error {
+	for {
+		select {
+		case <-r.done:
+			return nil
+		default:
+		}
+		select {
+		case <-r.done:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("session %s: drain: %w", s.id, ctx.Err())
+		case <-s.j.refusing():
+			select {
+			case <-r.done:
+				return nil
+			default:
+			}
+			if s.j.Unavailable() == nil {
+				continue // writable again since: wait on
+			}
+			// Try the held rows once now (space may have returned since
+			// the last try); still refused: say so rather than wait.
+			if err := s.j.retryNow(ctx); err != nil {
+				return fmt.Errorf("session %s: drain: rows not committed yet: %w", s.id, err)
+			}
+		}
+	}
 }
 
 // Close refuses further appends, then drains.
@@ -224,6 +259,9 @@ func (s *Sink) handLocked(r *request) bool {
 		s.handLocked(s.lossRequestLocked())
 	}
 	r.prev = s.last
+	for r.prev != nil && settledFailed(r.prev) {
+		r.prev = r.prev.prev // nothing to wait for: do not keep a chain of failures
+	}
 	if err := s.j.enqueue(r); err != nil {
 		switch {
 		case r.loss != nil:
@@ -236,6 +274,17 @@ func (s *Sink) handLocked(r *request) bool {
 	}
 	s.last = r
 	return true
+}
+
+// settledFailed reports a request that failed or was withdrawn (its
+// fields are final once done is closed).
+func settledFailed(r *request) bool {
+	select {
+	case <-r.done:
+		return r.withdrawn || r.err != nil
+	default:
+		return false
+	}
 }
 
 // lossRequestLocked turns the pending loss into a note for the writer.

@@ -240,3 +240,46 @@ func Damaged(tx *bolt.Tx) map[string][]uint64 {
 	})
 	return out
 }
+
+// OpenTurn is a turn a journal leaves open: its turn.started is the
+// journal's last turn event.
+type OpenTurn struct {
+	SessionID string
+	TurnID    string
+	Seq       uint64 // of its turn.started
+}
+
+// OpenTurns reads, from a store (a daemon's or a copy opened read-only),
+// the journals whose last turn event (read from the end; rows that do not
+// decode are passed over) is a turn.started, in session order, and how
+// many journals there are: with no daemon, no child runs, so such a turn
+// is stuck "working" until a startup closes it.
+func OpenTurns(tx *bolt.Tx) (open []OpenTurn, journals int) {
+	jb := tx.Bucket(store.BucketJournal)
+	if jb == nil {
+		return nil, 0
+	}
+	_ = jb.ForEachBucket(func(id []byte) error {
+		journals++
+		evb := jb.Bucket(id).Bucket(keyEvents)
+		if evb == nil {
+			return nil
+		}
+		cur := evb.Cursor()
+		for k, v := cur.Last(); k != nil; k, v = cur.Prev() {
+			var ev event.Event
+			if json.Unmarshal(v, &ev) != nil {
+				continue
+			}
+			if ev.Type == event.TurnCompleted {
+				return nil
+			}
+			if ev.Type == event.TurnStarted {
+				open = append(open, OpenTurn{SessionID: string(id), TurnID: ev.TurnID, Seq: ev.Seq})
+				return nil
+			}
+		}
+		return nil
+	})
+	return open, journals
+}

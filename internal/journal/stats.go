@@ -12,6 +12,10 @@ func (j *Journal) Stats() Stats {
 	defer j.mu.Unlock()
 	st := j.stats
 	st.LostBySession = map[string]uint64{}
+	if j.unavail != nil {
+		st.Unavailable, st.UnavailableSince = j.unavail.Error(), j.unavailAt
+	}
+	st.Held = j.nheld
 	for id, s := range j.sessions {
 		st.Subscribers += len(s.subs)
 		if s.d.Lost > 0 {

@@ -3,22 +3,39 @@ package journal
 import "slices"
 
 // run is the writer goroutine: group commit until stopped, then commit
-// whatever is still queued.
+// whatever is still queued. While the store refuses writes, sink requests
+// taken alone are held without a try (the backoff retries them); a batch
+// with a waiting caller is tried at once, the held requests first.
 func (j *Journal) run() {
 	defer close(j.done)
+	retry := newBackoff()
+	defer retry.t.Stop()
 	for {
 		if b := j.take(); len(b) > 0 {
 			if j.onTake != nil {
 				j.onTake(b)
 			}
-			j.commit(b)
+			if err := j.Unavailable(); err != nil && !hasSync(b) {
+				j.hold(b, err)
+			} else {
+				j.commit(j.withHeld(b))
+			}
+			j.rearm(retry)
 			continue
 		}
 		select {
 		case <-j.wake:
+		case <-retry.fired():
+			retry.done()
+			j.commit(j.withHeld(nil))
+			j.rearm(retry)
 		case <-j.stop:
-			if b := j.take(); len(b) > 0 {
+			if b := j.withHeld(j.take()); len(b) > 0 {
 				j.commit(b)
+				if len(j.held) > 0 { // nothing will write them now
+					j.fail(j.held, j.Unavailable())
+					j.held, j.heldBytes = nil, 0
+				}
 				continue
 			}
 			return
@@ -33,18 +50,19 @@ func (j *Journal) run() {
 // retried without it, so a neighbour never pays for it. An asynchronous
 // sink append that fails is replaced, in place, by a journal.loss row (and
 // its open turn completed failed): the loss is visible where it happened.
-// Only a failure of the store as a whole (no request to blame) fails
-// every request.
+// A failure of the store as a whole (no request to blame) is refused
+// (unavailable.go): waiting callers fail, sink requests are held.
 func (j *Journal) commit(batch []*request) {
 	var alone []*request // failed alone; woken once the rest is settled
 	for len(batch) > 0 {
 		a, blame, err := j.try(batch)
 		if err == nil {
+			j.markWritable(len(batch)) // before install wakes the callers
 			j.install(batch, a)
 			break
 		}
 		if len(blame) == 0 {
-			j.fail(batch, err)
+			j.refused(batch, err)
 			break
 		}
 		batch = j.isolate(batch, blame, err)
@@ -97,12 +115,11 @@ func (j *Journal) current(id string) *derived {
 	return &derived{}
 }
 
-// fail fails every request of a batch the store refused as a whole. The
-// sinks keep their losses and journal them with their next hand-in.
+// fail fails every request of a batch that will not be stored (held too
+// long, or still held at Close). The sinks keep their losses and journal
+// them with their next hand-in.
 func (j *Journal) fail(batch []*request, err error) {
-	j.log.Error("journal commit failed", "requests", len(batch), "err", err)
 	j.mu.Lock()
-	j.stats.Failed++
 	for _, r := range batch {
 		if r.sink != nil && r.loss == nil {
 			j.stats.Lost += uint64(r.count())

@@ -28,11 +28,12 @@ type attempt struct {
 
 // try writes batch in one transaction. On failure, blame names the
 // requests whose own content caused it (nil: the store failed as a whole,
-// e.g. at commit); retrying without them can succeed.
+// e.g. at commit: the error wraps store.ErrUnavailable); retrying without
+// them can succeed.
 func (j *Journal) try(batch []*request) (a *attempt, blame []*request, err error) {
 	a = &attempt{work: map[string]*derived{}, deleted: map[string]bool{}, bks: map[string]*txBuckets{},
 		now: j.opts.Now().UTC().Round(0)}
-	err = j.db.Update(func(tx *bolt.Tx) error {
+	err = store.Update(j.db, func(tx *bolt.Tx) error {
 		jb := tx.Bucket(store.BucketJournal)
 		if jb == nil {
 			return ErrNoBucket
@@ -75,6 +76,9 @@ func requestsOf(batch []*request, id string) []*request {
 // writeRequest writes one request's rows (or deletes its session).
 func (j *Journal) writeRequest(jb *bolt.Bucket, a *attempt, r *request) error {
 	r.events = nil
+	if r.probe {
+		return nil
+	}
 	if r.del {
 		if err := jb.DeleteBucket([]byte(r.id)); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 			return fmt.Errorf("session %s: %w", r.id, err)

@@ -150,7 +150,7 @@ func (m *Manager) Release(id string, fence uint64, ev *Evidence) (bool, error) {
 // Delete removes a released lease (the session is being deleted). A lease
 // that is reserved or live is ErrNotReleased.
 func (m *Manager) Delete(id string) error {
-	return m.db.Update(func(tx *bolt.Tx) error {
+	return store.Update(m.db, func(tx *bolt.Tx) error {
 		b := bucket(tx)
 		r, err := decode(id, b.Get([]byte(id)))
 		if errors.Is(err, ErrBadRecord) {
@@ -175,7 +175,7 @@ var errUnchanged = errors.New("unchanged")
 // update runs fn on the current record in one write transaction and stores
 // the result unless fn fails (or returns errUnchanged).
 func (m *Manager) update(id string, fn func(*Record) error) error {
-	err := m.db.Update(func(tx *bolt.Tx) error {
+	err := store.Update(m.db, func(tx *bolt.Tx) error {
 		b := bucket(tx)
 		r, err := decode(id, b.Get([]byte(id)))
 		if err != nil {

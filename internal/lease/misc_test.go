@@ -4,6 +4,8 @@ import (
 	"errors"
 	"sync"
 	"testing"
+
+	"github.com/sessiond/sessiond/internal/store"
 )
 
 func TestConcurrentAcquireOneWinner(t *testing.T) {
@@ -61,4 +63,22 @@ func sameRecord(a, b Record) bool {
 	}
 	return a.DeathEvidence == nil || *a.DeathEvidence == *b.DeathEvidence ||
 		(a.DeathEvidence.Kind == b.DeathEvidence.Kind && a.DeathEvidence.At.Equal(b.DeathEvidence.At))
+}
+
+// TestStoreFailureIsUnavailable: a lease transition the store cannot
+// commit says so (store.ErrUnavailable), not a lease refusal.
+func TestStoreFailureIsUnavailable(t *testing.T) {
+	s := openDB(t)
+	m := New(s.DB, func(Owner) Liveness { return Alive }, nil)
+	g, err := m.Acquire("sess-full")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := m.Release("sess-full", g.Fence, nil); !errors.Is(err, store.ErrUnavailable) || errors.Is(err, ErrStaleFence) {
+		t.Fatalf("release on a closed store: %v, want store.ErrUnavailable", err)
+	}
+	if _, err := m.Acquire("sess-other"); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("acquire on a closed store: %v, want store.ErrUnavailable", err)
+	}
 }

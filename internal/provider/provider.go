@@ -90,6 +90,10 @@ type Options struct {
 	Out      io.Reader
 	Cwd      string
 	ThreadID string
+	// FreshThreadID, when set (ThreadID empty), is the id the daemon minted
+	// for a fresh thread and gave the provider on its command line
+	// (host.Provider.FreshThread): Start reports it at once.
+	FreshThreadID string
 	// Emit is called in provider order from the reader goroutine (and from
 	// Start/Respond for the events they produce), never concurrently.
 	Emit           func(event.Draft)
@@ -97,8 +101,10 @@ type Options struct {
 	RequestTimeout time.Duration // default 30s
 	MaxLineBytes   int           // default 8 MiB
 	// OnThreadID, when set, is told a thread id the adapter learns after
-	// Start (Claude Code names a fresh conversation only with its first
-	// turn's system/init); it runs on the reader goroutine.
+	// Start (a Claude Code conversation continued under another session_id
+	// than the one it was started with), and FreshThreadID once the
+	// provider has begun that thread (its first turn); it runs on the
+	// reader goroutine.
 	OnThreadID func(threadID string)
 	// Replaces, when set, is the thread a fresh start replaces (its resume
 	// failed with ErrThreadNotFound in an earlier process): the adapter

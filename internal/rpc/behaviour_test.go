@@ -205,6 +205,7 @@ func TestConnClosedOnce(t *testing.T) {
 type floodSub struct{ seq uint64 }
 
 func (s *floodSub) ID() string { return "flood" }
+func (s *floodSub) Abandon()   {}
 func (s *floodSub) Next(ctx context.Context) (event.Event, error) {
 	if ctx.Err() != nil {
 		return event.Event{}, api.ErrSubscriptionClosed

@@ -46,6 +46,7 @@ type countSub struct {
 }
 
 func (s *countSub) ID() string { return "bench" }
+func (s *countSub) Abandon()   {}
 func (s *countSub) Next(ctx context.Context) (event.Event, error) {
 	if s.seq < s.n {
 		s.seq++

@@ -241,7 +241,7 @@ func (c *conn) initialize(p InitializeParams) InitializeResult {
 		c.st.dl.initBy = time.Time{} // admit.go's initialize deadline
 	}
 	c.caps = map[string]bool{}
-	var negotiated []string
+	negotiated := []string{}
 	for _, cp := range p.Capabilities {
 		if slices.Contains(Capabilities, cp) && !c.caps[cp] {
 			c.caps[cp] = true
@@ -254,6 +254,7 @@ func (c *conn) initialize(p InitializeParams) InitializeResult {
 		ProtocolVersion: api.ProtocolVersion,
 		Server:          ClientInfo{Name: "sessiond", Version: c.srv.o.Version},
 		Capabilities:    Capabilities,
+		Negotiated:      negotiated,
 		ConnectionID:    c.id,
 	}
 }

@@ -63,6 +63,7 @@ func recv[T any](t *testing.T, ch <-chan T) T {
 type panicSub struct{}
 
 func (panicSub) ID() string { return "p" }
+func (panicSub) Abandon()   {}
 func (panicSub) Next(context.Context) (event.Event, error) {
 	panic("host bug")
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/store"
 )
 
 // JSON-RPC codes of the protocol errors.
@@ -41,6 +42,7 @@ var kindCodes = map[api.Kind]int64{
 	api.KindRequestNotFound:     -32023,
 	api.KindUpgradeRefused:      -32024,
 	api.KindSessionDamaged:      -32025,
+	api.KindStoreUnavailable:    -32027,
 }
 
 // protoError is a protocol-level error (not an api.Kind): method_not_found,
@@ -87,7 +89,22 @@ func toWire(err error) *errorObject {
 		}
 		return wireError(code, ae.Error(), ae.Kind.String(), ae.Data)
 	}
+	if errors.Is(err, store.ErrUnavailable) {
+		// Whichever write the store refused (journal, lease, record): the
+		// one storage failure a client can act on, so it gets its kind here
+		// rather than at each of host's call sites.
+		k := api.KindStoreUnavailable
+		return wireError(kindCodes[k], err.Error(), k.String(), map[string]any{"cause": cutCause(err.Error())})
+	}
 	return wireError(CodeInternal, err.Error(), api.KindInternal.String(), nil)
+}
+
+// cutCause is an error's text for data.cause, at most 512 bytes.
+func cutCause(s string) string {
+	if len(s) > 512 {
+		return s[:512] + "…"
+	}
+	return s
 }
 
 func wireError(code int64, msg, reason string, data map[string]any) *errorObject {

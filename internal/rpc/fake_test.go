@@ -32,6 +32,7 @@ type fakeBackend struct {
 	startCost func()
 	sendHook  func(ctx context.Context) error
 	readHook  func(p api.ReadParams) api.ReadResult
+	readErr   error // Read fails with it, when set
 }
 
 // lockSession takes id's modelled session lock, if locks are on.
@@ -165,6 +166,9 @@ func (f *fakeBackend) Attach(_ context.Context, conn string, p api.AttachParams,
 }
 
 func (f *fakeBackend) Read(_ context.Context, p api.ReadParams) (api.ReadResult, error) {
+	if f.readErr != nil {
+		return api.ReadResult{}, f.readErr
+	}
 	if f.readHook != nil {
 		return f.readHook(p), nil
 	}
@@ -220,15 +224,23 @@ func (f *fakeBackend) Counts() api.SessionCounts { return api.SessionCounts{Stor
 func (f *fakeBackend) Providers() []string       { return []string{"echo"} }
 func (f *fakeBackend) Stats() map[string]any     { return map[string]any{"evictions": 0} }
 
-// fakeSub delivers evs, then err (nil: block until ctx ends).
+// fakeSub delivers evs, then err (nil: block until ctx ends). Abandon
+// closes abandoned, when set.
 type fakeSub struct {
-	id  string
-	evs []event.Event
-	err error
-	i   int
+	id        string
+	evs       []event.Event
+	err       error
+	i         int
+	abandoned chan struct{}
 }
 
 func (s *fakeSub) ID() string { return s.id }
+
+func (s *fakeSub) Abandon() {
+	if s.abandoned != nil {
+		close(s.abandoned)
+	}
+}
 
 func (s *fakeSub) Next(ctx context.Context) (event.Event, error) {
 	if s.i < len(s.evs) {

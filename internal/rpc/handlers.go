@@ -100,16 +100,13 @@ func hAttach(ctx context.Context, c *conn, p *api.AttachParams) (any, error) {
 		return nil, err
 	}
 	r.Events, r.HasMore, err = c.visiblePage(ctx, p.SessionID, r.Events, r.HasMore, r.LastSeq, p.Limit)
-	if err != nil {
-		if sub != nil { // never pumped
-			c.srv.o.Backend.Detach(context.WithoutCancel(ctx), c.id, sub.ID())
-		}
-		return nil, err
+	var raw rawResult
+	if err == nil {
+		raw, err = encodeAttach(r)
 	}
-	raw, err := encodeAttach(r)
 	if err != nil {
-		if sub != nil { // never pumped
-			c.srv.o.Backend.Detach(context.WithoutCancel(ctx), c.id, sub.ID())
+		if sub != nil {
+			sub.Abandon() // never pumped: the attach leaves nothing
 		}
 		return nil, err
 	}

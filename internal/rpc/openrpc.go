@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/sessiond/sessiond/internal/api"
@@ -38,7 +39,7 @@ func OpenRPC() []byte {
 
 func buildOpenRPC() map[string]any {
 	g := &schemaGen{defs: map[string]any{}}
-	errs, errRefs := openrpcErrors()
+	errs := openrpcErrors()
 	methods := make([]any, 0, len(methodList))
 	for _, m := range methodList {
 		wt, ok := methodTypes[m.name]
@@ -54,7 +55,7 @@ func buildOpenRPC() map[string]any {
 			"paramStructure": "by-name",
 			"params":         params,
 			"result":         map[string]any{"name": "result", "schema": g.ref(wt.result)},
-			"errors":         errRefs,
+			"errors":         methodErrorRefs(m, wt, errs),
 			"x-capability":   m.capability,
 			"x-queued":       m.slow,
 		}
@@ -115,9 +116,8 @@ func paramDescriptors(g *schemaGen, params any) []any {
 
 func typeName(v any) string { return reflect.TypeOf(v).Name() }
 
-// openrpcErrors is every error the server answers, keyed by data.reason,
-// and the list of $refs each method carries.
-func openrpcErrors() (map[string]any, []any) {
+// openrpcErrors is every error the server answers, keyed by data.reason.
+func openrpcErrors() map[string]any {
 	errs := map[string]any{}
 	add := func(reason string, code int64) {
 		errs[reason] = map[string]any{"code": code, "message": reason,
@@ -129,11 +129,67 @@ func openrpcErrors() (map[string]any, []any) {
 	for reason, code := range protoErrors {
 		add(reason, code)
 	}
+	return errs
+}
+
+// backendKinds are what a session method's Backend call can answer; the
+// cursor and request errors only the methods that take a cursor or a
+// request id. An over-approximation where the host's paths are many (a
+// hold may start, evict or fail a provider): never an error a method can
+// answer left out.
+var backendKinds = []api.Kind{api.KindSessionNotFound, api.KindSessionNotLive, api.KindSessionOwned,
+	api.KindStaleFence, api.KindEvictionFailed, api.KindExitUnproven, api.KindProviderFailed,
+	api.KindTurnRunning, api.KindInvalidState, api.KindLimitExceeded, api.KindUnknownProvider,
+	api.KindSessionDamaged, api.KindStoreUnavailable}
+
+// methodErrorRefs lists the errors m can answer (data.reason, as $refs):
+// the gate's (not_initialized, or already_initialized for initialize;
+// capability_not_negotiated when m needs a capability), invalid_params
+// when it takes params, limit_exceeded when it is queued (queued_calls),
+// internal_error, and its handler's own. Message-level errors (a batch,
+// an invalid request, an unknown method) belong to no method.
+func methodErrorRefs(m method, wt wireTypes, errs map[string]any) []any {
+	set := map[string]bool{api.KindInternal.String(): true}
+	addKind := func(ks ...api.Kind) {
+		for _, k := range ks {
+			set[k.String()] = true
+		}
+	}
+	if m.name == "initialize" {
+		set["already_initialized"] = true
+		addKind(api.KindInvalidParams, api.KindUnsupportedProtocol)
+	} else {
+		addKind(api.KindNotInitialized)
+	}
+	if m.capability != "" {
+		set["capability_not_negotiated"] = true
+	}
+	if wt.params != nil || m.name == "agentSession.list" {
+		addKind(api.KindInvalidParams)
+	}
+	if m.slow {
+		addKind(api.KindLimitExceeded)
+	}
+	switch {
+	case m.name == methodUpgrade:
+		addKind(api.KindUpgradeRefused)
+	case strings.HasPrefix(m.name, "agentSession."):
+		addKind(backendKinds...)
+		switch m.name {
+		case "agentSession.attach", "agentSession.read":
+			addKind(api.KindCursorAhead, api.KindCursorCompacted)
+		case "agentSession.respond":
+			addKind(api.KindRequestNotFound)
+		}
+	}
 	refs := []any{}
-	for _, r := range sortedKeys(errs) {
+	for _, r := range sortedKeys(set) {
+		if _, ok := errs[r]; !ok {
+			panic("rpc: method " + m.name + " lists error " + r + ", which is not in the document")
+		}
 		refs = append(refs, map[string]any{"$ref": "#/components/errors/" + r})
 	}
-	return errs, refs
+	return refs
 }
 
 func sortedKeys[V any](m map[string]V) []string {

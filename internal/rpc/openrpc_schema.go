@@ -25,6 +25,17 @@ var (
 	emptyStruct = reflect.TypeOf(struct{}{})
 )
 
+// schemaEnums are the closed sets on the wire: struct name -> json field
+// -> every value the daemon sends or takes (PROTOCOL.md). A validator of
+// the document then refuses anything else ("yes" as a decision).
+var schemaEnums = map[string]map[string][]string{
+	"RespondParams":         {"decision": {"approve", "approveForSession", "deny", "cancel"}},
+	"ApprovalResolvedData":  {"decision": {"approve", "approveForSession", "deny", "cancel"}},
+	"ApprovalRequestedData": {"kind": {"command", "fileChange", "permissions", "userInput", "elicitation", "toolCall"}},
+	"TurnCompletedData":     {"status": {"completed", "interrupted", "failed"}},
+	"SessionInfo":           {"state": {"stored", "starting", "live", "exited", "evicting"}, "lease": {"released", "reserved", "live"}},
+}
+
 // ref returns the schema of v's type, registering named structs.
 func (g *schemaGen) ref(v any) any {
 	if v == nil {
@@ -93,6 +104,9 @@ func (g *schemaGen) object(t reflect.Type) map[string]any {
 		omit := strings.Contains(","+opts+",", ",omitempty,")
 		if f.Type.Kind() == reflect.Pointer && !omit {
 			s = map[string]any{"anyOf": []any{s, map[string]any{"type": "null"}}}
+		}
+		if vals, ok := schemaEnums[t.Name()][name]; ok {
+			s = map[string]any{"type": "string", "enum": vals}
 		}
 		props[name] = s
 		if !omit {

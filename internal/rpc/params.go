@@ -78,7 +78,10 @@ type InitializeResult struct {
 	ProtocolVersion int        `json:"protocolVersion"`
 	Server          ClientInfo `json:"server"`
 	Capabilities    []string   `json:"capabilities"`
-	ConnectionID    string     `json:"connectionId"`
+	// Negotiated is what this connection has: client ∩ server, in the
+	// client's order (PROTOCOL.md "Handshake and capabilities").
+	Negotiated   []string `json:"negotiated"`
+	ConnectionID string   `json:"connectionId"`
 }
 
 // Status is daemon.status's result.

@@ -79,7 +79,7 @@ func TestErrorTableMatchesDoc(t *testing.T) {
 			doc[strings.Trim(strings.TrimSpace(cells[2]), "`")] = strings.TrimSpace(cells[1])
 		}
 	}
-	for k := api.KindInternal; k <= api.KindSessionDamaged; k++ {
+	for k := api.KindInternal; k <= api.KindStoreUnavailable; k++ {
 		code, ok := kindCodes[k]
 		if !ok {
 			t.Errorf("kind %s has no code", k)

@@ -14,13 +14,13 @@ import (
 	"github.com/sessiond/sessiond/internal/tty"
 )
 
-// Install (`sessiond install-service`) copies this binary to a stable place (--binary, default
-// ~/.local/bin/sessiond; never inside a git work tree), writes the
-// platform's service files (nativeService: the systemd user units on
-// Linux, the launchd agent on macOS) naming that copy, and prints the
-// commands to run next. A file that exists with other content (the
-// binary included) is never replaced without --force; identical content
-// is left alone. Nothing is written when any file would be refused.
+// Install (`sessiond install-service`) copies this binary to a stable
+// place (--binary, default ~/.local/bin/sessiond; never inside a git work
+// tree), writes the platform's service files (nativeService: the systemd
+// user units on Linux, the launchd agent on macOS) naming that copy, and
+// prints the commands to run next. A file that exists with other content
+// (the binary included) is never replaced without --force; identical
+// content is left alone. Nothing is written when any file would be refused.
 func Install(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("install-service", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -12,15 +12,19 @@ import (
 // Record is a stored session: what create wrote plus what later holds
 // learned (the provider's thread id).
 type Record struct {
-	ID        string            `json:"id"`
-	Provider  string            `json:"provider"`
-	Cwd       string            `json:"cwd"`
-	Title     string            `json:"title,omitempty"`
-	CreatedAt time.Time         `json:"createdAt"`
-	ThreadID  string            `json:"threadId,omitempty"`
-	Env       map[string]string `json:"env,omitempty"` // provider env pinned at create
-	Options   json.RawMessage   `json:"options,omitempty"`
-	LastExit  json.RawMessage   `json:"lastExit,omitempty"`
+	ID        string    `json:"id"`
+	Provider  string    `json:"provider"`
+	Cwd       string    `json:"cwd"`
+	Title     string    `json:"title,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+	ThreadID  string    `json:"threadId,omitempty"`
+	// ThreadFresh: ThreadID was minted by the daemon and the provider has
+	// not begun that thread yet (no turn): a resume it refuses as not
+	// found starts it afresh under the same id, with nothing replaced.
+	ThreadFresh bool              `json:"threadFresh,omitempty"`
+	Env         map[string]string `json:"env,omitempty"` // provider env pinned at create
+	Options     json.RawMessage   `json:"options,omitempty"`
+	LastExit    json.RawMessage   `json:"lastExit,omitempty"`
 }
 
 // ErrNotFound means no record has that id.
@@ -36,14 +40,14 @@ func (s *Store) PutRecord(r Record) error {
 	if err != nil {
 		return fmt.Errorf("session %s: encode record: %w", r.ID, err)
 	}
-	return s.DB.Update(func(tx *bolt.Tx) error {
+	return Update(s.DB, func(tx *bolt.Tx) error {
 		return tx.Bucket(BucketSessions).Put([]byte(r.ID), b)
 	})
 }
 
 // UpdateRecord applies fn to the stored record id in one transaction.
 func (s *Store) UpdateRecord(id string, fn func(*Record)) error {
-	return s.DB.Update(func(tx *bolt.Tx) error {
+	return Update(s.DB, func(tx *bolt.Tx) error {
 		bk := tx.Bucket(BucketSessions)
 		raw := bk.Get([]byte(id))
 		if raw == nil {
@@ -100,7 +104,7 @@ func (s *Store) ListRecords(bad func(id string, err error)) ([]Record, error) {
 
 // DeleteRecord removes a record (absent is not an error).
 func (s *Store) DeleteRecord(id string) error {
-	return s.DB.Update(func(tx *bolt.Tx) error {
+	return Update(s.DB, func(tx *bolt.Tx) error {
 		return tx.Bucket(BucketSessions).Delete([]byte(id))
 	})
 }

@@ -108,7 +108,7 @@ async function relayFigure(): Promise<void> {
       const b = (await c.create({ provider: "echo", cwd: d.dir })).sessionId;
       const t2 = performance.now();
       await phone.call("agentSession.hold", { sessionId: b, holderId: "phone" });
-      await phone.call("agentSession.attach", { sessionId: b });
+      const { subscriptionId } = await phone.call<{ subscriptionId: string }>("agentSession.attach", { sessionId: b });
       await phone.call("agentSession.send", { sessionId: b, text: "hi" });
       await phone.until((e) => e.sessionId === b && e.type === "message.delta");
       const t3 = performance.now();
@@ -116,6 +116,7 @@ async function relayFigure(): Promise<void> {
         direct.push(t1 - t0);
         relayed.push(t3 - t2);
       }
+      await phone.call("agentSession.detach", { subscriptionId }); // a phone has at most maxStreamsPerPhone
       await c.closeSession(a);
       await c.closeSession(b);
     }

@@ -30,6 +30,20 @@ export interface RelayLimits {
    * past it the WebSocket upgrade is refused 503 (logged once until the
    * count drops below it again). */
   maxPhones: number;
+  /** Event streams one phone connection has attached at once (default
+   * 16): past it an attach is refused -32019 limit_exceeded (data.limit
+   * "phone_streams"). With maxBufferedBytes it bounds what one phone that
+   * never reads costs the relay (README "The relay's limits"). */
+  maxStreamsPerPhone: number;
+  /** WebSocket heartbeat: a ping to every phone this often (default
+   * 15 s)… */
+  pingIntervalMs: number;
+  /** …and a phone that has not answered a ping with a pong within this
+   * (default 10 s) is dead (it left the network without a FIN): its
+   * socket is terminated, which frees its slot (maxPhones), its streams and
+   * its daemon connection; logged once per phone ("phone closed: no
+   * pong"). */
+  pingTimeoutMs: number;
 }
 
 export const DEFAULT_LIMITS: RelayLimits = {
@@ -41,6 +55,9 @@ export const DEFAULT_LIMITS: RelayLimits = {
   maxHoldTtlMs: 3_600_000,
   holdTtlMs: 120_000,
   maxPhones: 64,
+  maxStreamsPerPhone: 16,
+  pingIntervalMs: 15_000,
+  pingTimeoutMs: 10_000,
 };
 
 /** Slack past maxMessageBytes that is still read and answered with an

@@ -2,6 +2,7 @@
 // sessiond-relay [--host H] [--port P] [--token-file F] [--socket S] [--hold-ttl-ms N]
 //   [--max-hold-ttl-ms N] [--max-holds-per-phone N] [--max-holds N]
 //   [--max-in-flight N] [--max-buffered-bytes N] [--max-message-bytes N] [--max-phones N]
+//   [--max-streams-per-phone N] [--ping-interval-ms N] [--ping-timeout-ms N]
 import { parseArgs } from "node:util";
 import { DaemonUnavailableError, startRelay, type Relay } from "./relay.js";
 import type { RelayLimits } from "./limits.js";
@@ -15,6 +16,9 @@ const LIMIT_FLAGS: Record<string, keyof RelayLimits> = {
   "max-buffered-bytes": "maxBufferedBytes",
   "max-message-bytes": "maxMessageBytes",
   "max-phones": "maxPhones",
+  "max-streams-per-phone": "maxStreamsPerPhone",
+  "ping-interval-ms": "pingIntervalMs",
+  "ping-timeout-ms": "pingTimeoutMs",
 };
 const { values } = parseArgs({
   options: {
@@ -49,6 +53,26 @@ try {
 }
 if (relay.tokenCreated) console.log(`sessiond-relay: new bearer token (saved): ${relay.token}`);
 console.log(`sessiond-relay: listening on ${relay.url}`);
-const stop = () => void relay.close().then(() => process.exit(0));
-process.on("SIGINT", stop);
-process.on("SIGTERM", stop);
+// SIGTERM or SIGINT: every phone is closed and the relay exits 0 within
+// STOP_MS whatever is still under way (a phone's daemon connection, a
+// reconnect, a write to a phone that does not read); a second signal exits
+// at once.
+const STOP_MS = 1500;
+let stopping = false;
+const stop = (sig: string) => {
+  if (stopping) process.exit(0);
+  stopping = true;
+  setTimeout(() => {
+    console.error(`sessiond-relay: ${sig}: not closed within ${STOP_MS} ms, exiting anyway`);
+    process.exit(0);
+  }, STOP_MS);
+  relay.close().then(() => {
+    console.log(`sessiond-relay: ${sig}: stopped`);
+    process.exit(0);
+  }, (e: unknown) => {
+    console.error(`sessiond-relay: ${sig}: close failed: ${(e as Error)?.message ?? String(e)}`);
+    process.exit(0);
+  });
+};
+process.on("SIGINT", () => stop("SIGINT"));
+process.on("SIGTERM", () => stop("SIGTERM"));

@@ -28,6 +28,9 @@ export const CLOSE_NOT_READING = 1008;
 
 let phones = 0;
 
+/** Longest string id the relay echoes back (characters). */
+const MAX_ID_LENGTH = 1024;
+
 /** The daemon's bound on clientMessageId (bytes). */
 const MAX_MESSAGE_ID = 256;
 
@@ -42,14 +45,26 @@ export class Phone {
   private subs = new Map<string, Subscription>();
   private closed = false;
   private inFlight = 0;
+  /** Attaches under way (counted against maxStreamsPerPhone). */
+  private attaching = 0;
   /** Notifications (requests without an id) of session methods, which
    * are not run: the first is logged, the count when the phone goes. */
   private droppedNotifications = 0;
 
   constructor(private ws: WebSocket, private sh: PhoneShared, readonly identity: string = `anon-${randomUUID()}`) {}
 
+  private pingTimer: NodeJS.Timeout | undefined;
+  private pongTimer: NodeJS.Timeout | undefined;
+  /** Pumps waiting for the phone to take its output down to half of
+   * maxBufferedBytes, and whether a ping is out to tell when. */
+  private drainWaiters: Array<() => void> = [];
+  private drainArmed = false;
+  /** Its streams waited for it once (logged once). */
+  private backedUp = false;
+
   start(): void {
-    this.ws.on("message", (data: RawData, isBinary: boolean) => void this.onFrame(data, isBinary));
+    this.heartbeat();
+    this.ws.on("message", (data: RawData, isBinary: boolean) => void this.onFrameGuarded(data, isBinary));
     this.ws.on("close", () => this.end());
     this.ws.on("error", (e: Error) => {
       this.sh.log("phone error", { phone: this.id, error: e.message });
@@ -57,10 +72,38 @@ export class Phone {
     });
   }
 
+  /** Pings the phone every pingIntervalMs; one that has not answered
+   * within pingTimeoutMs is terminated (its "close" ends the rest). */
+  private heartbeat(): void {
+    const { pingIntervalMs, pingTimeoutMs } = this.sh.limits;
+    this.ws.on("pong", () => {
+      clearTimeout(this.pongTimer);
+      this.pongTimer = undefined;
+    });
+    this.pingTimer = setInterval(() => {
+      if (this.closed || this.pongTimer) return;
+      this.pongTimer = setTimeout(() => {
+        if (this.closed) return;
+        this.sh.log("phone closed: no pong", { phone: this.id, ping_timeout_ms: pingTimeoutMs });
+        this.end();
+        this.ws.terminate();
+      }, pingTimeoutMs);
+      this.ws.ping();
+    }, pingIntervalMs);
+  }
+
   private own(): Promise<SessiondClient> {
     if (!this.client) {
       const c = SessiondClient.connect(this.sh.clientOpts);
       this.client = c;
+      // A stream the phone does not take paused at its high-water mark:
+      // logged the first time per phone.
+      let paused = false;
+      c.then((cl) => cl.on("streamPaused", (p: { sessionId: string; queuedBytes: number }) => {
+        if (paused) return;
+        paused = true;
+        this.sh.log("phone stream paused", { phone: this.id, session_id: p.sessionId, queued_bytes: p.queuedBytes });
+      }), () => undefined);
       // A connect that failed (the daemon was down) is not kept: the
       // phone's next call tries again.
       c.catch(() => {
@@ -73,6 +116,9 @@ export class Phone {
   private end(): void {
     if (this.closed) return;
     this.closed = true;
+    clearInterval(this.pingTimer);
+    clearTimeout(this.pongTimer);
+    for (const w of this.drainWaiters.splice(0)) w();
     if (this.droppedNotifications > 1) {
       this.sh.log("phone notifications dropped", { phone: this.id, count: this.droppedNotifications });
     }
@@ -83,16 +129,41 @@ export class Phone {
 
   /** Sends a frame unless the phone's unread output would pass
    * maxBufferedBytes: then the phone is closed (1008), logged once. */
-  private send(frame: string): void {
-    if (this.closed || this.ws.readyState !== this.ws.OPEN) return;
+  private send(frame: string): boolean {
+    if (this.closed || this.ws.readyState !== this.ws.OPEN) return false;
     const max = this.sh.limits.maxBufferedBytes;
     if (this.ws.bufferedAmount + Buffer.byteLength(frame) > max) {
       this.sh.log("phone closed: not reading", { phone: this.id, buffered_bytes: this.ws.bufferedAmount, max_buffered_bytes: max });
       this.end();
       this.ws.close(CLOSE_NOT_READING, `over ${max} bytes of unread output (maxBufferedBytes)`);
-      return;
+      return false;
     }
     this.ws.send(frame);
+    return true;
+  }
+
+  /** Resolves once the phone has at most half of maxBufferedBytes unread
+   * (true), or is gone (false). Every stream of the phone waits on the
+   * same ping: its write callback runs once everything before it went to
+   * the kernel. */
+  private async room(): Promise<boolean> {
+    const high = this.sh.limits.maxBufferedBytes / 2;
+    while (!this.closed && this.ws.readyState === this.ws.OPEN && this.ws.bufferedAmount > high) {
+      if (!this.backedUp) {
+        this.backedUp = true;
+        this.sh.log("phone output backed up", { phone: this.id, buffered_bytes: this.ws.bufferedAmount, max_buffered_bytes: this.sh.limits.maxBufferedBytes });
+      }
+      await new Promise<void>((res) => {
+        this.drainWaiters.push(res);
+        if (this.drainArmed) return;
+        this.drainArmed = true;
+        this.ws.ping(undefined, undefined, () => {
+          this.drainArmed = false;
+          for (const w of this.drainWaiters.splice(0)) w();
+        });
+      });
+    }
+    return !this.closed && this.ws.readyState === this.ws.OPEN;
   }
 
   private reply(id: unknown, body: Json): void {
@@ -101,6 +172,23 @@ export class Phone {
 
   private error(id: unknown, code: number, message: string, data: Json): void {
     this.reply(id ?? null, { error: { code, message, data } });
+  }
+
+  /** No exception of a frame's handling escapes it (an unhandled
+   * rejection would end the relay and every phone): one that does is
+   * logged, answered -32603 when the frame's id is known, and the phone
+   * stays connected. */
+  private async onFrameGuarded(data: RawData, isBinary: boolean): Promise<void> {
+    try {
+      await this.onFrame(data, isBinary);
+    } catch (e) {
+      this.sh.log("phone frame failed", { phone: this.id, error: String((e as Error)?.message ?? e).slice(0, 200) });
+      try {
+        this.error(null, -32603, "the relay failed to handle this frame", { reason: "internal_error" });
+      } catch {
+        // nothing more to tell the phone
+      }
+    }
   }
 
   private async onFrame(data: RawData, isBinary: boolean): Promise<void> {
@@ -120,9 +208,23 @@ export class Phone {
     if (Array.isArray(msg)) {
       return this.error(null, -32600, "batches are not supported by the relay: send one request per frame", { reason: "batch_not_supported" });
     }
-    const id = msg?.id;
-    if (!msg || typeof msg !== "object" || msg.jsonrpc !== "2.0" || typeof msg.method !== "string") {
-      return this.error(id, -32600, "not a JSON-RPC 2.0 request", { reason: "invalid_request" });
+    if (!msg || typeof msg !== "object") {
+      return this.error(null, -32600, "not a JSON-RPC 2.0 request: not an object", { reason: "invalid_request" });
+    }
+    // JSON-RPC 2.0: an id is a string, a number or null. Anything else
+    // (an object, an array nested thousands deep) is never echoed back.
+    const id = msg.id;
+    if (id !== undefined && id !== null && typeof id !== "string" && typeof id !== "number") {
+      return this.error(null, -32600, `id must be a string, a number or null, not ${Array.isArray(id) ? "an array" : typeof id}`,
+        { reason: "invalid_request", field: "id" });
+    }
+    if (typeof id === "string" && id.length > MAX_ID_LENGTH) {
+      return this.error(null, -32600, `id is ${id.length} characters, over the relay's limit of ${MAX_ID_LENGTH}`,
+        { reason: "invalid_request", field: "id", limit: MAX_ID_LENGTH });
+    }
+    if (msg.jsonrpc !== "2.0" || typeof msg.method !== "string") {
+      return this.error(id, -32600, `not a JSON-RPC 2.0 request: ${msg.jsonrpc !== "2.0" ? "jsonrpc is not \"2.0\"" : "method is not a string"}`,
+        { reason: "invalid_request", field: msg.jsonrpc !== "2.0" ? "jsonrpc" : "method" });
     }
     const method = msg.method;
     if (!RELAYED_METHODS.has(method)) {
@@ -235,6 +337,20 @@ export class Phone {
    * answers, then every event after afterSeq as agentSession.event
    * notifications, in seq order, across daemon restarts and lag. */
   private async attach(p: Json): Promise<unknown> {
+    const max = this.sh.limits.maxStreamsPerPhone;
+    if (this.subs.size + this.attaching >= max) {
+      throw new RelayError(-32019, `this phone has ${this.subs.size + this.attaching} streams attached, the relay's limit (maxStreamsPerPhone ${max})`,
+        { reason: "limit_exceeded", limit: "phone_streams", max });
+    }
+    this.attaching++;
+    try {
+      return await this.attachNow(p);
+    } finally {
+      this.attaching--;
+    }
+  }
+
+  private async attachNow(p: Json): Promise<unknown> {
     const c = await this.own();
     const sessionId = p.sessionId as string;
     const session = await c.get(sessionId);
@@ -245,22 +361,25 @@ export class Phone {
     const sub = await c.attach(sessionId, { afterSeq: (p.afterSeq as number) ?? 0,
       highWaterMark: 1024, highWaterMarkBytes: Math.max(64 << 10, Math.floor(this.sh.limits.maxBufferedBytes / 16)) });
     const subscriptionId = `r-${randomUUID()}`;
+    if (this.closed) {
+      sub.close();
+      throw new RelayError(-32603, "the phone went while attaching", { reason: "connection_closed" });
+    }
     this.subs.set(subscriptionId, sub);
     setImmediate(() => void this.pump(subscriptionId, sub));
     return { subscriptionId, session, events: [], lastSeq: session.lastSeq, hasMore: false };
   }
 
   /** Events wait while the phone has half of maxBufferedBytes unread (the
-   * stream then backs up to the daemon, which lags it). */
+   * stream then backs up into its queue, which pauses it past its
+   * high-water mark); a frame that would pass maxBufferedBytes closes the
+   * phone 1008 as any other output does. */
   private async pump(subscriptionId: string, sub: Subscription): Promise<void> {
-    const high = this.sh.limits.maxBufferedBytes / 2;
     try {
       for await (const event of sub) {
-        if (this.closed || this.ws.readyState !== this.ws.OPEN) break;
+        if (!(await this.room())) break;
         const frame = JSON.stringify({ jsonrpc: "2.0", method: "agentSession.event", params: { subscriptionId, event } });
-        if (this.ws.bufferedAmount > high) {
-          await new Promise<void>((res) => this.ws.send(frame, () => res())); // let the phone catch up
-        } else this.ws.send(frame);
+        if (!this.send(frame)) break;
       }
     } catch (e) {
       // Only this stream ends (its session is gone after a daemon restart,

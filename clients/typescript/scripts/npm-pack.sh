@@ -73,6 +73,6 @@ JS
 for d in "$out"/stage/*; do
 	(cd "$d" && npm pack --silent --pack-destination "$out" >/dev/null)
 done
-(cd "$ts" && npx tsc -p . && npm pack --silent --pack-destination "$out" >/dev/null)
+(cd "$ts" && npm run --silent build && npm pack --silent --pack-destination "$out" >/dev/null)
 rm -rf "$out/stage"
 ls "$out"

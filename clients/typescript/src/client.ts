@@ -1,20 +1,48 @@
 import { EventEmitter } from "node:events";
 import { DEFAULT_LINK_LIMITS, Link } from "./link.js";
-import { Subscription } from "./subscription.js";
+import { Subscription, internal } from "./subscription.js";
 import { Holds } from "./holds.js";
 import { Streams } from "./streams.js";
 import { resolveSocketPath } from "./socket.js";
 import { ClientClosedError, ConnectionClosedError } from "./errors.js";
 import { RETRY_SAFE, sleep, untilSettled, withMessageId } from "./calls.js";
 import { DEFAULT_CAPABILITIES, type CallOptions, type ClientOptions } from "./options.js";
+import { ensureDaemon } from "./ensure.js";
 import { PROTOCOL_VERSION, type HoldParams, type HoldResult, type InitializeResult, type MethodName, type Methods } from "./generated/types.js";
 
 export { DEFAULT_CAPABILITIES } from "./options.js";
 export type { CallOptions, ClientOptions, LagRetryOptions, ReconnectOptions } from "./options.js";
 
 
+/** What an on* registration returns: dispose() removes the handler
+ * (as vscode-jsonrpc's Disposable; `using` works too). */
+export interface Disposable {
+  dispose(): void;
+  [Symbol.dispose](): void;
+}
+
+/** The client's events and what each handler gets. */
+export interface ClientEvents {
+  disconnected: Error;
+  reconnected: InitializeResult;
+  reconnecting: { attempt: number; delayMs: number };
+  holdLost: { params: HoldParams; error: Error };
+  lagReattach: { sessionId: string; delayMs: number };
+  streamPaused: { sessionId: string; queued: number; queuedBytes: number };
+  daemonStarted: { logFile?: string };
+  error: Error;
+}
+
 type Params<M extends MethodName> = Methods[M]["params"];
 type Result<M extends MethodName> = Methods[M]["result"];
+
+/** Nothing listens on the socket (no daemon): refused, or no socket. */
+function noDaemon(e: unknown): boolean {
+  for (let x = e as { code?: string; cause?: unknown } | undefined, i = 0; x && i < 5; x = x.cause as typeof x, i++) {
+    if (x.code === "ECONNREFUSED" || x.code === "ENOENT") return true;
+  }
+  return false;
+}
 
 /**
  * A sessiond client: typed calls, event streams, and reconnection that
@@ -50,15 +78,61 @@ export class SessiondClient extends EventEmitter {
       timeoutMs: () => this.timeoutMs,
       lagRetry: opts.lagRetry,
       onLagReattach: (sub, delayMs) => this.emit("lagReattach", { sessionId: sub.sessionId, delayMs }),
-      onPause: (sub) => this.emit("streamPaused", { sessionId: sub.sessionId, queued: sub.queued, queuedBytes: sub.queuedBytes }),
+      onPause: (sub) => this.emit("streamPaused", { sessionId: sub.sessionId, queued: sub.queued, queuedBytes: sub[internal].queuedBytes }),
     });
   }
 
   /** Connects and initializes; rejects when no daemon answers. */
   static async connect(opts: ClientOptions = {}): Promise<SessiondClient> {
     const c = new SessiondClient(opts);
+    if (opts.ensureDaemon) await c.startDaemon();
     c.link = await c.open();
     return c;
+  }
+
+  /** ensureDaemon() on this client's socket (ClientOptions.ensureDaemon). */
+  private async startDaemon(): Promise<void> {
+    const e = typeof this.opts.ensureDaemon === "object" ? this.opts.ensureDaemon : {};
+    const r = await ensureDaemon({ ...e, socketPath: e.socketPath ?? this.socketPath });
+    if (r.started) this.emit("daemonStarted", { logFile: r.logFile });
+  }
+
+  /** Registers a handler of a client event, typed; dispose() removes it. */
+  onEvent<K extends keyof ClientEvents>(name: K, h: (e: ClientEvents[K]) => void): Disposable {
+    this.on(name, h);
+    const dispose = () => void this.off(name, h);
+    return { dispose, [Symbol.dispose]: dispose };
+  }
+
+  onDisconnected(h: (e: Error) => void): Disposable { return this.onEvent("disconnected", h); }
+  onReconnected(h: (e: InitializeResult) => void): Disposable { return this.onEvent("reconnected", h); }
+  onReconnecting(h: (e: ClientEvents["reconnecting"]) => void): Disposable { return this.onEvent("reconnecting", h); }
+  onHoldLost(h: (e: ClientEvents["holdLost"]) => void): Disposable { return this.onEvent("holdLost", h); }
+  onLagReattach(h: (e: ClientEvents["lagReattach"]) => void): Disposable { return this.onEvent("lagReattach", h); }
+  onStreamPaused(h: (e: ClientEvents["streamPaused"]) => void): Disposable { return this.onEvent("streamPaused", h); }
+  onDaemonStarted(h: (e: ClientEvents["daemonStarted"]) => void): Disposable { return this.onEvent("daemonStarted", h); }
+
+  private resolveClosed!: () => void; // declared before closed: set by its initializer
+  /** Resolves once close() was called and the connection is gone. */
+  readonly closed: Promise<void> = new Promise<void>((res) => (this.resolveClosed = res));
+
+  /** `await using client = await SessiondClient.connect()`: closed at the
+   * end of the scope. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.close();
+    await this.closed;
+  }
+
+  /** The capabilities this connection negotiated (client ∩ server, the
+   * initialize result's negotiated), as opposed to server.capabilities:
+   * all the server offers. */
+  get negotiated(): readonly string[] {
+    return this.server.negotiated;
+  }
+
+  /** Whether this connection negotiated capability. */
+  has(capability: string): boolean {
+    return this.server.negotiated.includes(capability);
   }
 
   /** The last initialize result (server capabilities, connectionId). */
@@ -122,6 +196,9 @@ export class SessiondClient extends EventEmitter {
     const r = typeof this.opts.reconnect === "object" ? this.opts.reconnect : {};
     const initial = r.initialDelayMs ?? 50;
     const max = r.maxDelayMs ?? 2000;
+    // An attempt that found no daemon: once one answers again, the
+    // backoff starts over (the daemon is back, not flapping).
+    let foundNone = false;
     for (;;) {
       const attempt = ++this.attempts;
       const delay = this.backoffMs || initial;
@@ -131,7 +208,16 @@ export class SessiondClient extends EventEmitter {
       if (this.closedByUser) throw new ClientClosedError();
       let link: Link | undefined;
       try {
-        link = await this.open();
+        try {
+          link = await this.open();
+        } catch (e) {
+          if (!noDaemon(e)) throw e;
+          foundNone = true;
+          if (!this.opts.ensureDaemon) throw e;
+          await this.startDaemon();
+          if (this.closedByUser) throw new ClientClosedError();
+          link = await this.open();
+        }
         // A restore that fails (not the daemon refusing one stream: the
         // connection) is a failed attempt like a failed connect: counted
         // against maxAttempts, and the delay keeps doubling.
@@ -153,6 +239,7 @@ export class SessiondClient extends EventEmitter {
       }
       this.link = link;
       this.connecting = undefined;
+      if (foundNone) this.resetBackoff();
       // The backoff carries on (doubled) should this connection drop
       // before it has been up for healthyMs.
       const armed = link;
@@ -269,9 +356,9 @@ export class SessiondClient extends EventEmitter {
    * subscribed: a subscription whose answer comes too late is detached. */
   async attach(sessionId: string, opts: { afterSeq?: number; pageLimit?: number; highWaterMark?: number; highWaterMarkBytes?: number } & CallOptions = {}): Promise<Subscription> {
     const sub = new Subscription(this.streams, sessionId, opts.afterSeq ?? 0);
-    sub.pageLimit = opts.pageLimit ?? 4096;
-    sub.highWaterMark = opts.highWaterMark ?? this.opts.highWaterMark ?? sub.highWaterMark;
-    sub.highWaterMarkBytes = opts.highWaterMarkBytes ?? this.opts.highWaterMarkBytes ?? sub.highWaterMarkBytes;
+    sub[internal].pageLimit = opts.pageLimit ?? 4096;
+    sub[internal].highWaterMark = opts.highWaterMark ?? this.opts.highWaterMark ?? sub[internal].highWaterMark;
+    sub[internal].highWaterMarkBytes = opts.highWaterMarkBytes ?? this.opts.highWaterMarkBytes ?? sub[internal].highWaterMarkBytes;
     this.streams.add(sub);
     const deadline = Date.now() + (opts.timeoutMs ?? this.timeoutMs);
     try {
@@ -301,5 +388,6 @@ export class SessiondClient extends EventEmitter {
     this.link = undefined; // no detach calls: the connection's end detaches all
     this.streams.closeAll();
     link?.fail(new ClientClosedError());
+    this.resolveClosed();
   }
 }

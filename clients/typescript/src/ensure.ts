@@ -1,10 +1,11 @@
 import { spawn } from "node:child_process";
-import { mkdirSync, openSync, closeSync, readFileSync, fstatSync } from "node:fs";
+import { mkdirSync, openSync, closeSync, readFileSync, fstatSync, writeSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { createRequire } from "node:module";
 import { createConnection } from "node:net";
 import { resolveSocketPath, resolveStateDir, socketDirProblem } from "./socket.js";
 import { UnsafeSocketError } from "./errors.js";
+import { here } from "./here.cjs";
 
 export interface EnsureDaemonOptions {
   /** The sessiond binary; default the one @sessiond/daemon ships for this
@@ -40,7 +41,7 @@ export function daemonAnswers(path: string): Promise<boolean> {
 /** The binary @sessiond/daemon ships for this platform, if installed. */
 export function packagedBinary(): string | undefined {
   try {
-    const req = createRequire(import.meta.url);
+    const req = createRequire(here);
     const mod = req("@sessiond/daemon") as { binaryPath(): string };
     return mod.binaryPath();
   } catch {
@@ -63,6 +64,74 @@ export async function ensureDaemon(opts: EnsureDaemonOptions = {}): Promise<Ensu
   if (await daemonAnswers(socketPath)) return { socketPath, started: false };
   const stateDir = resolveStateDir(opts.stateDir, env);
   mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  const deadline = Date.now() + (opts.timeoutMs ?? 15_000);
+  // One starter at a time across processes: whoever holds the start lock
+  // spawns, the others wait for its daemon to answer (and start one
+  // themselves only if that starter died or gave up).
+  for (let delay = 20; ; delay = Math.min(delay * 2, 250)) {
+    const unlock = takeStartLock(join(stateDir, "start.lock"));
+    if (unlock) {
+      try {
+        if (await daemonAnswers(socketPath)) return { socketPath, started: false };
+        return await spawnDaemon(opts, env, socketPath, stateDir, deadline);
+      } finally {
+        unlock();
+      }
+    }
+    if (await daemonAnswers(socketPath)) return { socketPath, started: false };
+    if (Date.now() > deadline) {
+      throw new Error(`ensureDaemon: no daemon answers on ${socketPath} after ${opts.timeoutMs ?? 15_000} ms, and another process (${join(stateDir, "start.lock")}) is starting one`);
+    }
+    await new Promise((r) => setTimeout(r, delay));
+  }
+}
+
+/** Takes path (O_EXCL, holding our pid): the unlock function, or
+ * undefined while a live process holds it. A lock whose process is gone is
+ * taken over. */
+function takeStartLock(path: string): (() => void) | undefined {
+  for (let i = 0; i < 2; i++) {
+    try {
+      const fd = openSync(path, "wx", 0o600);
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      return () => {
+        try {
+          if (readFileSync(path, "utf8") === String(process.pid)) unlinkSync(path);
+        } catch {
+          // gone already
+        }
+      };
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+    }
+    let pid = NaN;
+    try {
+      pid = Number(readFileSync(path, "utf8"));
+    } catch {
+      continue; // released meanwhile: try again
+    }
+    if (pid === process.pid || alive(pid)) return undefined;
+    try {
+      unlinkSync(path); // its starter died
+    } catch {
+      // another took it over first
+    }
+  }
+  return undefined;
+}
+
+function alive(pid: number): boolean {
+  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+async function spawnDaemon(opts: EnsureDaemonOptions, env: NodeJS.ProcessEnv, socketPath: string, stateDir: string, deadline: number): Promise<EnsureDaemonResult> {
   const logFile = join(stateDir, "sessiond.log");
   const fd = openSync(logFile, "a", 0o600);
   const logFrom = fstatSync(fd).size; // this start's output begins here
@@ -74,7 +143,6 @@ export async function ensureDaemon(opts: EnsureDaemonOptions = {}): Promise<Ensu
   child.once("exit", (code, signal) => (exit = { code, signal }));
   child.once("error", (err) => (exit = { code: null, err }));
   child.unref();
-  const deadline = Date.now() + (opts.timeoutMs ?? 15_000);
   for (let delay = 20; ; delay = Math.min(delay * 2, 250)) {
     if (await daemonAnswers(socketPath)) {
       // Whoever answers won the store's flock; a child of ours that lost
@@ -117,5 +185,26 @@ function readTail(path: string, from = 0): string {
     return readFileSync(path).subarray(from).toString("utf8").slice(-4000);
   } catch {
     return "";
+  }
+}
+
+/**
+ * Stops the daemon on the socket (daemon.shutdown, asking for the
+ * daemon.admin.v1 capability that call needs; the client's default
+ * capabilities leave it out). Resolves false when no daemon answered.
+ * For an app that started the daemon with ensureDaemon and owns it.
+ */
+export async function stopDaemon(opts: { socketPath?: string; timeoutMs?: number } = {}): Promise<boolean> {
+  const { SessiondClient } = await import("./client.js");
+  const { DEFAULT_CAPABILITIES } = await import("./options.js");
+  const socketPath = resolveSocketPath(opts.socketPath);
+  if (!(await daemonAnswers(socketPath))) return false;
+  const c = await SessiondClient.connect({ socketPath, reconnect: false, timeoutMs: opts.timeoutMs,
+    capabilities: [...DEFAULT_CAPABILITIES, "daemon.admin.v1"] });
+  try {
+    await c.shutdown();
+    return true;
+  } finally {
+    c.close();
   }
 }

@@ -4,8 +4,11 @@ import {
   ErrorCodes,
   ParameterStructures,
   ResponseError,
-  StreamMessageReader,
+  AbstractMessageReader,
+  Disposable,
   SocketMessageWriter,
+  type DataCallback,
+  type MessageReader,
   type Message,
   type MessageConnection,
   type MessageWriter,
@@ -30,16 +33,101 @@ import { socketDirProblem } from "./socket.js";
  * object (for the client's high-water mark, which counts bytes). */
 export const messageBytes = new WeakMap<object, number>();
 
-/** JSON, as vscode-jsonrpc decodes it, noting each message's size. */
-const sizingDecoder = {
-  name: "application/json",
-  decode(buf: Uint8Array): Promise<Message> {
-    const m = JSON.parse(Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength).toString("utf8")) as Record<string, unknown>;
-    const body = m?.params ?? m?.result;
-    if (body && typeof body === "object") messageBytes.set(body, buf.byteLength);
-    return Promise.resolve(m as unknown as Message);
-  },
-};
+/** Longest header block a message may have before its body. */
+const MAX_HEADER_BYTES = 8192;
+
+/**
+ * The daemon's Content-Length framing, read by a reader of our own on
+ * vscode-jsonrpc's public AbstractMessageReader (no private field of its
+ * StreamMessageReader is touched): a header naming more than max bytes
+ * ends the link before the body is buffered (onTooLarge), each message's
+ * wire size is noted (messageBytes), and nothing re-arms itself after the
+ * link is gone (vscode's reader's partial-message timer did).
+ */
+export class SizedMessageReader extends AbstractMessageReader implements MessageReader {
+  private chunks: Buffer[] = [];
+  private size = 0;
+  /** Body bytes of the message being read; -1 while reading its header. */
+  private need = -1;
+  private callback: DataCallback | undefined;
+  private stopped = false;
+
+  constructor(private socket: Socket, private max: number, private onTooLarge: (bytes: number) => void) {
+    super();
+    socket.on("error", (e) => this.fireError(e));
+    socket.on("close", () => this.fireClose());
+  }
+
+  listen(callback: DataCallback): Disposable {
+    this.callback = callback;
+    this.socket.on("data", this.onData);
+    return Disposable.create(() => {
+      this.callback = undefined;
+      this.socket.off("data", this.onData);
+    });
+  }
+
+  /** Stops reading for good (the link failed). */
+  stop(): void {
+    this.stopped = true;
+    this.chunks = [];
+    this.size = 0;
+  }
+
+  private take(n: number): Buffer {
+    const all = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.size);
+    const out = all.subarray(0, n);
+    const rest = all.subarray(n);
+    this.chunks = rest.length ? [rest] : [];
+    this.size = rest.length;
+    return out;
+  }
+
+  private onData = (d: Buffer): void => {
+    if (this.stopped) return;
+    this.chunks.push(d);
+    this.size += d.length;
+    for (;;) {
+      if (this.stopped) return;
+      if (this.need < 0) {
+        const all = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.size);
+        this.chunks = [all];
+        const end = all.indexOf("\r\n\r\n");
+        if (end < 0) {
+          if (this.size > MAX_HEADER_BYTES) this.bad(`a header of over ${MAX_HEADER_BYTES} bytes`);
+          return;
+        }
+        const header = all.subarray(0, end).toString("latin1");
+        const m = /(?:^|\r\n)content-length:\s*(\d+)\s*(?:\r\n|$)/i.exec(header);
+        if (!m) return this.bad(`a header without Content-Length: ${JSON.stringify(header.slice(0, 64))}`);
+        const len = Number(m[1]);
+        if (len > this.max) {
+          this.stop();
+          return this.onTooLarge(len);
+        }
+        this.take(end + 4);
+        this.need = len;
+      }
+      if (this.size < this.need) return;
+      const body = this.take(this.need);
+      this.need = -1;
+      let msg: Record<string, unknown>;
+      try {
+        msg = JSON.parse(body.toString("utf8")) as Record<string, unknown>;
+      } catch (e) {
+        return this.bad(`a message that is not JSON (${(e as Error).message.slice(0, 80)})`);
+      }
+      const b = msg?.params ?? msg?.result;
+      if (b && typeof b === "object") messageBytes.set(b, body.length);
+      this.callback?.(msg as unknown as Message);
+    }
+  };
+
+  private bad(what: string): void {
+    this.stop();
+    this.fireError(new Error(`the daemon sent ${what}`));
+  }
+}
 
 /** One connection to the daemon: a socket and its JSON-RPC framing. */
 export class Link {
@@ -54,24 +142,11 @@ export class Link {
 
   private constructor(socket: Socket, private limits: LinkLimits) {
     this.socket = socket;
-    const reader = new StreamMessageReader(socket, { charset: "utf-8", contentTypeDecoder: sizingDecoder });
-    // A message is refused as soon as its header names a length over the
-    // limit, before its body is buffered: the link ends.
-    const r = reader as unknown as { onData(d: Uint8Array): void; nextMessageLength: number };
-    const onData = r.onData.bind(reader);
-    r.onData = (d) => {
-      if (this.closedErr) return;
-      onData(d);
-      const max = limits.maxIncomingMessageBytes;
-      if (r.nextMessageLength > max) this.fail(new MessageTooLargeError("(incoming)", r.nextMessageLength, max, true));
-    };
-    // vscode-jsonrpc's partial-message timer re-arms itself for as long as
-    // a message stays half-read, after the link is gone too: a link closed
-    // in the middle of a large page kept the process (and the buffer)
-    // alive for ever. Nothing here listens to it.
-    reader.partialMessageTimeout = 0;
+    const reader = new SizedMessageReader(socket, limits.maxIncomingMessageBytes,
+      (bytes) => this.fail(new MessageTooLargeError("(incoming)", bytes, limits.maxIncomingMessageBytes, true)));
     const listen = reader.listen.bind(reader);
     reader.listen = (cb) => listen((msg) => {
+      if (this.closedErr) return;
       this.received++;
       cb(msg);
     });

@@ -36,6 +36,15 @@ export interface LagRetryOptions {
 export interface ClientOptions {
   /** Socket path; default resolved as the daemon does (resolveSocketPath). */
   socketPath?: string;
+  /** Keep the daemon alive: connect() runs ensureDaemon() first, and
+   * whenever a reconnect finds no daemon on the socket (refused, no
+   * socket) it is started again before the next attempt (event
+   * "daemonStarted" {pid, logFile} when this client's start is the one
+   * that answers). Clients in many processes may all do so: the daemon's
+   * store lock lets one daemon run, the others' starts exit. true: the
+   * defaults (the packaged binary, the socket above); an object: the
+   * options of ensureDaemon (its socketPath defaults to this one). */
+  ensureDaemon?: boolean | import("./ensure.js").EnsureDaemonOptions;
   client?: { name: string; version: string };
   capabilities?: string[];
   /** Default timeout of every call (default 30 s). */

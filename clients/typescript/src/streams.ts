@@ -1,5 +1,5 @@
 import { Link, messageBytes } from "./link.js";
-import { Subscription, eventBytes, type SubscriptionOwner } from "./subscription.js";
+import { Subscription, eventBytes, internal, type SubscriptionOwner } from "./subscription.js";
 import { ConnectionClosedError, SessiondError, StreamLostError } from "./errors.js";
 import type { AttachResult, Event, EventNotice, LaggedNotice } from "./generated/types.js";
 import type { LagRetryOptions } from "./options.js";
@@ -59,7 +59,7 @@ export class Streams implements SubscriptionOwner {
    * restore on the next link). */
   linkClosed(): void {
     this.bySubId.clear();
-    for (const s of this.subs) s.subscriptionId = undefined;
+    for (const s of this.subs) s[internal].subscriptionId = undefined;
   }
 
   /** Ends every stream with err. */
@@ -81,7 +81,7 @@ export class Streams implements SubscriptionOwner {
   private lose(sub: Subscription, err: Error): void {
     this.subs.delete(sub);
     this.clearLagTimer(sub);
-    if (sub.subscriptionId) this.bySubId.delete(sub.subscriptionId);
+    if (sub[internal].subscriptionId) this.bySubId.delete(sub[internal].subscriptionId);
     sub.fail(err);
   }
 
@@ -91,8 +91,9 @@ export class Streams implements SubscriptionOwner {
     try {
       for (const s of [...this.subs]) {
         // A paused stream re-attaches when its consumer makes room.
-        if (s.isClosed || s.paused) continue;
+        if (s.isClosed || s[internal].paused) continue;
         try {
+          s[internal].reattaches++;
           await this.attachOn(link, s, deadline);
         } catch (e) {
           // The daemon refused this stream (its session was deleted while
@@ -110,39 +111,39 @@ export class Streams implements SubscriptionOwner {
    * the attach's lastSeq is read page by page as the consumer makes room,
    * live events waiting behind it. */
   async attachOn(link: Link, sub: Subscription, deadline = Date.now() + this.host.timeoutMs(), signal?: AbortSignal): Promise<void> {
-    const gen = ++sub.generation;
+    const gen = ++sub[internal].generation;
     sub.holdLive();
     // An answer that arrives after the caller gave up (timeout, abort)
     // subscribed all the same: that subscription is detached at once.
     const r = await link.call<AttachResult>("agentSession.attach",
-      { sessionId: sub.sessionId, afterSeq: sub.cursor, limit: sub.pageSize }, deadline, signal,
+      { sessionId: sub.sessionId, afterSeq: sub[internal].cursor, limit: sub.pageSize }, deadline, signal,
       (late: AttachResult) => this.detach(link, late?.subscriptionId));
     // Closed, paused or re-attached meanwhile: this subscription is not
     // the stream's.
-    if (sub.isClosed || sub.paused || sub.generation !== gen || link.closed) {
+    if (sub.isClosed || sub[internal].paused || sub[internal].generation !== gen || link.closed) {
       this.detach(link, r.subscriptionId);
       return;
     }
     this.unsubscribe(sub);
-    sub.subscriptionId = r.subscriptionId;
+    sub[internal].subscriptionId = r.subscriptionId;
     this.bySubId.set(r.subscriptionId, sub);
     this.attachedOn.set(sub, link);
     this.queuePage(sub, r, r.lastSeq);
-    if (!r.hasMore || sub.cursor >= r.lastSeq || r.events.length === 0) return this.goLive(sub);
+    if (!r.hasMore || sub[internal].cursor >= r.lastSeq || r.events.length === 0) return this.goLive(sub);
     void this.walk(link, sub, gen, r.lastSeq).catch((e: Error) => {
-      if (!(e instanceof ConnectionClosedError) && sub.generation === gen) sub.fail(e);
+      if (!(e instanceof ConnectionClosedError) && sub[internal].generation === gen) sub.fail(e);
     });
   }
 
   private async walk(link: Link, sub: Subscription, gen: number, lastSeq: number): Promise<void> {
     for (;;) {
       await sub.room(sub.pageSize);
-      if (sub.isClosed || sub.generation !== gen || link.closed) return;
+      if (sub.isClosed || sub[internal].generation !== gen || link.closed) return;
       const next = await link.call<{ events: Event[]; hasMore: boolean }>("agentSession.read",
-        { sessionId: sub.sessionId, afterSeq: sub.cursor, limit: sub.pageSize }, Date.now() + this.host.timeoutMs());
-      if (sub.generation !== gen) return;
+        { sessionId: sub.sessionId, afterSeq: sub[internal].cursor, limit: sub.pageSize }, Date.now() + this.host.timeoutMs());
+      if (sub[internal].generation !== gen) return;
       this.queuePage(sub, next, lastSeq);
-      if (!next.hasMore || sub.cursor >= lastSeq || next.events.length === 0) return this.goLive(sub);
+      if (!next.hasMore || sub[internal].cursor >= lastSeq || next.events.length === 0) return this.goLive(sub);
     }
   }
 
@@ -171,10 +172,10 @@ export class Streams implements SubscriptionOwner {
    * from the journal when it resumes from its cursor); the queue stays.
    * Nothing else waits for it. */
   private pause(sub: Subscription): void {
-    if (sub.paused || sub.isClosed) return;
-    sub.paused = true;
-    sub.pauses++;
-    sub.generation++; // a page walk or an attach under way stops
+    if (sub[internal].paused || sub.isClosed) return;
+    sub[internal].paused = true;
+    sub[internal].pauses++;
+    sub[internal].generation++; // a page walk or an attach under way stops
     sub.dropHeld();
     this.clearLagTimer(sub);
     this.unsubscribe(sub);
@@ -186,9 +187,9 @@ export class Streams implements SubscriptionOwner {
   /** Re-attaches a paused stream from its cursor (on the current link,
    * or the one being restored; with none, the reconnect's restore does). */
   private resume(sub: Subscription): void {
-    if (!sub.paused) return;
-    sub.paused = false;
-    sub.reattaches++;
+    if (!sub[internal].paused) return;
+    sub[internal].paused = false;
+    sub[internal].reattaches++;
     const link = this.host.link() ?? this.restoring;
     if (!link || link.closed || sub.isClosed || !this.subs.has(sub)) return;
     this.attachOn(link, sub).catch((e: Error) => {
@@ -198,9 +199,9 @@ export class Streams implements SubscriptionOwner {
 
   /** Detaches sub's daemon subscription, if any. */
   private unsubscribe(sub: Subscription): void {
-    const id = sub.subscriptionId;
+    const id = sub[internal].subscriptionId;
     if (!id) return;
-    sub.subscriptionId = undefined;
+    sub[internal].subscriptionId = undefined;
     this.bySubId.delete(id);
     const link = this.attachedOn.get(sub);
     this.attachedOn.delete(sub);
@@ -216,19 +217,19 @@ export class Streams implements SubscriptionOwner {
     const sub = this.bySubId.get(p.subscriptionId);
     if (!sub) return;
     this.bySubId.delete(p.subscriptionId);
-    sub.subscriptionId = undefined;
-    sub.reattaches++;
-    if (sub.cursor > sub.lagCursor) sub.lagDelayMs = 0;
-    const delayMs = sub.lagDelayMs;
+    sub[internal].subscriptionId = undefined;
+    sub[internal].reattaches++;
+    if (sub[internal].cursor > sub[internal].lagCursor) sub[internal].lagDelayMs = 0;
+    const delayMs = sub[internal].lagDelayMs;
     const { initialDelayMs = 50, maxDelayMs = 2000 } = this.host.lagRetry ?? {};
-    sub.lagDelayMs = Math.min(Math.max(delayMs * 2, initialDelayMs), maxDelayMs);
-    sub.lagCursor = sub.cursor;
+    sub[internal].lagDelayMs = Math.min(Math.max(delayMs * 2, initialDelayMs), maxDelayMs);
+    sub[internal].lagCursor = sub[internal].cursor;
     this.host.onLagReattach?.(sub, delayMs);
-    const gen = sub.generation;
+    const gen = sub[internal].generation;
     const reattach = () => {
       this.lagTimers.delete(sub);
       // Closed, or re-attached by a reconnect's restore meanwhile.
-      if (sub.isClosed || link.closed || sub.generation !== gen || !this.subs.has(sub)) return;
+      if (sub.isClosed || link.closed || sub[internal].generation !== gen || !this.subs.has(sub)) return;
       this.attachOn(link, sub).catch((e: Error) => {
         if (!(e instanceof ConnectionClosedError)) sub.fail(e);
       });
@@ -244,7 +245,7 @@ export class Streams implements SubscriptionOwner {
 
   /** SubscriptionOwner: the consumer took an event. */
   drained(sub: Subscription): void {
-    if (sub.paused && sub.belowLowWater) this.resume(sub);
+    if (sub[internal].paused && sub.belowLowWater) this.resume(sub);
   }
 
   /** SubscriptionOwner: the consumer closed a stream. */

@@ -3,6 +3,31 @@ import type { Event } from "./generated/types.js";
 /** Wire bytes of an event (its share of the page it came in). */
 export const eventBytes = new WeakMap<Event, number>();
 
+/** Key of a Subscription's state: the client's own (not exported by the
+ * package), so no consumer can change a cursor or a bound. */
+export const internal: unique symbol = Symbol("sessiond.subscription.state");
+
+/** A Subscription's mutable state, kept by Streams. */
+export interface SubState {
+  subscriptionId: string | undefined;
+  cursor: number;
+  delivered: number;
+  pageLimit: number;
+  reattaches: number;
+  /** Bumped on every (re-)attach; a page walk of an older one stops. */
+  generation: number;
+  /** Wait before the next re-attach after a lag. */
+  lagDelayMs: number;
+  /** cursor when the last lag re-attach was scheduled. */
+  lagCursor: number;
+  queuedBytes: number;
+  heldBytes: number;
+  highWaterMark: number;
+  highWaterMarkBytes: number;
+  paused: boolean;
+  pauses: number;
+}
+
 /** What a Subscription needs from its client. */
 export interface SubscriptionOwner {
   /** Called when an event of bytes was taken out of the queue (backpressure). */
@@ -21,27 +46,8 @@ export interface SubscriptionOwner {
  */
 export class Subscription implements AsyncIterable<Event> {
   readonly sessionId: string;
-  /** The daemon's subscription id while attached. */
-  subscriptionId: string | undefined;
-  /** seq of the last event received (queued or delivered): the resume cursor. */
-  cursor: number;
-  /** seq of the last event handed to the consumer. */
-  delivered: number;
-  /** Events per attach/read page. */
-  pageLimit = 4096;
-  /** How many times the stream was re-attached (reconnect or lag). */
-  reattaches = 0;
-  /** Bumped on every (re-)attach; a page walk of an older one stops. */
-  generation = 0;
-  /** Wait before the next re-attach after a lag: 0 after a re-attach
-   * that brought events, doubling while they bring none. */
-  lagDelayMs = 0;
-  /** cursor when the last lag re-attach was scheduled. */
-  lagCursor = -1;
   private queue: Event[] = [];
   private head = 0; // queue[head] is the next event (shift() is O(n))
-  /** Wire bytes of the queued events. */
-  queuedBytes = 0;
   private roomWaiter: { n: number; wake: () => void } | undefined;
   /** Pending next() calls, settled in call order. */
   private waiters: Array<{ resolve: (r: IteratorResult<Event>) => void; reject: (e: Error) => void }> = [];
@@ -50,59 +56,77 @@ export class Subscription implements AsyncIterable<Event> {
   private owner: SubscriptionOwner;
   /** While a page walk runs, live events wait here. */
   private held: Event[] | undefined;
-  /** Wire bytes of the held events. */
-  heldBytes = 0;
-  /** Queued (and held) events past which the stream is paused: its daemon
-   * subscription detached until the consumer reads the queue down to half. */
-  highWaterMark = 8192;
-  /** The same bound in wire bytes. */
-  highWaterMarkBytes = 16 << 20;
-  /** True while paused (see highWaterMark). */
-  paused = false;
-  /** How many times the stream was paused. */
-  pauses = 0;
+
+  /** The stream's state, the client's alone (Streams keeps it). */
+  readonly [internal]: SubState;
 
   constructor(owner: SubscriptionOwner, sessionId: string, afterSeq: number) {
     this.owner = owner;
     this.sessionId = sessionId;
-    this.cursor = afterSeq;
-    this.delivered = afterSeq;
+    this[internal] = { subscriptionId: undefined, cursor: afterSeq, delivered: afterSeq, pageLimit: 4096, reattaches: 0,
+      generation: 0, lagDelayMs: 0, lagCursor: -1, queuedBytes: 0, heldBytes: 0, highWaterMark: 8192,
+      highWaterMarkBytes: 16 << 20, paused: false, pauses: 0 };
   }
+
+  /** The daemon's subscription id while attached. */
+  get subscriptionId(): string | undefined { return this[internal].subscriptionId; }
+  /** seq of the last event received (queued or delivered): the resume cursor. */
+  get cursor(): number { return this[internal].cursor; }
+  /** seq of the last event handed to the consumer. */
+  get delivered(): number { return this[internal].delivered; }
+  /** How many times the stream was re-attached (reconnect, lag, pause). */
+  get reattaches(): number { return this[internal].reattaches; }
+  /** Wire bytes of the queued events. */
+  get queuedBytes(): number { return this[internal].queuedBytes; }
+  /** This stream's bounds (attach() options). */
+  get highWaterMark(): number { return this[internal].highWaterMark; }
+  get highWaterMarkBytes(): number { return this[internal].highWaterMarkBytes; }
+  /** True while paused at its high-water mark. */
+  get paused(): boolean { return this[internal].paused; }
+  /** How many times the stream was paused. */
+  get pauses(): number { return this[internal].pauses; }
 
   get queued(): number {
     return this.queue.length - this.head;
   }
 
-  /** Resolves once fewer than n events are queued (or the stream ended);
-   * an older wait is woken (its page walk was superseded). */
+  /** Resolves once fewer than n events, and at most half of
+   * highWaterMarkBytes, are queued (or the stream ended): a page walk
+   * then keeps at most half the byte bound plus one page in memory, however
+   * large the events; an older wait is woken (its page walk was
+   * superseded). */
   room(n: number): Promise<void> {
-    if (this.queued < n || this.done || this.error) return Promise.resolve();
+    if (this.hasRoom(n) || this.done || this.error) return Promise.resolve();
     this.roomWaiter?.wake();
     return new Promise((wake) => (this.roomWaiter = { n, wake }));
   }
 
+  private hasRoom(n: number): boolean {
+    return this.queued < n && this[internal].queuedBytes <= this[internal].highWaterMarkBytes / 2;
+  }
+
   /** Events asked for per page: pageLimit, at most the high-water mark. */
   get pageSize(): number {
-    return Math.max(1, Math.min(this.pageLimit, this.highWaterMark));
+    return Math.max(1, Math.min(this[internal].pageLimit, this[internal].highWaterMark));
   }
 
   /** More is queued and held than the high-water mark allows. */
   get overHighWater(): boolean {
     const n = this.queued + (this.held?.length ?? 0);
-    return n > this.highWaterMark || this.queuedBytes + this.heldBytes > this.highWaterMarkBytes;
+    return n > this[internal].highWaterMark || this[internal].queuedBytes + this[internal].heldBytes > this[internal].highWaterMarkBytes;
   }
 
   /** The queue is down to half the high-water mark: a paused stream
    * resumes. */
   get belowLowWater(): boolean {
-    return this.queued <= this.highWaterMark / 2 && this.queuedBytes <= this.highWaterMarkBytes / 2;
+    return this.queued <= this[internal].highWaterMark / 2 && this[internal].queuedBytes <= this[internal].highWaterMarkBytes / 2;
   }
 
   /** Drops the held live events (the stream is paused: they are read
    * again from the journal when it resumes from its cursor). */
   dropHeld(): void {
     this.held = undefined;
-    this.heldBytes = 0;
+    this[internal].heldBytes = 0;
   }
 
   get isClosed(): boolean {
@@ -125,22 +149,22 @@ export class Subscription implements AsyncIterable<Event> {
   live(e: Event): void {
     if (this.held) {
       this.held.push(e);
-      this.heldBytes += eventBytes.get(e) ?? 0;
+      this[internal].heldBytes += eventBytes.get(e) ?? 0;
     } else this.push(e);
   }
 
   /** Queues e unless it was already received (seq <= cursor). */
   push(e: Event): void {
-    if (this.done || e.seq <= this.cursor) return;
-    this.cursor = e.seq;
+    if (this.done || e.seq <= this[internal].cursor) return;
+    this[internal].cursor = e.seq;
     const w = this.waiters.shift();
     if (w) {
-      this.delivered = e.seq;
+      this[internal].delivered = e.seq;
       w.resolve({ value: e, done: false });
       return;
     }
     this.queue.push(e);
-    this.queuedBytes += eventBytes.get(e) ?? 0;
+    this[internal].queuedBytes += eventBytes.get(e) ?? 0;
   }
 
   /** Ends the stream with err (the consumer's next() rejects). */
@@ -157,7 +181,7 @@ export class Subscription implements AsyncIterable<Event> {
     this.done = true;
     this.queue = [];
     this.head = 0;
-    this.queuedBytes = 0;
+    this[internal].queuedBytes = 0;
     this.dropHeld();
     this.roomWaiter?.wake();
     for (const w of this.waiters.splice(0)) w.resolve({ value: undefined, done: true });
@@ -170,15 +194,15 @@ export class Subscription implements AsyncIterable<Event> {
       this.queue = this.queue.slice(this.head);
       this.head = 0;
     }
-    if (this.roomWaiter && this.queued < this.roomWaiter.n) {
+    if (this.roomWaiter && this.hasRoom(this.roomWaiter.n)) {
       const w = this.roomWaiter;
       this.roomWaiter = undefined;
       w.wake();
     }
     if (e) {
-      this.delivered = e.seq;
+      this[internal].delivered = e.seq;
       const n = eventBytes.get(e) ?? 0;
-      this.queuedBytes -= n;
+      this[internal].queuedBytes -= n;
       this.owner.drained(this, n);
       return Promise.resolve({ value: e, done: false });
     }

@@ -42,6 +42,7 @@ type Adapter struct {
 	nextID    int64
 	calls     map[string]chan controlResponse // our control requests waiting
 	threadID  string
+	begun     bool                 // the CLI has the conversation (a resume, or an init named it)
 	started   bool                 // Start succeeded
 	startErr  chan string          // a result read while Start waits (a failed resume)
 	turn      *openTurn            // nil when none
@@ -52,6 +53,7 @@ type Adapter struct {
 	tools     map[string]*tool  // tool_use id -> its open item
 	denied    map[string]bool   // tool_use ids the user denied
 	stuck     *time.Timer       // armed by an acknowledged interrupt
+	pause     *pauseReq         // a live upgrade's Pause in progress (handoff.go)
 }
 
 type openTurn struct {
@@ -64,6 +66,13 @@ func New(o provider.Options) provider.Adapter { return NewAdapter(o) }
 
 // NewAdapter returns an adapter and starts its reader on o.Out.
 func NewAdapter(o provider.Options) *Adapter {
+	a := newAdapter(o)
+	go a.readLoop()
+	return a
+}
+
+// newAdapter is an adapter whose reader is not started yet.
+func newAdapter(o provider.Options) *Adapter {
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = provider.DefaultRequestTimeout
 	}
@@ -85,8 +94,11 @@ func NewAdapter(o provider.Options) *Adapter {
 		calls: map[string]chan controlResponse{}, approvals: map[string]*approval{}, warned: map[string]bool{},
 		blocks: map[string]*block{}, tools: map[string]*tool{}, denied: map[string]bool{},
 		threadID: o.ThreadID, // a resume's (on the command line): an init naming another is a change
+		begun:    o.ThreadID != "",
 	}
-	go a.readLoop()
+	if a.threadID == "" {
+		a.threadID = o.FreshThreadID // ours, on the command line (--session-id)
+	}
 	return a
 }
 
@@ -100,8 +112,9 @@ func (a *Adapter) Busy() bool {
 	return a.turn != nil || len(a.approvals) > 0
 }
 
-// ThreadID is Claude's session_id: the resumed one, or a fresh
-// conversation's once its first init named it (empty until then).
+// ThreadID is Claude's session_id: the resumed one, or the one the daemon
+// minted for a fresh conversation (Options.FreshThreadID), or, without
+// either, a fresh conversation's once its first init named it.
 func (a *Adapter) ThreadID() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()

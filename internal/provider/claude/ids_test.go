@@ -129,3 +129,25 @@ func waitLog(t *testing.T, f *fake, s string) {
 		t.Fatalf("log lacks %q:\n%s", s, f.log())
 	}
 }
+
+// A numeric request withdrawn by the CLI (control_cancel_request with the
+// same number) is resolved as withdrawn; a cancel naming the string "12"
+// withdraws nothing of the number 12.
+func TestNumericRequestIDWithdrawn(t *testing.T) {
+	f := newFake(t, func(o *provider.Options) { o.RequestIDPrefix = "f1-" })
+	f.started(t)
+	f.send(t, `{"type":"control_request","request_id":12,"request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"x"},"tool_use_id":"toolu_1"}}`)
+	req := decodeData[event.ApprovalRequestedData](t, f.next(t, event.ApprovalRequested))
+	if req.RequestID != "f1-12" {
+		t.Fatalf("approval.requested %+v", req)
+	}
+	f.send(t, `{"type":"control_cancel_request","request_id":"12"}`)
+	f.send(t, `{"type":"control_cancel_request","request_id":12}`)
+	got := decodeData[event.ApprovalResolvedData](t, f.next(t, event.ApprovalResolved))
+	if got.RequestID != "f1-12" || got.Decision != "cancel" || got.By != "provider" || got.Reason != "withdrawn" {
+		t.Fatalf("approval.resolved %+v", got)
+	}
+	if err := f.a.Respond(t.Context(), req.RequestID, provider.Answer{Decision: "approve"}); !errors.Is(err, provider.ErrRequestNotFound) {
+		t.Fatalf("answer after the withdrawal: %v", err)
+	}
+}

@@ -2,6 +2,8 @@ package claude
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -14,14 +16,37 @@ import (
 // thread: the CLI resumes that conversation (same session_id).
 func ResumeArgs(threadID string) []string { return []string{"--resume", threadID} }
 
+// FreshThread mints a fresh conversation's session id (a random UUID; or
+// reuse, one minted earlier) and the arguments that give it to the CLI:
+// `--session-id ID`, which the CLI reports in its system/init. The session
+// has its thread id at the hold, before any turn. The CLI writes the
+// conversation only with its first turn: until then a resume of it is
+// "No conversation found", and the host starts it afresh under the same id
+// (store.Record.ThreadFresh).
+func FreshThread(reuse string) (string, []string, error) {
+	if reuse != "" {
+		return reuse, []string{"--session-id", reuse}, nil
+	}
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", nil, fmt.Errorf("claude: session id: %w", err)
+	}
+	b[6] = b[6]&0x0f | 0x40 // version 4
+	b[8] = b[8]&0x3f | 0x80 // RFC 4122 variant
+	h := hex.EncodeToString(b[:])
+	id := h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+	return id, []string{"--session-id", id}, nil
+}
+
 // Start asks the CLI to initialize (a control_request) and waits for its
 // answer: the CLI is up and reading. A resume (Options.ThreadID, passed on
 // the command line as --resume) keeps that thread; a CLI that no longer
 // has the conversation answers with an error result ("No conversation
 // found …") and exits: that is ErrThreadNotFound, and the host starts a
 // fresh process. Any other failure fails Start and keeps the old id. A
-// fresh conversation's session_id comes with its first turn's
-// system/init: Options.OnThreadID is told then.
+// fresh conversation has the id the daemon minted (Options.FreshThreadID,
+// passed as --session-id); without one, its session_id comes with its
+// first turn's system/init: Options.OnThreadID is told then.
 func (a *Adapter) Start(ctx context.Context) (provider.StartResult, error) {
 	var res provider.StartResult
 	_, err := a.control(ctx, map[string]any{"subtype": "initialize"})
@@ -42,14 +67,14 @@ func (a *Adapter) Start(ctx context.Context) (provider.StartResult, error) {
 	a.mu.Lock()
 	a.started = true
 	a.mu.Unlock()
-	res.ThreadID, res.Resumed = a.o.ThreadID, a.o.ThreadID != ""
+	res.ThreadID, res.Resumed = a.ThreadID(), a.o.ThreadID != ""
 	if r := a.o.Replaces; r != nil && a.o.ThreadID == "" {
 		// The old conversation is gone now, whether or not a turn ever
-		// names the new one: journaled here, before provider.started, as
-		// for codex. The new id comes with the first turn's init
-		// (OnThreadID), so it is empty here.
+		// follows: journaled here, before provider.started, as for codex.
+		// The new id is the minted one; without it, it comes with the
+		// first turn's init (OnThreadID) and is empty here.
 		d := *r
-		d.NewThreadID = ""
+		d.NewThreadID = a.o.FreshThreadID
 		res.Replaced = &d
 		a.emit(event.New(event.ProviderThreadReplace, "", d))
 	}
@@ -95,9 +120,11 @@ func (a *Adapter) onSystem(m *inbound, line []byte) {
 }
 
 // onInit records the conversation's session_id: a fresh one is reported
-// to OnThreadID; one that differs from the id already known (a resume the
-// CLI continued under another id) is reported too and journaled as
-// provider.thread_replaced, so the thread never moves silently.
+// to OnThreadID, and so is the minted one the first time an init names it
+// (the CLI has begun it); one that differs from the id already known (a
+// resume the CLI continued under another id) is reported too and
+// journaled as provider.thread_replaced, so the thread never moves
+// silently.
 func (a *Adapter) onInit(id string) {
 	if id == "" {
 		a.anomaly("init_without_session_id")
@@ -110,10 +137,13 @@ func (a *Adapter) onInit(id string) {
 		return
 	}
 	a.mu.Lock()
-	old := a.threadID
-	a.threadID = id
+	old, begun := a.threadID, a.begun
+	a.threadID, a.begun = id, true
 	a.mu.Unlock()
 	if old == id {
+		if !begun && a.o.OnThreadID != nil {
+			a.o.OnThreadID(id) // the minted conversation now exists: the next start resumes it
+		}
 		return
 	}
 	if old != "" {

@@ -154,3 +154,62 @@ func TestApprovalOutsideTurnNotTheNextTurns(t *testing.T) {
 		t.Fatalf("not logged:\n%s", f.log())
 	}
 }
+
+// A fresh CLI given the daemon's id (--session-id, Options.FreshThreadID)
+// has it from Start, before any turn, and a replacement names it as the
+// new thread at once; the first init naming it tells OnThreadID that the
+// CLI has begun it (nothing journaled), a later one says nothing.
+func TestFreshThreadIDAtStart(t *testing.T) {
+	learned := make(chan string, 8)
+	f := newFake(t, func(o *provider.Options) {
+		o.FreshThreadID = "sess-minted"
+		o.Replaces = &event.ThreadReplacedData{OldThreadID: "sess-gone", Cause: "No conversation found with session ID: sess-gone"}
+		o.OnThreadID = func(id string) { learned <- id }
+	})
+	r := f.startWith(t)
+	if r.ThreadID != "sess-minted" || r.Resumed || r.Replaced == nil || r.Replaced.NewThreadID != "sess-minted" {
+		t.Fatalf("start %+v", r)
+	}
+	if rep := decodeData[event.ThreadReplacedData](t, f.next(t, event.ProviderThreadReplace)); rep.OldThreadID != "sess-gone" || rep.NewThreadID != "sess-minted" {
+		t.Fatalf("thread_replaced at start %+v", rep)
+	}
+	for _, turn := range []string{"t_1", "t_2"} {
+		f.turn(t, turn, "sess-minted")
+		f.send(t, map[string]any{"type": "result", "subtype": "success", "session_id": "sess-minted"})
+		for {
+			d := <-f.evs
+			if d.Type == event.ProviderThreadReplace {
+				t.Fatalf("a second thread_replaced %s", d.Data)
+			}
+			if d.Type == event.TurnCompleted {
+				break
+			}
+		}
+	}
+	got := "" // told on the reader before it read the result: there by now
+	select {
+	case got = <-learned:
+	default:
+	}
+	if got != "sess-minted" || len(learned) != 0 || f.a.ThreadID() != "sess-minted" {
+		t.Fatalf("the minted id begun: learned %q (+%d), thread %s", got, len(learned), f.a.ThreadID())
+	}
+}
+
+// FreshThread mints a random version-4 UUID, passed as --session-id.
+func TestFreshThreadMintsUUID(t *testing.T) {
+	a, argsA, err := FreshThread("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, _ := FreshThread("")
+	if len(a) != 36 || a[14] != '4' || !strings.ContainsRune("89ab", rune(a[19])) || a == b || !validSessionID(a) {
+		t.Fatalf("minted %q, %q", a, b)
+	}
+	if len(argsA) != 2 || argsA[0] != "--session-id" || argsA[1] != a {
+		t.Fatalf("args %v", argsA)
+	}
+	if c, args, err := FreshThread(a); err != nil || c != a || len(args) != 2 || args[1] != a {
+		t.Fatalf("reused %q: %q %v %v", a, c, args, err)
+	}
+}

@@ -31,7 +31,7 @@ func (a *Adapter) StartTurn(_ context.Context, turnID, text string) error {
 	err := a.write(map[string]any{"type": "user", "session_id": sid, "parent_tool_use_id": nil,
 		"message": map[string]any{"role": "user", "content": text}})
 	if err != nil {
-		if !strings.Contains(err.Error(), provider.ErrStopping.Error()) {
+		if !errors.Is(err, provider.ErrStopping) {
 			a.mu.Lock()
 			if a.turn == t {
 				a.turn = nil
@@ -86,6 +86,12 @@ func (a *Adapter) Interrupt(ctx context.Context) (bool, error) {
 // approvals and items first) and the host is told to stop the child.
 func (a *Adapter) onStuck(t *openTurn) {
 	a.mu.Lock()
+	if a.pause != nil {
+		// A live upgrade holds the adapter: the next image (or Resume)
+		// arms the timer afresh.
+		a.mu.Unlock()
+		return
+	}
 	a.stuck = nil
 	if a.turn != t {
 		a.mu.Unlock()

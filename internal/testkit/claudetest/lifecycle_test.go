@@ -96,10 +96,11 @@ func TestClaudeResumeAfterRestart(t *testing.T) {
 }
 
 // The conversation deleted from CLAUDE_CONFIG_DIR: the re-hold's CLI says
-// "No conversation found", a fresh CLI starts a fresh conversation, and
-// provider.thread_replaced names the old one at the hold (before
-// provider.started, whether or not a turn follows); the first turn's init
-// names the new one, which the session records.
+// "No conversation found", a fresh CLI starts a fresh conversation under
+// a newly minted id, and provider.thread_replaced names the old and the
+// new one at the hold (before provider.started, whether or not a turn
+// follows); the hold returns the new one, and the first turn's init names
+// it too (no second replacement).
 func TestClaudeConversationRemoved(t *testing.T) {
 	m := claudetest.NewModel(t)
 	env := claudetest.NewEnv(t, m.URL)
@@ -120,16 +121,20 @@ func TestClaudeConversationRemoved(t *testing.T) {
 	}
 	s.AttachAndHold(t)
 	rep := providertest.Decode[event.ThreadReplacedData](t, s.Next(t, event.ProviderThreadReplace))
-	if rep.OldThreadID != old || rep.NewThreadID != "" || !strings.Contains(rep.Cause, "No conversation found") {
-		t.Fatalf("thread_replaced %+v (old %s)", rep, old)
+	if rep.OldThreadID != old || rep.NewThreadID == "" || rep.NewThreadID == old || rep.NewThreadID != s.Hold.ThreadID ||
+		!strings.Contains(rep.Cause, "No conversation found") {
+		t.Fatalf("thread_replaced %+v (old %s, hold %s)", rep, old, s.Hold.ThreadID)
 	}
 	if ps := s.Next(t, event.ProviderStarted); !strings.Contains(string(ps.Data), `"resumed":false`) {
 		t.Fatalf("provider.started %s", ps.Data)
 	}
 	s.Send(t, "hello again")
 	s.Next(t, event.TurnCompleted)
-	if got := s.ThreadID(t); got == "" || got == old {
-		t.Fatalf("thread after the fresh turn %q (old %s)", got, old)
+	if got := s.ThreadID(t); got != rep.NewThreadID {
+		t.Fatalf("thread after the fresh turn %q, want %s (old %s)", got, rep.NewThreadID, old)
+	}
+	if n := countOf(s.Events(), event.ProviderThreadReplace); n != 1 {
+		t.Fatalf("%d provider.thread_replaced, want 1: %s", n, s.Types())
 	}
 	s.Close(t)
 	providertest.NoProcesses(t, d)

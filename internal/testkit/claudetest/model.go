@@ -26,6 +26,9 @@ type Reply struct {
 	// Stall, when set, holds the stream open after message_start until it
 	// is closed (or the client goes away).
 	Stall chan struct{}
+	// StallAfter moves the stall after that many of Deltas (their text
+	// block open).
+	StallAfter int
 }
 
 // ToolUse is a tool_use block.
@@ -137,21 +140,29 @@ func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
 		"id": fmt.Sprintf("msg_%d", n), "type": "message", "role": "assistant", "model": req.Model,
 		"content": []any{}, "stop_reason": nil, "stop_sequence": nil,
 		"usage": map[string]any{"input_tokens": 10, "output_tokens": 1, "cache_read_input_tokens": 2}}})
-	if rep.Stall != nil {
+	stall := func() bool {
 		select {
 		case <-rep.Stall:
+			return true
 		case <-r.Context().Done():
-			return
+			return false
 		}
 	}
+	if rep.Stall != nil && rep.StallAfter == 0 && !stall() {
+		return
+	}
 	idx := 0
-	block := func(start map[string]any, deltas []map[string]any) {
+	block := func(start map[string]any, deltas []map[string]any, stallAfter int) bool {
 		s.Send("content_block_start", map[string]any{"type": "content_block_start", "index": idx, "content_block": start})
-		for _, d := range deltas {
+		for i, d := range deltas {
+			if i == stallAfter && rep.Stall != nil && !stall() {
+				return false
+			}
 			s.Send("content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": d})
 		}
 		s.Send("content_block_stop", map[string]any{"type": "content_block_stop", "index": idx})
 		idx++
+		return true
 	}
 	if len(rep.Thinking) > 0 {
 		var ds []map[string]any
@@ -159,20 +170,26 @@ func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
 			ds = append(ds, map[string]any{"type": "thinking_delta", "thinking": t})
 		}
 		ds = append(ds, map[string]any{"type": "signature_delta", "signature": "c2lnbmF0dXJl"})
-		block(map[string]any{"type": "thinking", "thinking": "", "signature": ""}, ds)
+		block(map[string]any{"type": "thinking", "thinking": "", "signature": ""}, ds, -1)
 	}
 	if len(rep.Deltas) > 0 {
 		var ds []map[string]any
 		for _, t := range rep.Deltas {
 			ds = append(ds, map[string]any{"type": "text_delta", "text": t})
 		}
-		block(map[string]any{"type": "text", "text": ""}, ds)
+		at := -1 // no stall inside the block
+		if rep.StallAfter > 0 {
+			at = rep.StallAfter
+		}
+		if !block(map[string]any{"type": "text", "text": ""}, ds, at) {
+			return
+		}
 	}
 	stop := "end_turn"
 	if rep.Tool != nil {
 		in, _ := json.Marshal(rep.Tool.Input)
 		block(map[string]any{"type": "tool_use", "id": rep.Tool.ID, "name": rep.Tool.Name, "input": map[string]any{}},
-			[]map[string]any{{"type": "input_json_delta", "partial_json": string(in)}})
+			[]map[string]any{{"type": "input_json_delta", "partial_json": string(in)}}, -1)
 		stop = "tool_use"
 	}
 	s.Send("message_delta", map[string]any{"type": "message_delta",

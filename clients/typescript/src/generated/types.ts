@@ -11,7 +11,7 @@ export interface SessiondWireTypes {
   CreateParams?: CreateParams;
   DeltaData?: DeltaData;
   DetachParams?: DetachParams;
-  Event?: Event;
+  Event?: EventEnvelope;
   EventNotice?: EventNotice;
   ExitInfo?: ExitInfo;
   HoldParams?: HoldParams;
@@ -59,7 +59,7 @@ export interface SessiondWireTypes {
 export interface ApprovalRequestedData {
   detail?: unknown;
   itemId?: string;
-  kind: string;
+  kind: "command" | "fileChange" | "permissions" | "userInput" | "elicitation" | "toolCall";
   options?: string[];
   requestId: string;
 }
@@ -69,7 +69,7 @@ export interface ApprovalRequestedData {
  */
 export interface ApprovalResolvedData {
   by?: string;
-  decision: string;
+  decision: "approve" | "approveForSession" | "deny" | "cancel";
   reason?: string;
   requestId: string;
 }
@@ -97,7 +97,7 @@ export interface AttachResult {
  * This interface was referenced by `SessiondWireTypes`'s JSON-Schema
  * via the `definition` "Event".
  */
-export interface Event {
+export interface EventEnvelope {
   at: string;
   data?: unknown;
   seq: number;
@@ -118,12 +118,12 @@ export interface SessionInfo {
   lastActivityAt?: string;
   lastExit?: ExitInfo;
   lastSeq: number;
-  lease: string;
+  lease: "released" | "reserved" | "live";
   pid?: number;
   provider: string;
   releaseAt: string | null;
   sessionId: string;
-  state: string;
+  state: "stored" | "starting" | "live" | "exited" | "evicting";
   subscribers: number;
   threadId?: string;
   title: string;
@@ -244,6 +244,7 @@ export interface InitializeParams {
 export interface InitializeResult {
   capabilities: string[];
   connectionId: string;
+  negotiated: string[];
   protocolVersion: number;
   server: ClientInfo;
 }
@@ -385,7 +386,7 @@ export interface RespondParams {
     [k: string]: string[] | undefined;
   };
   content?: unknown;
-  decision: string;
+  decision: "approve" | "approveForSession" | "deny" | "cancel";
   requestId: string;
   sessionId: string;
 }
@@ -484,7 +485,7 @@ export interface TurnCompletedData {
   error?: string;
   providerTurnId?: string;
   reason?: string;
-  status: string;
+  status: "completed" | "interrupted" | "failed";
 }
 /**
  * This interface was referenced by `SessiondWireTypes`'s JSON-Schema
@@ -616,6 +617,11 @@ export interface EventDataMap {
 
 export type EventType = keyof EventDataMap;
 
+/** A journal event: a union discriminated by type, so that a check of
+ * e.type narrows e.data to that type's data. (A daemon newer than these
+ * types may send a type not listed here: it still arrives.) */
+export type Event = { [T in EventType]: Omit<EventEnvelope, "type" | "data"> & { type: T; data: EventDataMap[T] } }[EventType];
+
 /** Event types delivered only with agent-session.items.v1. */
 export const ITEM_EVENT_TYPES: readonly EventType[] = ["item.completed","item.delta","item.started","provider.notice","turn.diff","turn.plan","turn.usage"];
 
@@ -652,6 +658,7 @@ export const ERROR_CODES = {
   session_not_live: -32011,
   session_owned: -32012,
   stale_fence: -32013,
+  store_unavailable: -32027,
   turn_running: -32017,
   unknown_provider: -32020,
   unsupported_protocol: -32003,

@@ -1,0 +1,268 @@
+// The relay against hostile or vanished phones: ids that are not ids, a
+// frame whose handling throws, phones that stop answering pings, phones
+// that never read, and SIGTERM.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import { WebSocket } from "ws";
+import { Daemon } from "./daemon.js";
+import { Phone, RpcError } from "./phone.js";
+import { untilTurnCompleted } from "./helpers.js";
+import { SessiondClient } from "../src/index.js";
+import { startRelay, type Relay } from "../relay/relay.js";
+
+const T = { timeout: Number(process.env.SESSIOND_TEST_TIMEOUT_MS ?? 60_000) };
+const mainJs = join(dirname(fileURLToPath(import.meta.url)), "..", "relay", "main.js");
+let d: Daemon;
+let dir: string;
+let direct: SessiondClient;
+
+before(async () => {
+  d = await Daemon.start();
+  dir = mkdtempSync(join(tmpdir(), "sdrh-"));
+  direct = await SessiondClient.connect({ socketPath: d.socket });
+});
+after(async () => {
+  direct?.close();
+  await d?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+type Log = { msg: string; fields: Record<string, unknown> };
+function logSink(): { logs: Log[]; log: (msg: string, fields: Record<string, unknown>) => void; until(msg: string, n?: number): Promise<void> } {
+  const logs: Log[] = [];
+  let waiters: Array<() => void> = [];
+  return {
+    logs,
+    log: (msg, fields) => {
+      logs.push({ msg, fields });
+      for (const w of waiters.splice(0)) w();
+    },
+    async until(msg, n = 1) {
+      while (logs.filter((l) => l.msg === msg).length < n) await new Promise<void>((r) => waiters.push(r));
+    },
+  };
+}
+
+async function relayWith(o: Record<string, unknown>, sink = logSink()): Promise<{ relay: Relay; sink: ReturnType<typeof logSink> }> {
+  const relay = await startRelay({ port: 0, socketPath: d.socket, tokenFile: join(dir, "token"), log: sink.log, ...o });
+  return { relay, sink };
+}
+
+const invalidId = (e: unknown) => e instanceof RpcError && e.code === -32600 && e.data.reason === "invalid_request" && e.data.field === "id";
+
+test("an id that is not a string, a number or null is refused -32600 naming it; a 5000-deep array id kills nothing", T, async () => {
+  const { relay } = await relayWith({});
+  const p = await Phone.connect(relay.url, relay.token);
+  const other = await Phone.connect(relay.url, relay.token);
+  try {
+    const deep = "[".repeat(5000) + "]".repeat(5000); // ~10 KB
+    await assert.rejects(p.raw(`{"jsonrpc":"2.0","id":${deep},"method":"agentSession.list","params":{}}`), (e: unknown) =>
+      invalidId(e) && /id must be a string, a number or null, not an array/.test((e as Error).message));
+    // Not JSON-RPC either: the id is still never echoed.
+    await assert.rejects(p.raw(`{"id":${deep}}`), invalidId);
+    await assert.rejects(p.raw(`{"jsonrpc":"2.0","id":{"a":1},"method":"agentSession.list"}`), (e: unknown) =>
+      invalidId(e) && /not object/.test((e as Error).message));
+    await assert.rejects(p.raw(`{"jsonrpc":"2.0","id":true,"method":"agentSession.list"}`), (e: unknown) =>
+      invalidId(e) && /not boolean/.test((e as Error).message));
+    await assert.rejects(p.raw(JSON.stringify({ jsonrpc: "2.0", id: "x".repeat(1025), method: "agentSession.list" })), (e: unknown) =>
+      invalidId(e) && e instanceof RpcError && e.data.limit === 1024);
+    // String and number ids are answered under their id.
+    p.ws.send(JSON.stringify({ jsonrpc: "2.0", id: "s-1", method: "agentSession.list", params: {} }));
+    const answer = await new Promise<Record<string, unknown>>((res) => p.ws.on("message", (b) => {
+      const m = JSON.parse(b.toString()) as Record<string, unknown>;
+      if (m.id === "s-1") res(m);
+    }));
+    assert.ok(answer.result, JSON.stringify(answer));
+    assert.ok(Array.isArray((await p.call<{ sessions: unknown[] }>("agentSession.list")).sessions), "the phone stays");
+    assert.ok(Array.isArray((await other.call<{ sessions: unknown[] }>("agentSession.list")).sessions), "other phones stay");
+  } finally {
+    await p.drop();
+    await other.drop();
+    await relay.close();
+  }
+});
+
+test("an exception in a frame's handling is logged and answered -32603; the relay and the phone stay", T, async () => {
+  const sink = logSink();
+  const { relay } = await relayWith({}, {
+    ...sink,
+    log: (msg, fields) => {
+      if (msg === "phone notification dropped") throw new Error("the log's disk is full");
+      sink.log(msg, fields);
+    },
+  });
+  const p = await Phone.connect(relay.url, relay.token);
+  try {
+    await assert.rejects(p.raw(JSON.stringify({ jsonrpc: "2.0", method: "agentSession.list", params: {} })), (e: unknown) =>
+      e instanceof RpcError && e.code === -32603 && e.data.reason === "internal_error");
+    await sink.until("phone frame failed");
+    assert.match(String(sink.logs.find((l) => l.msg === "phone frame failed")!.fields.error), /disk is full/);
+    assert.ok(Array.isArray((await p.call<{ sessions: unknown[] }>("agentSession.list")).sessions), "the phone stays");
+  } finally {
+    await p.drop();
+    await relay.close();
+  }
+});
+
+test("heartbeat: phones that stop answering pings are terminated, freeing their slots and daemon connections; a live phone stays", T, async () => {
+  const { relay, sink } = await relayWith({ maxPhones: 3, pingIntervalMs: 50, pingTimeoutMs: 200 });
+  const live = await Phone.connect(relay.url, relay.token);
+  try {
+    await live.call("agentSession.list");
+    const base = (await direct.status()).connections;
+    // Two phones that go silent (no pong: gone from the network, no FIN).
+    const silent = await Promise.all([0, 1].map(() => new Promise<WebSocket>((res, rej) => {
+      const ws = new WebSocket(relay.url, { headers: { authorization: `Bearer ${relay.token}` }, autoPong: false });
+      ws.once("open", () => res(ws));
+      ws.once("error", rej);
+    })));
+    for (const ws of silent) {
+      ws.send(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "agentSession.list", params: {} }));
+      await new Promise((r) => ws.once("message", r)); // its daemon connection is up
+    }
+    assert.equal((await direct.status()).connections, base + 2);
+    await assert.rejects(Phone.connect(relay.url, relay.token), /HTTP 503/, "every slot is taken");
+    await sink.until("phone closed: no pong", 2);
+    await Promise.all(silent.map((ws) => new Promise((r) => (ws.readyState === ws.CLOSED ? r(0) : ws.once("close", r)))));
+    // Their slots are free, and their daemon connections closed.
+    const back = await Phone.connect(relay.url, relay.token);
+    await back.drop();
+    while ((await direct.status()).connections !== base) await new Promise((r) => setImmediate(r));
+    assert.equal(sink.logs.filter((l) => l.msg === "phone closed: no pong").length, 2, "logged once per phone");
+    assert.ok(Array.isArray((await live.call<{ sessions: unknown[] }>("agentSession.list")).sessions), "the live phone stays");
+  } finally {
+    await live.drop();
+    await relay.close();
+  }
+});
+
+test("past maxStreamsPerPhone an attach is refused -32019 phone_streams", T, async () => {
+  const { relay } = await relayWith({ maxStreamsPerPhone: 2 });
+  const p = await Phone.connect(relay.url, relay.token);
+  try {
+    const { sessionId } = await direct.create({ provider: "echo", cwd: d.dir });
+    await p.call("agentSession.attach", { sessionId });
+    const { subscriptionId } = await p.call<{ subscriptionId: string }>("agentSession.attach", { sessionId });
+    await assert.rejects(p.call("agentSession.attach", { sessionId }), (e: unknown) =>
+      e instanceof RpcError && e.code === -32019 && e.data.limit === "phone_streams" && e.data.max === 2 && /maxStreamsPerPhone 2/.test(e.message));
+    await p.call("agentSession.detach", { subscriptionId });
+    await p.call("agentSession.attach", { sessionId });
+  } finally {
+    await p.drop();
+    await relay.close();
+  }
+});
+
+/** The relay's resident set (bytes), from /proc. */
+function rss(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return Number(m![1]) * 1024;
+}
+
+/** sessiond-relay as a process of its own; its log lines on stderr. */
+async function relayProcess(args: string[]): Promise<{ pid: number; url: string; token: string; lines: Log[]; until(msg: string, n?: number): Promise<void>; exited: Promise<{ code: number | null; ms: number; out: string }>; kill(sig: NodeJS.Signals): number }> {
+  const tokenFile = join(mkdtempSync(join(dir, "rp-")), "token");
+  const p = spawn(process.execPath, [mainJs, "--port", "0", "--socket", d.socket, "--token-file", tokenFile, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  const lines: Log[] = [];
+  let waiters: Array<() => void> = [];
+  let out = "";
+  let err = "";
+  p.stderr!.setEncoding("utf8").on("data", (s: string) => {
+    err += s;
+    const parts = err.split("\n");
+    err = parts.pop()!;
+    for (const l of parts) {
+      try {
+        const j = JSON.parse(l) as Record<string, unknown>;
+        lines.push({ msg: String(j.msg), fields: j });
+      } catch {
+        out += l + "\n";
+      }
+    }
+    for (const w of waiters.splice(0)) w();
+  });
+  let signalled = 0;
+  const exited = new Promise<{ code: number | null; ms: number; out: string }>((res) => p.on("exit", (code) => res({ code, ms: Date.now() - signalled, out: out + err })));
+  const url = await new Promise<string>((res, rej) => {
+    p.stdout!.setEncoding("utf8").on("data", (s: string) => {
+      out += s;
+      const m = /listening on (\S+)/.exec(out);
+      if (m) res(m[1]!);
+    });
+    p.on("exit", (code) => rej(new Error(`relay exited ${code}: ${out}${err}`)));
+  });
+  return {
+    pid: p.pid!, url, token: readFileSync(tokenFile, "utf8").trim(), lines, exited,
+    async until(msg, n = 1) {
+      while (lines.filter((l) => l.msg === msg).length < n) await new Promise<void>((r) => waiters.push(r));
+    },
+    kill(sig) {
+      signalled = Date.now();
+      p.kill(sig);
+      return signalled;
+    },
+  };
+}
+
+// The documented bound (README "The relay's limits"): a phone that never
+// reads costs the relay at most maxBufferedBytes, plus per stream it has
+// attached maxBufferedBytes/32 and one page (1 MiB), plus 6 MiB.
+test("phones that never read cost the relay at most the documented bound each (RSS measured); SIGTERM then ends it", T, async () => {
+  const maxBuffered = 4 << 20;
+  const phones = 6;
+  const { sessionId } = await direct.create({ provider: "echo", cwd: d.dir });
+  await direct.hold({ sessionId, holderId: "desk" });
+  const sub = await direct.attach(sessionId);
+  const { turnId } = await direct.send({ sessionId, text: "/flood 1500 10000" }); // ~15 MB of journal
+  await untilTurnCompleted(sub, turnId);
+  sub.close();
+  const r = await relayProcess(["--max-buffered-bytes", String(maxBuffered)]);
+  try {
+    // One phone through first: what every relay costs anyway is paid.
+    const warm = await Phone.connect(r.url, r.token);
+    await warm.call("agentSession.attach", { sessionId, afterSeq: 0 });
+    await warm.until((e) => e.type === "turn.completed");
+    await warm.drop();
+    const before = rss(r.pid);
+    const ps: Phone[] = [];
+    for (let i = 0; i < phones; i++) {
+      const p = await Phone.connect(r.url, r.token);
+      p.reading(false);
+      ps.push(p);
+    }
+    // Each attach is answered before the events that back up.
+    for (const p of ps) p.ws.send(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "agentSession.attach", params: { sessionId, afterSeq: 0 } }));
+    await r.until("phone output backed up", phones);
+    // Each stream's page walk then stops at its own bound within a page or
+    // two: the peak is sampled across round trips of a live phone.
+    const live = await Phone.connect(r.url, r.token);
+    let peak = rss(r.pid);
+    for (let i = 0; i < 50; i++) {
+      await live.call("agentSession.get", { sessionId });
+      peak = Math.max(peak, rss(r.pid));
+    }
+    await live.drop();
+    const per = (peak - before) / phones;
+    const bound = maxBuffered + (maxBuffered / 32 + (1 << 20)) + (6 << 20);
+    console.log(`relay RSS per never-reading phone: ${(per / 2 ** 20).toFixed(1)} MiB (bound ${(bound / 2 ** 20).toFixed(1)} MiB, maxBufferedBytes ${maxBuffered >> 20} MiB)`);
+    assert.ok(per <= bound, `${per} bytes per phone, over ${bound}`);
+    assert.equal(r.lines.filter((l) => l.msg === "phone closed: not reading").length, 0, "the pump waits: no phone passed maxBufferedBytes");
+    // SIGTERM with every phone still connected and backed up.
+    r.kill("SIGTERM");
+    const { code, ms, out } = await r.exited;
+    console.log(`relay exited ${ms} ms after SIGTERM`);
+    assert.equal(code, 0, out);
+    assert.match(out, /SIGTERM: stopped/);
+    for (const p of ps) {
+      p.reading(true);
+      await p.closed;
+    }
+  } finally {
+    r.kill("SIGKILL");
+  }
+});
