@@ -23,6 +23,7 @@ run: build
 test:
 	$(GO) run ./internal/testkit/codextest/install
 	$(GO) run ./internal/testkit/claudetest/install
+	$(GO) run ./internal/testkit/acptest/install
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
 	$(MAKE) test-ts

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sessiond/sessiond/internal/config"
 	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/testkit/acptest"
 	"github.com/sessiond/sessiond/internal/testkit/claudetest"
 	"github.com/sessiond/sessiond/internal/testkit/codextest"
 )
@@ -38,13 +39,17 @@ func TestREADMEMatchesCode(t *testing.T) {
 	}
 	// echo always; codex and claude when on PATH (config.Default).
 	for _, where := range []string{"sessiond is a per-user daemon", "- Providers:"} {
-		for _, name := range []string{"echo", "codex", "claude"} {
+		names := []string{"echo", "codex", "claude"}
+		for _, b := range config.ACPBuiltins {
+			names = append(names, b.Name)
+		}
+		for _, name := range names {
 			if p := para(where); !strings.Contains(p, "`"+name+"`") {
 				t.Errorf("README %q does not name `%s`:\n%s", where, name, p)
 			}
 		}
 	}
-	for _, pkg := range []string{codextest.Package, claudetest.Package} {
+	for _, pkg := range []string{codextest.Package, claudetest.Package, acptest.CodexACPPackage, acptest.SDKPackage} {
 		if !strings.Contains(para("`make test` first installs"), "`"+pkg+"`") {
 			t.Errorf("README does not say `make test` installs %s", pkg)
 		}
@@ -56,6 +61,7 @@ func TestREADMEMatchesCode(t *testing.T) {
 		{event.StatusCompleted, ""},
 		{event.StatusInterrupted, event.ReasonUserCancel},
 		{event.StatusInterrupted, ""},
+		{event.StatusInterrupted, event.ReasonApprovalDenied},
 		{event.StatusInterrupted, event.ReasonClosed},
 		{event.StatusInterrupted, event.ReasonEvicted},
 		{event.StatusInterrupted, event.ReasonShutdown},

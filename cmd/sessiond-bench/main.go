@@ -28,7 +28,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	smoke := fs.Bool("smoke", false, "tiny sizes: every figure, a few hundred operations, < 30 s")
 	bin := fs.String("sessiond", "", "sessiond binary (default: go build ./cmd/sessiond into a temp dir)")
-	only := fs.String("only", "", "comma-separated groups to run: rpc,events,items,codex,claude,idle,probe,replay,startup,evict,cgroup,upgrade (default all)")
+	only := fs.String("only", "", "comma-separated groups to run: rpc,events,items,codex,codex-acp,claude,idle,probe,replay,startup,evict,cgroup,upgrade (default all)")
 	keep := fs.Bool("keep", false, "keep the temp dir (daemon logs) for inspection")
 	compare := fs.String("compare", "", "a second sessiond binary: each group runs twice per binary, alternating A B A B; B's figures end in @b")
 	if err := fs.Parse(args); err != nil {
@@ -117,6 +117,7 @@ var groups = []group{
 	{"events", benchEvents},
 	{"items", benchItems},
 	{"codex", benchCodex},
+	{"codex-acp", benchCodexACP},
 	{"claude", benchClaude},
 	{"idle", benchIdle},
 	{"probe", benchProbe},

@@ -74,6 +74,9 @@ type Provider struct {
 	Command  []string
 	Env      map[string]string
 	Protocol string
+	// AuthMethod (protocol acp only): the methodId the daemon
+	// authenticates with after initialize (auth_method).
+	AuthMethod string
 }
 
 // Ladder is the close ladder's timing.
@@ -126,6 +129,7 @@ func Default() Config {
 	if _, err := lookPath("claude"); err == nil {
 		c.Providers["claude"] = builtinClaude()
 	}
+	addACPBuiltins(&c)
 	return c
 }
 
@@ -149,6 +153,7 @@ type fileProvider struct {
 	Command  []string          `toml:"command"`
 	Env      map[string]string `toml:"env"`
 	Protocol string            `toml:"protocol"`
+	Auth     *string           `toml:"auth_method"`
 }
 
 type file struct {
@@ -251,6 +256,11 @@ func Parse(text string, c *Config) error {
 		if !ok && name == "claude" {
 			p = builtinClaude()
 		}
+		if !ok {
+			if b, isACP := acpBuiltin(name); isACP {
+				p = b
+			}
+		}
 		if fp.Command != nil {
 			p.Command = fp.Command
 		}
@@ -263,9 +273,18 @@ func Parse(text string, c *Config) error {
 		if p.Protocol == "" {
 			p.Protocol = ProtocolCodexAppServer
 		}
-		if p.Protocol != ProtocolCodexAppServer && p.Protocol != ProtocolClaudeStreamJSON {
-			return fmt.Errorf("%w: providers.%s.protocol = %q: want %q or %q", ErrBadValue, name, p.Protocol,
-				ProtocolCodexAppServer, ProtocolClaudeStreamJSON)
+		if p.Protocol != ProtocolCodexAppServer && p.Protocol != ProtocolClaudeStreamJSON && p.Protocol != ProtocolACP {
+			return fmt.Errorf("%w: providers.%s.protocol = %q: want %q, %q or %q", ErrBadValue, name, p.Protocol,
+				ProtocolCodexAppServer, ProtocolClaudeStreamJSON, ProtocolACP)
+		}
+		if fp.Auth != nil {
+			if p.Protocol != ProtocolACP {
+				return fmt.Errorf("%w: providers.%s.auth_method: only protocol %q authenticates (this one is %q)", ErrBadValue, name, ProtocolACP, p.Protocol)
+			}
+			if *fp.Auth == "" {
+				return fmt.Errorf("%w: providers.%s.auth_method: must name one of the agent's authMethods", ErrBadValue, name)
+			}
+			p.AuthMethod = *fp.Auth
 		}
 		if len(p.Command) == 0 && name != "echo" {
 			return fmt.Errorf("%w: providers.%s.command: must name a program", ErrBadValue, name)

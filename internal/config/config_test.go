@@ -48,8 +48,14 @@ func TestDefaults(t *testing.T) {
 	}
 	lookPath = func(name string) (string, error) { return "/usr/bin/" + name, nil }
 	c = Default()
-	if got := strings.Join(c.ProviderNames(), ","); got != "claude,codex,echo" {
-		t.Fatalf("providers = %s, want claude,codex,echo when both are on PATH", got)
+	if got := strings.Join(c.ProviderNames(), ","); got != "claude,claude-acp,codex,codex-acp,copilot,echo,gemini,opencode,qwen" {
+		t.Fatalf("providers = %s, want claude, codex and every ACP agent when all are on PATH", got)
+	}
+	for name, want := range map[string]string{"codex-acp": "codex-acp", "copilot": "copilot --acp", "qwen": "qwen --acp",
+		"opencode": "opencode acp", "claude-acp": "claude-agent-acp", "gemini": "gemini --acp"} {
+		if p := c.Providers[name]; p.Protocol != ProtocolACP || strings.Join(p.Command, " ") != want {
+			t.Errorf("%s = %+v, want %q over acp", name, p, want)
+		}
 	}
 	if cl := c.Providers["claude"]; cl.Protocol != ProtocolClaudeStreamJSON ||
 		strings.Join(cl.Command, " ") != "claude -p --input-format stream-json --output-format stream-json --verbose --include-partial-messages --permission-prompt-tool stdio" {
@@ -76,6 +82,9 @@ func TestLoadFiles(t *testing.T) {
 			p := c.Providers["codex"]
 			if strings.Join(p.Command, " ") != "codex app-server" || p.Env["CODEX_HOME"] != "/home/me/.codex" {
 				t.Fatalf("codex = %+v", p)
+			}
+			if g := c.Providers["gemini"]; g.Protocol != ProtocolACP || g.AuthMethod != "gemini-api-key" {
+				t.Fatalf("gemini = %+v", g)
 			}
 			if _, ok := c.Providers["echo"]; !ok {
 				t.Fatal("echo provider lost")
@@ -119,7 +128,10 @@ func TestParseErrors(t *testing.T) {
 		{"tiny max", "max_message_bytes = 3\n", "max_message_bytes", ErrBadValue},
 		{"no connections", "max_connections = 0\n", "max_connections", ErrBadValue},
 		{"negative initialize", "initialize_timeout = \"-1s\"\n", "initialize_timeout", ErrBadValue},
-		{"protocol", "[providers.x]\ncommand=[\"x\"]\nprotocol=\"acp\"\n", "providers.x.protocol", ErrBadValue},
+		{"protocol", "[providers.x]\ncommand=[\"x\"]\nprotocol=\"mcp\"\n", "providers.x.protocol", ErrBadValue},
+		{"auth_method not acp", "[providers.x]\ncommand=[\"x\"]\nauth_method=\"k\"\n", "providers.x.auth_method", ErrBadValue},
+		{"auth_method empty", "[providers.x]\ncommand=[\"x\"]\nprotocol=\"acp\"\nauth_method=\"\"\n", "providers.x.auth_method", ErrBadValue},
+		{"processes", "[providers.x]\ncommand=[\"x\"]\nprotocol=\"acp\"\nprocesses=\"account\"\n", "providers.x.processes", ErrUnknownKey},
 		{"no command", "[providers.x]\nenv={A=\"b\"}\n", "providers.x.command", ErrBadValue},
 		{"syntax", "idle_timeout = \n", "", ErrBadValue},
 	}
@@ -177,5 +189,26 @@ func TestPaths(t *testing.T) {
 	wd, _ := os.Getwd()
 	if d, _ := StateDir("rel", env(nil)); d != filepath.Join(wd, "rel") {
 		t.Fatalf("relative state dir = %s, want absolute", d)
+	}
+}
+
+// An ACP profile: protocol acp with auth_method; a table naming a built-in
+// ACP agent that is not on PATH starts from its built-in command.
+func TestParseACP(t *testing.T) {
+	noCodex(t)
+	c := Default()
+	err := Parse("[providers.mine]\ncommand=[\"my-agent\",\"--acp\"]\nprotocol=\"acp\"\nauth_method=\"api-key\"\n"+
+		"[providers.gemini]\nenv={GEMINI_API_KEY=\"k\"}\nauth_method=\"gemini-api-key\"\n", &c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := c.Providers["mine"]; p.Protocol != ProtocolACP || p.AuthMethod != "api-key" || strings.Join(p.Command, " ") != "my-agent --acp" {
+		t.Fatalf("mine = %+v", p)
+	}
+	if p := c.Providers["gemini"]; p.Protocol != ProtocolACP || p.AuthMethod != "gemini-api-key" || strings.Join(p.Command, " ") != "gemini --acp" {
+		t.Fatalf("gemini = %+v", p)
+	}
+	if fix := ProviderFix("qwen"); !strings.Contains(fix, "npm install -g @qwen-code/qwen-code") {
+		t.Fatalf("ProviderFix(qwen) = %s", fix)
 	}
 }

@@ -15,9 +15,15 @@ var builtinInstall = map[string]struct{ exe, npm string }{
 // other, add its table to the config. name is what the client sent, cut
 // for messages by the caller.
 func ProviderFix(name string) string {
-	table := fmt.Sprintf("a [providers.%s] table (command, protocol = %q or %q) in the daemon's config file (serve --config, default ~/.config/sessiond/config.toml)",
-		name, ProtocolCodexAppServer, ProtocolClaudeStreamJSON)
-	if b, ok := builtinInstall[name]; ok {
+	table := fmt.Sprintf("a [providers.%s] table (command, protocol = %q, %q or %q) in the daemon's config file (serve --config, default ~/.config/sessiond/config.toml)",
+		name, ProtocolCodexAppServer, ProtocolClaudeStreamJSON, ProtocolACP)
+	b, ok := builtinInstall[name]
+	for _, ab := range ACPBuiltins {
+		if ab.Name == name {
+			b, ok = struct{ exe, npm string }{exe: ab.Exe, npm: ab.NPM}, true
+		}
+	}
+	if ok {
 		return fmt.Sprintf("%s is added when `%s` is on the daemon's PATH at startup: install it (npm install -g %s) or put it on that PATH, or add %s; then restart the daemon",
 			name, b.exe, b.npm, table)
 	}

@@ -57,10 +57,12 @@ func (r *renderer) approval(d map[string]any) {
 }
 
 // approvalSummary is the command, path, reason or message a request is
-// about, from its detail or (Claude) its tool's input.
+// about, from its detail, (Claude) its tool's input or (ACP) its tool
+// call's title.
 func approvalSummary(det, in map[string]any) string {
-	for _, m := range []map[string]any{det, in} {
-		for _, k := range []string{"command", "file_path", "url", "reason", "message"} {
+	tc, _ := det["toolCall"].(map[string]any) // ACP: the tool call the permission is for
+	for _, m := range []map[string]any{det, in, tc} {
+		for _, k := range []string{"command", "file_path", "url", "reason", "message", "title"} {
 			if s, ok := m[k].(string); ok && s != "" {
 				return ": " + tty.Safe(s)
 			}

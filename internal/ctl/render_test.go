@@ -184,3 +184,54 @@ func TestRendererHostileText(t *testing.T) {
 		t.Fatal("a pasted respond line ran the provider's command")
 	}
 }
+
+// acpTurn is a turn as the acp adapter journals one of codex-acp
+// (docs/protocol.md "ACP agents"): a reasoning item, the plan, a command
+// whose permission detail is the session/request_permission params (the
+// command is the tool call's title), its output from rawOutput, a file
+// change with its diff, the streamed reply, usage_update's usage and the
+// stopReason.
+func acpTurn() []event.Event {
+	raw := func(v any) json.RawMessage { b, _ := json.Marshal(v); return b }
+	return []event.Event{
+		ev(event.TurnStarted, "t1", event.TurnStartedData{TurnID: "t1", Text: "make it pass"}),
+		ev(event.ItemStarted, "t1", event.ItemData{ItemID: "t1_thought1", Kind: event.KindReasoning, Payload: map[string]any{}}),
+		ev(event.ItemDelta, "t1", event.ItemDeltaData{ItemID: "t1_thought1", Stream: event.StreamReasoning, Text: "run the tests first"}),
+		ev(event.ItemCompleted, "t1", event.ItemData{ItemID: "t1_thought1", Kind: event.KindReasoning, Status: "completed",
+			Payload: map[string]any{"summary": []string{}, "text": "run the tests first"}}),
+		ev(event.TurnPlan, "t1", event.TurnPlanData{Steps: []event.PlanStep{{Step: "run the tests", Status: "inProgress"}, {Step: "fix", Status: "pending"}}}),
+		ev(event.ItemStarted, "t1", event.ItemData{ItemID: "call_1", Kind: event.KindCommandExecution, Title: "go test ./...",
+			Payload: map[string]any{"command": "go test ./...", "cwd": "/src", "output": "", "outputTruncated": 0}}),
+		ev(event.ApprovalRequested, "t1", event.ApprovalRequestedData{RequestID: "f1-0", Kind: "command", ItemID: "call_1",
+			Detail: raw(map[string]any{"sessionId": "019a-sess", "toolCall": map[string]any{"toolCallId": "call_1", "title": "go test ./...",
+				"kind": "execute", "status": "pending", "rawInput": map[string]any{"command": []string{"/bin/bash", "-lc", "go test ./..."}}},
+				"options": []any{map[string]any{"optionId": "approved", "name": "Yes, proceed", "kind": "allow_once"},
+					map[string]any{"optionId": "abort", "name": "No", "kind": "reject_once"}}}),
+			Options: []string{"approve", "deny", "cancel"}}),
+		ev(event.ApprovalResolved, "t1", event.ApprovalResolvedData{RequestID: "f1-0", Decision: "approve"}),
+		ev(event.ItemDelta, "t1", event.ItemDeltaData{ItemID: "call_1", Stream: event.StreamOutput, Text: "ok  \tpkg\t0.1s\n"}),
+		ev(event.ItemCompleted, "t1", event.ItemData{ItemID: "call_1", Kind: event.KindCommandExecution, Title: "go test ./...", Status: "completed",
+			Payload: map[string]any{"command": "go test ./...", "cwd": "/src", "exitCode": 0, "output": "ok  \tpkg\t0.1s\n", "outputTruncated": 0}}),
+		ev(event.ItemStarted, "t1", event.ItemData{ItemID: "call_2", Kind: event.KindFileChange, Title: "Edit fix.go",
+			Payload: map[string]any{"changes": []any{}}}),
+		ev(event.ItemCompleted, "t1", event.ItemData{ItemID: "call_2", Kind: event.KindFileChange, Title: "Edit fix.go", Status: "completed",
+			Payload: map[string]any{"changes": []any{map[string]any{"path": "/src/fix.go", "kind": "update", "diff": "--- a/src/fix.go\n+++ b/src/fix.go\n-a\n+b\n"}}}}),
+		ev(event.MessageDelta, "t1", event.DeltaData{Text: "All ", ItemID: "t1_msg2"}),
+		ev(event.MessageDelta, "t1", event.DeltaData{Text: "green.", ItemID: "t1_msg2"}),
+		ev(event.TurnUsage, "t1", event.TurnUsageData{TotalTokens: 11034, ContextWindow: func() *int64 { n := int64(258400); return &n }()}),
+		ev(event.MessageCompleted, "t1", event.DeltaData{Text: "All green.", ItemID: "t1_msg2"}),
+		ev(event.TurnCompleted, "t1", event.TurnCompletedData{Status: "completed", StopReason: "end_turn"}),
+	}
+}
+
+// TestRendererACPTurn: an ACP agent's turn reads like a codex one: the
+// permission names its command (the tool call's title), the command its
+// output and exit code, the file change its path, the reply streams.
+func TestRendererACPTurn(t *testing.T) {
+	var b bytes.Buffer
+	r := newRenderer(&b, "s_1", true)
+	for _, e := range acpTurn() {
+		r.event(e)
+	}
+	golden.Check(t, "ctl_render_acp.golden", b.String())
+}

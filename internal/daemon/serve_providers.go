@@ -8,6 +8,7 @@ import (
 	"github.com/sessiond/sessiond/internal/config"
 	"github.com/sessiond/sessiond/internal/host"
 	"github.com/sessiond/sessiond/internal/provider"
+	"github.com/sessiond/sessiond/internal/provider/acp"
 	"github.com/sessiond/sessiond/internal/provider/claude"
 	"github.com/sessiond/sessiond/internal/provider/codex"
 )
@@ -24,6 +25,7 @@ var protocols = map[string]struct {
 }{
 	config.ProtocolCodexAppServer:   {new: codex.New, adopt: codex.Adopt},
 	config.ProtocolClaudeStreamJSON: {new: claude.New, resumeArgs: claude.ResumeArgs, freshThread: claude.FreshThread, adopt: claude.Adopt},
+	config.ProtocolACP:              {new: acp.New}, // no adopt yet: a live ACP session refuses a live upgrade
 }
 
 // providers builds host providers from the config: echo defaults to this
@@ -37,6 +39,9 @@ func (d *daemon) providers() (map[string]host.Provider, error) {
 		}
 		hp := host.Provider{Name: name, Command: p.Command, Env: map[string]string{}, New: proto.new, ResumeArgs: proto.resumeArgs,
 			FreshThread: proto.freshThread, Adopt: proto.adopt}
+		if p.Protocol == config.ProtocolACP {
+			hp.New = acp.NewFor(acp.Profile{AuthMethod: p.AuthMethod})
+		}
 		for k, v := range p.Env {
 			hp.Env[k] = v
 		}

@@ -49,6 +49,9 @@ const (
 	ReasonDaemonRestart  = "daemon_restart"
 	ReasonShutdown       = "shutdown"
 	ReasonJournalLoss    = "journal_loss" // the turn's events could not all be stored
+	// ReasonApprovalDenied: the provider ended the turn itself after the
+	// user denied an approval (an ACP agent's stopReason "cancelled").
+	ReasonApprovalDenied = "approval_denied"
 )
 
 // Event is one committed journal row.
@@ -103,6 +106,8 @@ type TurnCompletedData struct {
 	Reason         string `json:"reason,omitempty"`
 	ProviderTurnID string `json:"providerTurnId,omitempty"`
 	Error          string `json:"error,omitempty"`
+	// StopReason is an ACP agent's stopReason, as sent.
+	StopReason string `json:"stopReason,omitempty"`
 }
 
 // DeltaData is the data of message.delta and message.completed.

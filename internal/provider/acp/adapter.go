@@ -1,0 +1,211 @@
+// Package acp is the client side of the Agent Client Protocol (version 1):
+// newline-delimited JSON-RPC 2.0 over an agent's stdio (codex-acp,
+// `copilot --acp`, `qwen --acp`, `opencode acp`, claude-agent-acp,
+// `gemini --acp`, …). The daemon initializes without fs or terminal
+// capabilities (agents use their own tools), authenticates only when the
+// profile names a method, opens the session with session/new or
+// session/load (the thread id is ACP's sessionId), sends one
+// session/prompt per turn (its answer ends the turn), cancels with
+// session/cancel and relays session/request_permission as approvals.
+// Every session/update kind is mapped, on the ignore list, or journaled
+// as provider.notice (tables.go); a client method the daemon does not
+// serve is answered -32601.
+//
+// Concurrency: one reader goroutine handles stdout in order. Lock order:
+// emitMu, then mu; the stdin lock is a leaf.
+package acp
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/provider"
+)
+
+// ProtocolVersion is the ACP version the daemon speaks.
+const ProtocolVersion = 1
+
+// ClientVersion is sent as clientInfo.version in initialize.
+var ClientVersion = "dev"
+
+// Profile is what an ACP profile adds to provider.Options.
+type Profile struct {
+	// AuthMethod, when set, is the methodId Start authenticates with
+	// after initialize (config key auth_method).
+	AuthMethod string
+}
+
+// Adapter drives one ACP agent over its stdio.
+type Adapter struct {
+	o     provider.Options
+	p     Profile
+	log   *slog.Logger
+	out   *provider.ActivityReader
+	stdin *provider.Stdin
+
+	done     chan struct{} // closed when the reader stopped and emitted everything
+	stopping chan struct{} // closed by BeginStop
+	stopOnce sync.Once
+
+	emitMu  sync.Mutex
+	stopped bool
+
+	mu        sync.Mutex
+	nextID    int64
+	calls     map[string]*call // our requests waiting for their answer
+	threadID  string
+	loading   string // the sessionId a session/load is replaying (its updates are not journaled)
+	started   bool
+	canLoad   bool
+	turn      *openTurn
+	approvals map[string]*approval // requestId -> pending session/request_permission
+	approvalN int64
+	warned    map[string]bool
+	garbage   int64 // lines that were no JSON-RPC message
+	stuck     *time.Timer
+}
+
+// openTurn is the turn whose session/prompt is unanswered.
+type openTurn struct {
+	ours        string
+	interrupted bool // we sent session/cancel
+	denied      bool // the user denied a permission of this turn
+	msgN        int
+	msg         *textItem // the agent's text since the last item
+	thought     *thought  // the open reasoning item
+	tools       map[string]*tool
+	toolOrder   []string
+}
+
+// New is the acp protocol's provider.New for a profile without settings.
+func New(o provider.Options) provider.Adapter { return NewAdapter(o, Profile{}) }
+
+// NewFor is provider.New for a profile.
+func NewFor(p Profile) provider.New {
+	return func(o provider.Options) provider.Adapter { return NewAdapter(o, p) }
+}
+
+// NewAdapter returns an adapter and starts its reader on o.Out.
+func NewAdapter(o provider.Options, p Profile) *Adapter {
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = provider.DefaultRequestTimeout
+	}
+	if o.MaxLineBytes <= 0 {
+		o.MaxLineBytes = provider.DefaultMaxLineBytes
+	}
+	if o.InterruptTimeout <= 0 {
+		o.InterruptTimeout = o.RequestTimeout
+	}
+	if o.Emit == nil {
+		o.Emit = func(event.Draft) {}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	a := &Adapter{
+		o: o, p: p, log: o.Logger, out: provider.NewActivityReader(o.Out), stdin: provider.NewStdin(o.In, o.RequestTimeout),
+		done: make(chan struct{}), stopping: make(chan struct{}),
+		calls: map[string]*call{}, approvals: map[string]*approval{}, warned: map[string]bool{},
+	}
+	go a.readLoop()
+	return a
+}
+
+// Done is closed once the reader finished and everything read was emitted.
+func (a *Adapter) Done() <-chan struct{} { return a.done }
+
+// Busy reports an open turn or an unanswered approval.
+func (a *Adapter) Busy() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.turn != nil || len(a.approvals) > 0
+}
+
+// ThreadID is the agent's sessionId (empty before Start succeeded).
+func (a *Adapter) ThreadID() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.threadID
+}
+
+// Drain waits for stdout's end or `quiet` of silence, then stops emitting.
+func (a *Adapter) Drain(ctx context.Context, quiet time.Duration) error {
+	if quiet <= 0 {
+		quiet = provider.DefaultDrainQuiet
+	}
+	err := a.out.WaitQuiet(ctx, a.done, quiet)
+	a.mu.Lock()
+	if a.stuck != nil {
+		a.stuck.Stop()
+	}
+	a.mu.Unlock()
+	a.emitMu.Lock()
+	a.stopped = true
+	a.emitMu.Unlock()
+	if c, ok := a.o.Out.(io.Closer); ok {
+		_ = c.Close()
+	}
+	return err
+}
+
+// CancelWrites makes every pending and later write fail ErrStopping.
+func (a *Adapter) CancelWrites() { a.stdin.Cancel() }
+
+// BeginStop is CancelWrites, and every waiting request returns ErrStopping.
+func (a *Adapter) BeginStop() {
+	a.CancelWrites()
+	a.stopOnce.Do(func() { close(a.stopping) })
+}
+
+func (a *Adapter) emit(d event.Draft) {
+	a.emitMu.Lock()
+	defer a.emitMu.Unlock()
+	if !a.stopped {
+		a.o.Emit(d)
+	}
+}
+
+// turnID is our id of the open turn ("" when none).
+func (a *Adapter) turnID() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.turn == nil {
+		return ""
+	}
+	return a.turn.ours
+}
+
+// anomaly logs a protocol oddity: the first of each kind at warn level,
+// later ones at debug, so a misbehaving agent cannot flood the log.
+func (a *Adapter) anomaly(kind string, args ...any) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.anomalyLocked(kind, args...)
+}
+
+// anomalyLocked is anomaly with mu held.
+func (a *Adapter) anomalyLocked(kind string, args ...any) {
+	first := !a.warned[kind]
+	a.warned[kind] = true
+	lvl := slog.LevelDebug
+	if first {
+		lvl = slog.LevelWarn
+	}
+	a.log.Log(context.Background(), lvl, "provider protocol anomaly", append([]any{"kind", kind}, args...)...)
+}
+
+// noticeOnce journals a provider.notice (in the open turn, if any) the
+// first time key is seen in this process.
+func (a *Adapter) noticeOnce(key, level, code, msg string) {
+	a.mu.Lock()
+	first := !a.warned["notice:"+key]
+	a.warned["notice:"+key] = true
+	a.mu.Unlock()
+	if first {
+		a.emit(event.New(event.ProviderNotice, a.turnID(), event.NoticeData{Level: level, Message: capText(msg, 4096), Code: code}))
+	}
+}

@@ -1,0 +1,300 @@
+package acp
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The fake ACP agent: this test binary re-executed with ACP_FAKE_AGENT set
+// (to a mode of the whole process: "", "badversion", "silent", "noload",
+// "banner"). What it does in a turn is chosen by the prompt's first word
+// (fakeAgent.prompt). It writes newline-delimited JSON-RPC on stdout, as a
+// real agent does.
+
+const fakeEnv = "ACP_FAKE_AGENT"
+
+type fakeAgent struct {
+	mode    string
+	outMu   sync.Mutex
+	in      chan map[string]any
+	nextID  int
+	nsess   int
+	cancel  chan struct{} // a session/cancel arrived for the running prompt
+	replies chan map[string]any
+}
+
+func runFakeAgent(mode string) {
+	f := &fakeAgent{mode: mode, in: make(chan map[string]any, 64), replies: make(chan map[string]any, 64)}
+	go func() {
+		sc := bufio.NewScanner(os.Stdin)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) == nil {
+				f.in <- m
+			}
+		}
+		close(f.in)
+	}()
+	if mode == "banner" {
+		f.line("fake agent 1.0 starting")
+	}
+	for m := range f.in {
+		f.handle(m)
+	}
+}
+
+func (f *fakeAgent) line(s string) {
+	f.outMu.Lock()
+	defer f.outMu.Unlock()
+	os.Stdout.WriteString(s + "\n")
+}
+
+func (f *fakeAgent) write(v map[string]any) {
+	v["jsonrpc"] = "2.0"
+	b, _ := json.Marshal(v)
+	f.line(string(b))
+}
+
+func (f *fakeAgent) result(id any, r any) { f.write(map[string]any{"id": id, "result": r}) }
+
+func (f *fakeAgent) update(sid string, u map[string]any) {
+	f.write(map[string]any{"method": "session/update", "params": map[string]any{"sessionId": sid, "update": u}})
+}
+
+func chunk(kind, text string) map[string]any {
+	return map[string]any{"sessionUpdate": kind, "content": map[string]any{"type": "text", "text": text}}
+}
+
+func (f *fakeAgent) handle(m map[string]any) {
+	id := m["id"]
+	p, _ := m["params"].(map[string]any)
+	switch m["method"] {
+	case "initialize":
+		switch f.mode {
+		case "silent":
+			return
+		case "badversion":
+			f.result(id, map[string]any{"protocolVersion": 2, "agentCapabilities": map[string]any{}, "authMethods": []any{}})
+			return
+		}
+		f.result(id, map[string]any{"protocolVersion": 1, "agentCapabilities": map[string]any{"loadSession": f.mode != "noload"},
+			"authMethods": []any{map[string]any{"id": "key", "name": "Key"}}})
+	case "authenticate":
+		f.result(id, map[string]any{})
+	case "session/new":
+		f.nsess++
+		sid := fmt.Sprintf("sess-%d", f.nsess)
+		f.result(id, map[string]any{"sessionId": sid})
+		f.update(sid, map[string]any{"sessionUpdate": "available_commands_update", "availableCommands": []any{}})
+	case "session/load":
+		sid, _ := p["sessionId"].(string)
+		if sid == "gone" {
+			f.write(map[string]any{"id": id, "error": map[string]any{"code": -32002, "message": "Resource not found: " + sid}})
+			return
+		}
+		// the history, replayed before the answer
+		f.update(sid, chunk("user_message_chunk", "earlier question"))
+		f.update(sid, chunk("agent_message_chunk", "earlier answer"))
+		f.update(sid, map[string]any{"sessionUpdate": "tool_call", "toolCallId": "old-1", "title": "ls", "kind": "execute", "status": "completed"})
+		f.result(id, map[string]any{})
+	case "session/prompt":
+		sid, _ := p["sessionId"].(string)
+		text := ""
+		if pr, ok := p["prompt"].([]any); ok && len(pr) > 0 {
+			text, _ = pr[0].(map[string]any)["text"].(string)
+		}
+		f.cancel = make(chan struct{})
+		go f.prompt(id, sid, text)
+	case "session/cancel":
+		if f.cancel != nil {
+			select {
+			case <-f.cancel:
+			default:
+				close(f.cancel)
+			}
+		}
+	default:
+		if id != nil && m["method"] == nil {
+			f.replies <- m
+		}
+	}
+}
+
+// ask sends a request to the client and waits for its answer.
+func (f *fakeAgent) ask(method string, params map[string]any) map[string]any {
+	f.outMu.Lock()
+	f.nextID++
+	id := f.nextID
+	f.outMu.Unlock()
+	f.write(map[string]any{"id": id, "method": method, "params": params})
+	for r := range f.replies {
+		if n, ok := r["id"].(float64); ok && int(n) == id {
+			return r
+		}
+	}
+	return nil
+}
+
+func (f *fakeAgent) cancelled() bool {
+	select {
+	case <-f.cancel:
+		return true
+	default:
+		return false
+	}
+}
+
+func permissionOptions() []any {
+	return []any{
+		map[string]any{"optionId": "yes", "name": "Allow", "kind": "allow_once"},
+		map[string]any{"optionId": "always", "name": "Always", "kind": "allow_always"},
+		map[string]any{"optionId": "no", "name": "Reject", "kind": "reject_once"},
+	}
+}
+
+// prompt plays one turn, chosen by the prompt's first word.
+func (f *fakeAgent) prompt(id any, sid, text string) {
+	words := strings.Fields(text)
+	if len(words) == 0 {
+		words = []string{"hello"}
+	}
+	stop := "end_turn"
+	end := map[string]any{}
+	switch words[0] {
+	case "hello":
+		f.update(sid, chunk("agent_message_chunk", "Hel"))
+		f.update(sid, chunk("agent_message_chunk", "lo"))
+		f.update(sid, map[string]any{"sessionUpdate": "usage_update", "used": 1200, "size": 200000})
+		end["usage"] = map[string]any{"inputTokens": 10, "outputTokens": 2, "totalTokens": 12}
+	case "work", "deny-ends":
+		f.update(sid, chunk("agent_thought_chunk", "thinking"))
+		f.update(sid, map[string]any{"sessionUpdate": "plan", "entries": []any{
+			map[string]any{"content": "run it", "priority": "high", "status": "in_progress"}}})
+		call := map[string]any{"toolCallId": "call-1", "title": "touch done", "kind": "execute", "status": "pending",
+			"rawInput": map[string]any{"command": []any{"bash", "-lc", "touch done"}, "cwd": "/tmp"}}
+		f.update(sid, mergeMap(map[string]any{"sessionUpdate": "tool_call"}, call))
+		r := f.ask("session/request_permission", map[string]any{"sessionId": sid, "toolCall": call, "options": permissionOptions()})
+		outcome := outcomeOf(r)
+		f.update(sid, chunk("agent_message_chunk", "outcome="+outcome))
+		switch {
+		case outcome == "yes" || outcome == "always":
+			f.update(sid, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "call-1", "status": "in_progress",
+				"content": []any{map[string]any{"type": "content", "content": map[string]any{"type": "text", "text": "out1\n"}}}})
+			f.update(sid, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "call-1", "status": "completed",
+				"content":   []any{map[string]any{"type": "content", "content": map[string]any{"type": "text", "text": "out1\nout2\n"}}},
+				"rawOutput": map[string]any{"exit_code": 0}})
+		case outcome == "cancelled":
+			stop = "cancelled"
+		default:
+			f.update(sid, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "call-1", "status": "failed"})
+			if words[0] == "deny-ends" {
+				stop = "cancelled"
+			}
+		}
+	case "slow":
+		for i := 0; !f.cancelled(); i++ {
+			f.update(sid, chunk("agent_message_chunk", "x"))
+			select {
+			case <-f.cancel:
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		stop = "cancelled"
+	case "hang": // ignores session/cancel
+		<-make(chan struct{})
+	case "noopts", "badopts", "othersession":
+		call := map[string]any{"toolCallId": "call-2", "title": "rm", "kind": "delete"}
+		opts := []any{}
+		if words[0] == "badopts" {
+			opts = []any{map[string]any{"optionId": "", "name": "?", "kind": "allow_once"},
+				map[string]any{"optionId": "x", "name": "?", "kind": "maybe"}}
+		}
+		ps := sid
+		if words[0] == "othersession" {
+			ps, opts = "other", permissionOptions()
+		}
+		r := f.ask("session/request_permission", map[string]any{"sessionId": ps, "toolCall": call, "options": opts})
+		f.update(sid, chunk("agent_message_chunk", "answer="+answerText(r)))
+	case "unknown-session":
+		f.update("other", chunk("agent_message_chunk", "not yours"))
+		f.update(sid, chunk("agent_message_chunk", "mine"))
+	case "flood":
+		n, _ := strconv.Atoi(words[1])
+		for i := 0; i < n; i++ {
+			f.update(sid, chunk("agent_message_chunk", "y"))
+		}
+	case "garbage":
+		f.line("this is not json")
+		f.line("{broken")
+		f.line("[1,2,3]")
+		f.update(sid, chunk("agent_message_chunk", "after garbage"))
+	case "unserved":
+		got := []string{}
+		for _, m := range []string{"fs/read_text_file", "terminal/create", "craft/drainMidTurnQueue", "fs/read_text_file"} {
+			got = append(got, answerText(f.ask(m, map[string]any{"sessionId": sid, "path": "/etc/hostname", "command": "ls"})))
+		}
+		f.update(sid, chunk("agent_message_chunk", strings.Join(got, ";")))
+	case "kinds":
+		for range 2 {
+			f.update(sid, map[string]any{"sessionUpdate": "current_mode_update", "currentModeId": "code"})
+			f.update(sid, map[string]any{"sessionUpdate": "session_info_update", "title": "t"})
+			f.update(sid, map[string]any{"sessionUpdate": "config_option_update", "configOptions": []any{}})
+			f.update(sid, map[string]any{"sessionUpdate": "available_commands_update", "availableCommands": []any{}})
+			f.update(sid, map[string]any{"sessionUpdate": "compaction_update", "compactionId": "c1", "status": "started"})
+			f.update(sid, map[string]any{"sessionUpdate": "brand_new_kind", "x": 1})
+		}
+		f.write(map[string]any{"method": "vendor/ping", "params": map[string]any{}})
+		f.update(sid, chunk("agent_message_chunk", "done"))
+	case "edit":
+		f.update(sid, map[string]any{"sessionUpdate": "tool_call", "toolCallId": "e1", "title": "Edit a.txt", "kind": "edit", "status": "in_progress",
+			"locations": []any{map[string]any{"path": "/w/a.txt"}}})
+		f.update(sid, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "e1", "status": "completed",
+			"content": []any{map[string]any{"type": "diff", "path": "/w/a.txt", "oldText": "a\n", "newText": "b\n"}}})
+		f.update(sid, map[string]any{"sessionUpdate": "tool_call", "toolCallId": "s1", "title": "grep foo", "kind": "search", "status": "completed",
+			"rawInput": map[string]any{"pattern": "foo"}})
+	case "crash":
+		f.update(sid, chunk("agent_message_chunk", "bye"))
+		f.update(sid, map[string]any{"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "sleep", "kind": "execute", "status": "in_progress"})
+		os.Exit(3)
+	case "stop":
+		stop = words[1]
+	}
+	end["stopReason"] = stop
+	f.result(id, end)
+}
+
+func mergeMap(a, b map[string]any) map[string]any {
+	for k, v := range b {
+		a[k] = v
+	}
+	return a
+}
+
+// outcomeOf is a permission answer's optionId, "cancelled", or "error".
+func outcomeOf(r map[string]any) string {
+	res, _ := r["result"].(map[string]any)
+	o, _ := res["outcome"].(map[string]any)
+	switch o["outcome"] {
+	case "selected":
+		s, _ := o["optionId"].(string)
+		return s
+	case "cancelled":
+		return "cancelled"
+	}
+	return "error"
+}
+
+// answerText is an answer's error code, or "ok".
+func answerText(r map[string]any) string {
+	if e, ok := r["error"].(map[string]any); ok {
+		return fmt.Sprintf("%v", e["code"])
+	}
+	return "ok"
+}

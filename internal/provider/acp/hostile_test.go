@@ -1,0 +1,246 @@
+package acp
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/provider"
+)
+
+// Updates for a session the adapter does not have are dropped, logged.
+func TestUnknownSessionUpdates(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.start(t)
+	evs := g.turn(t, "t_1", "unknown-session")
+	if got := answerOf(t, evs); got != "mine" {
+		t.Fatalf("text %q", got)
+	}
+	if !strings.Contains(g.log(), "update_unknown_session") {
+		t.Fatal("not logged")
+	}
+}
+
+// Lines that are no JSON-RPC message (a banner, broken JSON, an array) are
+// skipped and counted, logged once (later ones at debug); the turn goes on.
+func TestGarbageLines(t *testing.T) {
+	g := startAgent(t, "banner", nil)
+	g.lax = true
+	g.start(t)
+	evs := g.turn(t, "t_1", "garbage")
+	if got := answerOf(t, evs); got != "after garbage" {
+		t.Fatalf("text %q", got)
+	}
+	if n := g.a.Garbage(); n != 4 {
+		t.Fatalf("garbage = %d, want 4", n)
+	}
+	if l := g.log(); strings.Count(l, "level=WARN") != 1 || !strings.Contains(l, "garbage_line") {
+		t.Fatalf("log:\n%s", l)
+	}
+}
+
+// A flood of session/update: every delta arrives, in order, nothing else
+// breaks, and the log holds no line per message.
+func TestFlood(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.start(t)
+	evs := g.turn(t, "t_1", "flood 20000")
+	if got := answerOf(t, evs); len(got) != 20000 {
+		t.Fatalf("got %d bytes of text", len(got))
+	}
+	if l := g.log(); strings.Count(l, "\n") > 20 {
+		t.Fatalf("the flood was logged: %d lines", strings.Count(l, "\n"))
+	}
+}
+
+// Client methods the daemon does not serve are answered -32601, logged
+// and journaled once per method.
+func TestUnservedMethods(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.start(t)
+	evs := g.turn(t, "t_1", "unserved")
+	if got := answerOf(t, evs); got != "-32601;-32601;-32601;-32601" {
+		t.Fatalf("agent got %q", got)
+	}
+	if n := len(of(evs, event.ProviderNotice)); n != 3 {
+		t.Fatalf("%d notices for 3 methods: %s", n, types(evs))
+	}
+	if l := g.log(); strings.Count(l, "level=WARN") != 3 {
+		t.Fatalf("log:\n%s", l)
+	}
+}
+
+// The ignore list journals nothing; every other kind (and an unknown
+// notification) is one provider.notice per kind, however often it comes.
+func TestUpdateKinds(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.start(t)
+	g.lax = true // brand_new_kind is no kind of the schema
+	evs := g.turn(t, "t_1", "kinds")
+	var codes []string
+	for _, d := range of(evs, event.ProviderNotice) {
+		codes = append(codes, data[event.NoticeData](t, d).Code)
+	}
+	if strings.Join(codes, ",") != "acp_compaction_update,acp_brand_new_kind,unknown_notification" {
+		t.Fatalf("notices %v; events %s", codes, types(evs))
+	}
+	if types(evs) != "provider.notice,provider.notice,provider.notice,message.delta,message.completed,turn.completed" {
+		t.Fatalf("events %s", types(evs))
+	}
+}
+
+// Items: reasoning, the plan, a command with its output streamed and its
+// exit code, a file change with its diff, another tool as toolCall.
+func TestItems(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.start(t)
+	if err := g.a.StartTurn(t.Context(), "t_1", "work"); err != nil {
+		t.Fatal(err)
+	}
+	evs := g.until(t, event.ApprovalRequested)
+	ap := data[event.ApprovalRequestedData](t, evs[len(evs)-1])
+	if err := g.a.Respond(t.Context(), ap.RequestID, provider.Answer{Decision: "approve"}); err != nil {
+		t.Fatal(err)
+	}
+	evs = append(evs, g.until(t, event.TurnCompleted)...)
+	st := of(evs, event.ItemStarted)
+	if len(st) != 2 || data[event.ItemData](t, st[0]).Kind != event.KindReasoning || data[event.ItemData](t, st[1]).Kind != event.KindCommandExecution {
+		t.Fatalf("items %s", types(evs))
+	}
+	if p := data[event.TurnPlanData](t, of(evs, event.TurnPlan)[0]); len(p.Steps) != 1 || p.Steps[0].Status != "inProgress" || p.Steps[0].Step != "run it" {
+		t.Fatalf("plan %+v", p)
+	}
+	var out string
+	for _, d := range of(evs, event.ItemDelta) {
+		if dd := data[event.ItemDeltaData](t, d); dd.Stream == event.StreamOutput {
+			out += dd.Text
+		}
+	}
+	if out != "out1\nout2\n" {
+		t.Fatalf("output deltas %q", out)
+	}
+	var cmd event.ItemData
+	for _, d := range of(evs, event.ItemCompleted) {
+		if c := data[event.ItemData](t, d); c.ItemID == "call-1" {
+			cmd = c
+		}
+	}
+	p, _ := cmd.Payload.(map[string]any)
+	if p["command"] != "touch done" || p["cwd"] != "/tmp" || p["exitCode"] != float64(0) || p["output"] != "out1\nout2\n" || cmd.Status != "completed" {
+		t.Fatalf("command item %+v", cmd)
+	}
+
+	evs = g.turn(t, "t_2", "edit")
+	var fc, search event.ItemData
+	for _, d := range of(evs, event.ItemCompleted) {
+		switch c := data[event.ItemData](t, d); c.ItemID {
+		case "e1":
+			fc = c
+		case "s1":
+			search = c
+		}
+	}
+	changes, _ := fc.Payload.(map[string]any)["changes"].([]any)
+	if fc.Kind != event.KindFileChange || len(changes) != 1 {
+		t.Fatalf("file change %+v", fc)
+	}
+	ch := changes[0].(map[string]any)
+	if ch["path"] != "/w/a.txt" || ch["kind"] != "update" || !strings.Contains(ch["diff"].(string), "-a\n+b\n") {
+		t.Fatalf("change %v", ch)
+	}
+	if sp := search.Payload.(map[string]any); search.Kind != event.KindToolCall || sp["name"] != "grep foo" || sp["input"] == nil {
+		t.Fatalf("search %+v", search)
+	}
+}
+
+// Cancel mid-stream: session/cancel, the agent answers cancelled: the
+// turn ends interrupted (user_cancel) with the text so far completed.
+func TestCancelMidStream(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.start(t)
+	if err := g.a.StartTurn(t.Context(), "t_1", "slow"); err != nil {
+		t.Fatal(err)
+	}
+	g.until(t, event.MessageDelta)
+	if ok, err := g.a.Interrupt(t.Context()); !ok || err != nil {
+		t.Fatalf("interrupt: %v %v", ok, err)
+	}
+	evs := g.until(t, event.TurnCompleted)
+	if tc := data[event.TurnCompletedData](t, evs[len(evs)-1]); tc.Status != event.StatusInterrupted || tc.Reason != event.ReasonUserCancel || tc.StopReason != "cancelled" {
+		t.Fatalf("turn.completed = %+v", tc)
+	}
+	if len(of(evs, event.MessageCompleted)) != 1 {
+		t.Fatalf("events %s", types(evs))
+	}
+	if ok, _ := g.a.Interrupt(t.Context()); ok {
+		t.Fatal("interrupted a turn that ended")
+	}
+}
+
+// An agent that ignores session/cancel: after InterruptTimeout the turn
+// ends interrupted here and Stuck tells the host to stop it.
+func TestStuckCancel(t *testing.T) {
+	stuck := make(chan struct{})
+	g := startAgent(t, "", func(o *provider.Options, _ *Profile) {
+		o.InterruptTimeout = 100 * time.Millisecond
+		o.Stuck = func() { close(stuck) }
+	})
+	g.start(t)
+	if err := g.a.StartTurn(t.Context(), "t_1", "hang"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := g.a.Interrupt(t.Context()); !ok || err != nil {
+		t.Fatalf("interrupt: %v %v", ok, err)
+	}
+	evs := g.until(t, event.TurnCompleted)
+	<-stuck
+	if tc := data[event.TurnCompletedData](t, evs[len(evs)-1]); tc.Status != event.StatusInterrupted || tc.Reason != event.ReasonUserCancel {
+		t.Fatalf("turn.completed = %+v", tc)
+	}
+}
+
+// The agent exiting mid-turn: its open items complete interrupted and Done
+// closes; the turn is the host's to end (provider_exited).
+func TestAgentExitsMidTurn(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.start(t)
+	if err := g.a.StartTurn(t.Context(), "t_1", "crash"); err != nil {
+		t.Fatal(err)
+	}
+	<-g.a.Done()
+	var evs []event.Draft
+	for len(g.evs) > 0 {
+		evs = append(evs, <-g.evs)
+	}
+	if types(evs) != "message.delta,message.completed,item.started,item.completed" {
+		t.Fatalf("events %s", types(evs))
+	}
+	if c := data[event.ItemData](t, evs[3]); c.Status != event.ItemInterruptedStatus {
+		t.Fatalf("item %+v", c)
+	}
+	if !g.a.Busy() {
+		t.Fatal("the open turn is the host's to end")
+	}
+}
+
+// Stop reasons: max_tokens, refusal, max_turn_requests complete the turn
+// (stopReason kept); an unknown one fails it naming it.
+func TestStopReasons(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.lax = true // "bogus"
+	g.start(t)
+	for i, c := range []struct{ stop, status string }{
+		{"max_tokens", event.StatusCompleted}, {"refusal", event.StatusCompleted}, {"max_turn_requests", event.StatusCompleted},
+		{"cancelled", event.StatusInterrupted}, {"bogus", event.StatusFailed},
+	} {
+		evs := g.turn(t, "t_"+string(rune('a'+i)), "stop "+c.stop)
+		tc := data[event.TurnCompletedData](t, evs[len(evs)-1])
+		if tc.Status != c.status || tc.StopReason != c.stop {
+			t.Fatalf("%s: %+v", c.stop, tc)
+		}
+		if c.stop == "bogus" && !strings.Contains(tc.Error, "bogus") {
+			t.Fatalf("%+v", tc)
+		}
+	}
+}

@@ -1,0 +1,229 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/provider"
+)
+
+// approval is a session/request_permission waiting for Respond.
+type approval struct {
+	rawID      json.RawMessage // the agent's request id as sent
+	turnID     string
+	toolCallID string
+	optionIDs  map[string]string // decision -> the optionId that gives it
+	options    []string
+	order      int64
+}
+
+type permissionParams struct {
+	SessionID string          `json:"sessionId"`
+	ToolCall  json.RawMessage `json:"toolCall"`
+	Options   []struct {
+		OptionID string `json:"optionId"`
+		Name     string `json:"name"`
+		Kind     string `json:"kind"`
+	} `json:"options"`
+}
+
+// decisionOrder is the order approval.requested lists decisions in.
+var decisionOrder = []string{provider.DecisionApprove, provider.DecisionApproveForSession, provider.DecisionDeny}
+
+// onPermission relays session/request_permission as approval.requested:
+// its kind from the tool call's kind, its options the decisions its
+// permission options allow (permissionDecisions), plus cancel. A request
+// for another session, or with no option the daemon can choose, is
+// refused at once (invalid params, naming why) and journaled as resolved
+// by the daemon; one during a turn we cancelled is answered cancelled.
+func (a *Adapter) onPermission(m *message) {
+	id, ok := provider.RequestKey(m.ID)
+	if !ok {
+		a.anomaly("bad_request_id", "id", capText(string(m.ID), 40))
+		return
+	}
+	key := a.o.RequestIDPrefix + id
+	var p permissionParams
+	_, _ = decodeLenient(m.Params, &p)
+	var tc struct {
+		ToolCallID string `json:"toolCallId"`
+		Kind       string `json:"kind"`
+	}
+	_, _ = decodeLenient(p.ToolCall, &tc)
+	ap := &approval{rawID: m.ID, toolCallID: tc.ToolCallID, optionIDs: map[string]string{}}
+	for _, o := range p.Options {
+		if d, ok := permissionDecisions[o.Kind]; ok && o.OptionID != "" && ap.optionIDs[d] == "" {
+			ap.optionIDs[d] = o.OptionID
+		}
+	}
+	for _, d := range decisionOrder {
+		if ap.optionIDs[d] != "" {
+			ap.options = append(ap.options, d)
+		}
+	}
+	a.mu.Lock()
+	t := a.turn
+	sid := a.threadID
+	_, dup := a.approvals[key]
+	a.mu.Unlock()
+	turnID := ""
+	if t != nil {
+		turnID = t.ours
+	}
+	ap.turnID = turnID
+	var refuse string
+	switch {
+	case dup:
+		refuse = "a permission request with this id is already open"
+	case p.SessionID != sid:
+		refuse = fmt.Sprintf("request_permission names session %q; this agent's session is %q", capText(p.SessionID, 80), sid)
+	case len(ap.options) == 0:
+		refuse = fmt.Sprintf("request_permission offers no option sessiond can choose (options: %s)", capText(string(mustJSON(p.Options)), 300))
+	}
+	if refuse != "" {
+		a.anomaly("permission_refused", "request_id", capText(key, 60), "reason", refuse)
+		a.noticeOnce("permission_refused:"+refuse, "warning", "bad_permission_request", "the agent's permission request was refused: "+refuse)
+		if !dup {
+			a.emit(event.New(event.ApprovalResolved, turnID, event.ApprovalResolvedData{
+				RequestID: key, Decision: provider.DecisionDeny, By: "daemon", Reason: refuse}))
+		}
+		if err := a.respondError(m.ID, codeInvalidParams, refuse); err != nil {
+			a.log.Warn("answer agent permission request", "err", err)
+		}
+		return
+	}
+	ap.options = append(ap.options, provider.DecisionCancel)
+	kind := approvalKinds[tc.Kind]
+	a.mu.Lock()
+	var ds []event.Draft
+	if t != nil && a.turn == t && len(p.ToolCall) > 0 {
+		if tl := t.tools[tc.ToolCallID]; tl != nil && tc.Kind == "" {
+			kind = approvalKinds[tl.acpKind]
+		} else if tl == nil {
+			ds = a.onToolCall(t, p.ToolCall) // a call first announced by its permission request
+		}
+	}
+	cancelled := t != nil && t.interrupted
+	if !cancelled {
+		a.approvalN++
+		ap.order = a.approvalN
+		a.approvals[key] = ap
+	}
+	a.mu.Unlock()
+	if kind == "" {
+		kind = "toolCall"
+	}
+	for _, d := range ds {
+		a.emit(d)
+	}
+	if cancelled {
+		// After our session/cancel every permission request is answered cancelled.
+		a.anomaly("permission_after_cancel", "request_id", capText(key, 60))
+		if err := a.respond(m.ID, cancelledOutcome); err != nil {
+			a.log.Warn("answer agent permission request", "err", err)
+		}
+		return
+	}
+	if t == nil {
+		a.anomaly("permission_outside_turn", "request_id", capText(key, 60))
+	}
+	a.emit(event.New(event.ApprovalRequested, turnID, event.ApprovalRequestedData{RequestID: key, Kind: kind,
+		ItemID: tc.ToolCallID, Detail: rawOf(m.Params), Options: slices.Clone(ap.options)}))
+}
+
+var cancelledOutcome = map[string]any{"outcome": map[string]any{"outcome": "cancelled"}}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// Respond answers the pending permission requestID and emits
+// approval.resolved: approve / approveForSession / deny select the
+// option of that kind; cancel answers {outcome:"cancelled"} and cancels
+// the turn (session/cancel).
+func (a *Adapter) Respond(ctx context.Context, requestID string, ans provider.Answer) error {
+	a.mu.Lock()
+	ap, ok := a.approvals[requestID]
+	if !ok {
+		a.mu.Unlock()
+		return fmt.Errorf("request %s: %w", requestID, provider.ErrRequestNotFound)
+	}
+	if !slices.Contains(ap.options, ans.Decision) {
+		a.mu.Unlock()
+		return fmt.Errorf("request %s: %w", requestID, &provider.DecisionError{Decision: ans.Decision, Allowed: slices.Clone(ap.options)})
+	}
+	delete(a.approvals, requestID)
+	if t := a.turn; t != nil && t.ours == ap.turnID && (ans.Decision == provider.DecisionDeny || ans.Decision == provider.DecisionCancel) {
+		t.denied = true
+		if tl := t.tools[ap.toolCallID]; tl != nil {
+			tl.denied = true
+		}
+	}
+	a.mu.Unlock()
+	a.emit(event.New(event.ApprovalResolved, ap.turnID, event.ApprovalResolvedData{RequestID: requestID, Decision: ans.Decision}))
+	if ans.Decision == provider.DecisionCancel {
+		// session/cancel first: the agent may end the turn as soon as it
+		// reads the cancelled answer, and the turn is ours to cancel.
+		_, ierr := a.Interrupt(ctx)
+		if err := a.respond(ap.rawID, cancelledOutcome); err != nil {
+			return fmt.Errorf("request %s: %w", requestID, err)
+		}
+		if ierr != nil {
+			return fmt.Errorf("request %s: %w", requestID, ierr)
+		}
+		return nil
+	}
+	res := map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": ap.optionIDs[ans.Decision]}}
+	if err := a.respond(ap.rawID, res); err != nil {
+		return fmt.Errorf("request %s: %w", requestID, err)
+	}
+	return nil
+}
+
+// cancelApprovals answers every pending permission of turnID
+// {outcome:"cancelled"} and journals it resolved cancel by the daemon.
+func (a *Adapter) cancelApprovals(turnID, reason string) {
+	a.mu.Lock()
+	keys := make([]string, 0, len(a.approvals))
+	for k, ap := range a.approvals {
+		if ap.turnID == turnID {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(x, y string) int { return int(a.approvals[x].order - a.approvals[y].order) })
+	aps := make([]*approval, len(keys))
+	for i, k := range keys {
+		aps[i] = a.approvals[k]
+		delete(a.approvals, k)
+	}
+	a.mu.Unlock()
+	for i, k := range keys {
+		a.emit(event.New(event.ApprovalResolved, turnID, event.ApprovalResolvedData{
+			RequestID: k, Decision: provider.DecisionCancel, By: "daemon", Reason: reason}))
+		if err := a.respond(aps[i].rawID, cancelledOutcome); err != nil {
+			a.log.Debug("answer agent permission request cancelled", "request_id", k, "err", err)
+		}
+	}
+}
+
+// onWithdrawn: the agent's $/cancel_request for a permission nobody answered.
+func (a *Adapter) onWithdrawn(rawID json.RawMessage) {
+	id, ok := provider.RequestKey(rawID)
+	if !ok {
+		a.anomaly("bad_cancel_request", "id", capText(string(rawID), 40))
+		return
+	}
+	key := a.o.RequestIDPrefix + id
+	a.mu.Lock()
+	ap, open := a.approvals[key]
+	delete(a.approvals, key)
+	a.mu.Unlock()
+	if open {
+		a.emit(event.New(event.ApprovalResolved, ap.turnID, event.ApprovalResolvedData{
+			RequestID: key, Decision: provider.DecisionCancel, By: "provider", Reason: "withdrawn"}))
+	}
+}

@@ -1,0 +1,175 @@
+package acp
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/provider"
+)
+
+// waitApproval starts a turn and returns its approval.requested.
+func (g *agent) waitApproval(t *testing.T, text string) event.ApprovalRequestedData {
+	t.Helper()
+	if err := g.a.StartTurn(t.Context(), "t_1", text); err != nil {
+		t.Fatal(err)
+	}
+	evs := g.until(t, event.ApprovalRequested)
+	return data[event.ApprovalRequestedData](t, evs[len(evs)-1])
+}
+
+// answerOf is what the agent said it got (its outcome=… text).
+func answerOf(t *testing.T, evs []event.Draft) string {
+	t.Helper()
+	var text string
+	for _, d := range of(evs, event.MessageDelta) {
+		text += data[event.DeltaData](t, d).Text
+	}
+	return text
+}
+
+// A permission request becomes approval.requested {kind from the tool
+// call's kind, the decisions its options allow, cancel}; each decision
+// selects the option of its kind.
+func TestPermissionDecisions(t *testing.T) {
+	for _, c := range []struct{ decision, outcome, item string }{
+		{provider.DecisionApprove, "outcome=yes", event.ItemCompletedStatus},
+		{provider.DecisionApproveForSession, "outcome=always", event.ItemCompletedStatus},
+		{provider.DecisionDeny, "outcome=no", event.ItemDeclinedStatus},
+	} {
+		g := startAgent(t, "", nil)
+		g.start(t)
+		ap := g.waitApproval(t, "work")
+		if ap.Kind != "command" || ap.ItemID != "call-1" || ap.RequestID != "f1-1" ||
+			!slices.Equal(ap.Options, []string{"approve", "approveForSession", "deny", "cancel"}) {
+			t.Fatalf("approval.requested = %+v", ap)
+		}
+		if err := g.a.Respond(t.Context(), ap.RequestID, provider.Answer{Decision: c.decision}); err != nil {
+			t.Fatal(err)
+		}
+		evs := g.until(t, event.TurnCompleted)
+		if got := answerOf(t, evs); got != c.outcome {
+			t.Fatalf("%s: agent got %q", c.decision, got)
+		}
+		if r := of(evs, event.ApprovalResolved); len(r) != 1 || data[event.ApprovalResolvedData](t, r[0]).Decision != c.decision {
+			t.Fatalf("%s: resolved %v", c.decision, r)
+		}
+		items := of(evs, event.ItemCompleted)
+		last := data[event.ItemData](t, items[len(items)-1])
+		if last.ItemID != "call-1" || last.Status != c.item {
+			t.Fatalf("%s: item %+v", c.decision, last)
+		}
+		if tc := data[event.TurnCompletedData](t, evs[len(evs)-1]); tc.Status != event.StatusCompleted {
+			t.Fatalf("%s: %+v", c.decision, tc)
+		}
+	}
+}
+
+// A decision the request does not offer is refused naming the allowed
+// ones, and the request stays answerable.
+func TestPermissionDecisionNotOffered(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.start(t)
+	ap := g.waitApproval(t, "work")
+	err := g.a.Respond(t.Context(), ap.RequestID, provider.Answer{Decision: "maybe"})
+	var de *provider.DecisionError
+	if !errors.As(err, &de) || !slices.Contains(de.Allowed, "approve") {
+		t.Fatalf("respond maybe: %v", err)
+	}
+	if err := g.a.Respond(t.Context(), "f1-99", provider.Answer{Decision: "approve"}); !errors.Is(err, provider.ErrRequestNotFound) {
+		t.Fatalf("respond to nothing: %v", err)
+	}
+	if err := g.a.Respond(t.Context(), ap.RequestID, provider.Answer{Decision: "approve"}); err != nil {
+		t.Fatal(err)
+	}
+	g.until(t, event.TurnCompleted)
+}
+
+// The agent ending the turn cancelled after a denial: interrupted
+// (approval_denied).
+func TestDenialEndsTurn(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.start(t)
+	ap := g.waitApproval(t, "deny-ends")
+	if err := g.a.Respond(t.Context(), ap.RequestID, provider.Answer{Decision: "deny"}); err != nil {
+		t.Fatal(err)
+	}
+	evs := g.until(t, event.TurnCompleted)
+	if tc := data[event.TurnCompletedData](t, evs[len(evs)-1]); tc.Status != event.StatusInterrupted || tc.Reason != event.ReasonApprovalDenied || tc.StopReason != "cancelled" {
+		t.Fatalf("turn.completed = %+v", tc)
+	}
+}
+
+// Cancel while a permission is pending: session/cancel, the permission is
+// answered {outcome:"cancelled"} (never selected), journaled resolved
+// cancel by the daemon; the turn ends interrupted (user_cancel); a later
+// answer finds no request.
+func TestCancelWhilePermissionPending(t *testing.T) {
+	for _, how := range []string{"interrupt", "respond-cancel"} {
+		g := startAgent(t, "", nil)
+		g.start(t)
+		ap := g.waitApproval(t, "work")
+		if how == "interrupt" {
+			if ok, err := g.a.Interrupt(t.Context()); !ok || err != nil {
+				t.Fatalf("interrupt: %v %v", ok, err)
+			}
+		} else if err := g.a.Respond(t.Context(), ap.RequestID, provider.Answer{Decision: "cancel"}); err != nil {
+			t.Fatal(err)
+		}
+		err := g.a.Respond(t.Context(), ap.RequestID, provider.Answer{Decision: "approve"})
+		evs := g.until(t, event.TurnCompleted)
+		if !errors.Is(err, provider.ErrRequestNotFound) {
+			t.Fatalf("%s: an answer after cancel: %v", how, err)
+		}
+		if got := answerOf(t, evs); got != "outcome=cancelled" {
+			t.Fatalf("%s: agent got %q", how, got)
+		}
+		r := of(evs, event.ApprovalResolved)
+		if len(r) != 1 || data[event.ApprovalResolvedData](t, r[0]).Decision != "cancel" {
+			t.Fatalf("%s: resolved %v", how, r)
+		}
+		if tc := data[event.TurnCompletedData](t, evs[len(evs)-1]); tc.Status != event.StatusInterrupted || tc.Reason != event.ReasonUserCancel {
+			t.Fatalf("%s: turn.completed = %+v", how, tc)
+		}
+		if len(g.sentMethod("session/cancel")) != 1 {
+			t.Fatalf("%s: session/cancel sent %d times", how, len(g.sentMethod("session/cancel")))
+		}
+		for _, m := range g.sentLines() {
+			if res, ok := m["result"].(map[string]any); ok {
+				if o, _ := res["outcome"].(map[string]any); o["outcome"] == "selected" {
+					t.Fatalf("%s: a permission was answered selected after cancel: %v", how, m)
+				}
+			}
+		}
+	}
+}
+
+// A permission request with no option the daemon can choose (none, or
+// only unknown kinds or empty ids), or for another session, is refused at
+// once with invalid params naming why, journaled resolved deny by the
+// daemon; the turn goes on.
+func TestBadPermissionRequests(t *testing.T) {
+	for _, c := range []struct{ mode, why string }{
+		{"noopts", "offers no option"}, {"badopts", "offers no option"}, {"othersession", `names session "other"`},
+	} {
+		g := startAgent(t, "", nil)
+		g.lax = c.mode == "badopts" // an option kind the schema does not have
+		g.start(t)
+		evs := g.turn(t, "t_1", c.mode)
+		if got := answerOf(t, evs); got != "answer=-32602" {
+			t.Fatalf("%s: agent got %q", c.mode, got)
+		}
+		r := of(evs, event.ApprovalResolved)
+		if len(r) != 1 || len(of(evs, event.ApprovalRequested)) != 0 {
+			t.Fatalf("%s: %s", c.mode, types(evs))
+		}
+		if rd := data[event.ApprovalResolvedData](t, r[0]); rd.Decision != "deny" || rd.By != "daemon" || !strings.Contains(rd.Reason, c.why) {
+			t.Fatalf("%s: resolved %+v", c.mode, rd)
+		}
+		if !strings.Contains(g.log(), "permission_refused") {
+			t.Fatalf("%s: not logged", c.mode)
+		}
+	}
+}

@@ -1,0 +1,194 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/provider"
+)
+
+// maxSessionIDBytes bounds an agent's sessionId (the session's thread id).
+const maxSessionIDBytes = 256
+
+type initializeResult struct {
+	ProtocolVersion   *json.Number `json:"protocolVersion"`
+	AgentCapabilities struct {
+		LoadSession bool `json:"loadSession"`
+	} `json:"agentCapabilities"`
+	AuthMethods []struct {
+		ID string `json:"id"`
+	} `json:"authMethods"`
+}
+
+// Start initializes the agent (protocol version 1, no fs or terminal
+// capabilities), authenticates when the profile names a method, and opens
+// the session: session/load of Options.ThreadID (its replayed history is
+// not journaled), or session/new. A resume of an agent without
+// loadSession, or one the agent answers not-found, is a fresh session,
+// reported in StartResult.Replaced and journaled as
+// provider.thread_replaced; any other load failure fails Start and keeps
+// the old id. An agent that answers another protocolVersion fails Start
+// naming it. Start is bounded by ctx (the host's start_timeout).
+func (a *Adapter) Start(ctx context.Context) (provider.StartResult, error) {
+	var res provider.StartResult
+	raw, err := a.request(ctx, "initialize", map[string]any{
+		"protocolVersion":    ProtocolVersion,
+		"clientCapabilities": map[string]any{"fs": map[string]any{"readTextFile": false, "writeTextFile": false}, "terminal": false},
+		"clientInfo":         map[string]any{"name": "sessiond", "title": "sessiond", "version": ClientVersion},
+	}, nil)
+	if err != nil {
+		return res, fmt.Errorf("acp initialize: %w", err)
+	}
+	var ir initializeResult
+	if ok, _ := provider.Decode(raw, &ir); !ok {
+		return res, fmt.Errorf("acp initialize: the agent's answer is no InitializeResponse: %s", capText(string(raw), 200))
+	}
+	if ir.ProtocolVersion == nil || ir.ProtocolVersion.String() != "1" {
+		got := "none"
+		if ir.ProtocolVersion != nil {
+			got = ir.ProtocolVersion.String()
+		}
+		return res, fmt.Errorf("acp initialize: the agent speaks protocolVersion %s; sessiond speaks %d", got, ProtocolVersion)
+	}
+	if m := a.p.AuthMethod; m != "" {
+		ids := make([]string, 0, len(ir.AuthMethods))
+		for _, am := range ir.AuthMethods {
+			ids = append(ids, am.ID)
+		}
+		if !slices.Contains(ids, m) {
+			return res, fmt.Errorf("acp authenticate: auth_method %q is not among the agent's authMethods %v", m, ids)
+		}
+		if _, err := a.request(ctx, "authenticate", map[string]any{"methodId": m}, nil); err != nil {
+			return res, fmt.Errorf("acp authenticate %s: %w", m, err)
+		}
+	}
+	a.mu.Lock()
+	a.canLoad = ir.AgentCapabilities.LoadSession
+	a.mu.Unlock()
+	old := a.o.ThreadID
+	switch {
+	case old != "" && !ir.AgentCapabilities.LoadSession:
+		id, err := a.newSession(ctx)
+		if err != nil {
+			return res, fmt.Errorf("session %s cannot be loaded (the agent has no loadSession), starting a new one: %w", old, err)
+		}
+		res.ThreadID = id
+		res.Replaced = &event.ThreadReplacedData{OldThreadID: old, NewThreadID: id, Cause: "the agent cannot load sessions (no loadSession capability)"}
+	case old != "":
+		err := a.loadSession(ctx, old)
+		switch {
+		case err == nil:
+			res.ThreadID, res.Resumed = old, true
+		case isNotFound(err):
+			id, nerr := a.newSession(ctx)
+			if nerr != nil {
+				return res, fmt.Errorf("session %s gone, starting a new one: %w", old, nerr)
+			}
+			res.ThreadID = id
+			res.Replaced = &event.ThreadReplacedData{OldThreadID: old, NewThreadID: id, Cause: capText(err.Error(), 500)}
+		default:
+			return res, fmt.Errorf("acp session/load %s: %w", old, err)
+		}
+	default:
+		id, err := a.newSession(ctx)
+		if err != nil {
+			return res, fmt.Errorf("acp session/new: %w", err)
+		}
+		res.ThreadID = id
+		if r := a.o.Replaces; r != nil {
+			d := *r
+			d.NewThreadID = id
+			res.Replaced = &d
+		}
+	}
+	a.mu.Lock()
+	a.threadID = res.ThreadID
+	a.started = true
+	a.mu.Unlock()
+	if res.Replaced != nil {
+		a.emit(event.New(event.ProviderThreadReplace, "", *res.Replaced))
+	}
+	return res, nil
+}
+
+// newSession runs session/new and returns the agent's sessionId.
+// The session is ours as its answer is read (on the reader goroutine):
+// the updates the agent sends right after it are matched to it.
+func (a *Adapter) newSession(ctx context.Context) (string, error) {
+	var r struct {
+		SessionID string `json:"sessionId"`
+	}
+	raw, err := a.request(ctx, "session/new", map[string]any{"cwd": a.o.Cwd, "mcpServers": []any{}},
+		func(raw json.RawMessage, rerr *RPCError) {
+			if rerr != nil {
+				return
+			}
+			provider.Decode(raw, &r)
+			if validSessionID(r.SessionID) {
+				a.mu.Lock()
+				a.threadID = r.SessionID
+				a.mu.Unlock()
+			}
+		})
+	if err != nil {
+		return "", err
+	}
+	if !validSessionID(r.SessionID) {
+		return "", fmt.Errorf("the agent's session/new answer has no usable sessionId: %s", capText(string(raw), 200))
+	}
+	return r.SessionID, nil
+}
+
+// loadSession runs session/load; until its answer is read, the updates of
+// that session are the agent replaying history: not journaled.
+func (a *Adapter) loadSession(ctx context.Context, id string) error {
+	a.mu.Lock()
+	a.loading = id
+	a.mu.Unlock()
+	_, err := a.request(ctx, "session/load", map[string]any{"sessionId": id, "cwd": a.o.Cwd, "mcpServers": []any{}},
+		func(_ json.RawMessage, rerr *RPCError) {
+			a.mu.Lock()
+			a.loading = ""
+			if rerr == nil {
+				a.threadID = id
+			}
+			a.mu.Unlock()
+		})
+	a.mu.Lock()
+	a.loading = ""
+	a.mu.Unlock()
+	return err
+}
+
+// isNotFound: a load the agent refused because it does not have the
+// session (ACP's resource-not-found, or an agent's own wording of it).
+func isNotFound(err error) bool {
+	var re *RPCError
+	if !errors.As(err, &re) {
+		return false
+	}
+	if re.Code == codeResourceNotFound {
+		return true
+	}
+	msg := strings.ToLower(re.Message + " " + string(re.Data))
+	return strings.Contains(msg, "not found") || strings.Contains(msg, "no previous session") || strings.Contains(msg, "does not exist")
+}
+
+// validSessionID: a non-empty sessionId of at most maxSessionIDBytes
+// without control characters.
+func validSessionID(id string) bool {
+	if id == "" || len(id) > maxSessionIDBytes {
+		return false
+	}
+	for _, r := range id {
+		if r < 0x20 || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,330 @@
+package acp
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/sessiond/sessiond/internal/event"
+)
+
+// tool is an open tool call of the turn (one item).
+type tool struct {
+	id, acpKind, kind, title string
+	status                   string
+	rawInput, rawOutput      json.RawMessage
+	content                  []toolContent
+	contentOut               string // the text content of the call once it runs (not while pending)
+	locations                []struct {
+		Path string `json:"path"`
+	}
+	output    string // what the item has streamed so far (capped)
+	truncated int
+	denied    bool
+	raw       json.RawMessage
+}
+
+// toolContent is one entry of a tool call's content.
+type toolContent struct {
+	Type    string `json:"type"`
+	Content struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+	Path    string  `json:"path"`
+	OldText *string `json:"oldText"`
+	NewText string  `json:"newText"`
+}
+
+// toolUpdate is a tool_call or tool_call_update (every field optional in
+// an update: a field present replaces the one before).
+type toolUpdate struct {
+	ToolCallID string          `json:"toolCallId"`
+	Title      *string         `json:"title"`
+	Kind       *string         `json:"kind"`
+	Status     *string         `json:"status"`
+	Content    []toolContent   `json:"content"`
+	RawInput   json.RawMessage `json:"rawInput"`
+	RawOutput  json.RawMessage `json:"rawOutput"`
+	Locations  []struct {
+		Path string `json:"path"`
+	} `json:"locations"`
+}
+
+// onToolCall: a tool_call opens an item of the kind its ToolKind maps to
+// (an update of a call never announced opens it too); a status completed
+// or failed completes it (declined when its permission was denied).
+func (a *Adapter) onToolCall(t *openTurn, u json.RawMessage) []event.Draft {
+	var up toolUpdate
+	_, _ = decodeLenient(u, &up)
+	if up.ToolCallID == "" {
+		a.anomalyLocked("tool_call_without_id")
+		return nil
+	}
+	ds := append(closeThought(t), closeMessage(t)...)
+	tl := t.tools[up.ToolCallID]
+	fresh := tl == nil
+	if fresh {
+		if len(t.tools) >= maxOpenTools {
+			a.anomalyLocked("too_many_open_tool_calls", "max", maxOpenTools)
+			return ds
+		}
+		tl = &tool{id: up.ToolCallID}
+		t.tools[tl.id] = tl
+		t.toolOrder = append(t.toolOrder, tl.id)
+	}
+	tl.merge(&up)
+	if r := rawOf(u); r != nil {
+		tl.raw = r
+	}
+	if fresh {
+		tl.kind = itemKind(tl.acpKind)
+		ds = append(ds, event.New(event.ItemStarted, t.ours, event.ItemData{ItemID: tl.id, Kind: tl.kind, Title: tl.title,
+			Payload: tl.payload(), Raw: tl.raw}))
+	}
+	if tl.kind == event.KindCommandExecution {
+		if out := tl.contentOut; strings.HasPrefix(out, tl.output) && len(out) > len(tl.output) && tl.truncated == 0 {
+			delta := out[len(tl.output):]
+			if room := event.MaxOutputBytes - len(tl.output); len(delta) > room {
+				tl.truncated = len(delta) - room
+				delta = capText(delta, room)
+			}
+			tl.output += delta
+			if delta != "" {
+				ds = append(ds, event.New(event.ItemDelta, t.ours, event.ItemDeltaData{ItemID: tl.id, Stream: event.StreamOutput, Text: delta}))
+			}
+		}
+	}
+	switch tl.status {
+	case "completed", "failed":
+		st := event.ItemCompletedStatus
+		switch {
+		case tl.denied:
+			st = event.ItemDeclinedStatus
+		case tl.status == "failed":
+			st = event.ItemFailedStatus
+		}
+		delete(t.tools, tl.id)
+		ds = append(ds, event.New(event.ItemCompleted, t.ours, tl.completed(st)))
+	}
+	return ds
+}
+
+// maxOpenTools bounds the tool calls one turn keeps open (a flood of
+// fresh ids is dropped past it, logged once).
+const maxOpenTools = 4096
+
+func (tl *tool) merge(up *toolUpdate) {
+	if up.Title != nil {
+		tl.title = capText(*up.Title, 4096)
+	}
+	if up.Kind != nil {
+		tl.acpKind = *up.Kind
+	}
+	if up.Status != nil {
+		tl.status = *up.Status
+	}
+	if up.Content != nil {
+		tl.content = up.Content
+		if tl.status != "" && tl.status != "pending" {
+			// A pending call's content describes what it would do (codex-acp
+			// puts its permission prompt there): no output yet.
+			tl.contentOut = contentText(up.Content)
+		}
+	}
+	if len(up.RawInput) > 0 && len(up.RawInput) <= event.MaxRawBytes {
+		tl.rawInput = append(json.RawMessage(nil), up.RawInput...)
+	}
+	if len(up.RawOutput) > 0 && len(up.RawOutput) <= event.MaxRawBytes {
+		tl.rawOutput = append(json.RawMessage(nil), up.RawOutput...)
+	}
+	if up.Locations != nil {
+		tl.locations = up.Locations
+	}
+}
+
+// itemKind is the item kind of an ACP ToolKind.
+func itemKind(acpKind string) string {
+	if k, ok := toolKinds[acpKind]; ok {
+		return k
+	}
+	return event.KindToolCall
+}
+
+// completed is the item.completed of tl with status.
+func (tl *tool) completed(status string) event.ItemData {
+	return event.ItemData{ItemID: tl.id, Kind: tl.kind, Title: tl.title, Status: status, Payload: tl.payload(), Raw: tl.raw}
+}
+
+// payload is the item's payload of its kind (PROTOCOL.md "Items").
+func (tl *tool) payload() map[string]any {
+	switch tl.kind {
+	case event.KindCommandExecution:
+		p := map[string]any{"command": tl.command(), "output": tl.output, "outputTruncated": tl.truncated}
+		if tl.output == "" {
+			if out := tl.outputText(); out != "" {
+				p["output"] = capText(out, event.MaxOutputBytes)
+			}
+		}
+		if cwd, _ := stringField(tl.rawInput, "cwd", "workdir"); cwd != "" {
+			p["cwd"] = cwd
+		}
+		if code, ok := exitCode(tl.rawOutput); ok {
+			p["exitCode"] = code
+		}
+		return p
+	case event.KindFileChange:
+		return map[string]any{"changes": tl.changes()}
+	}
+	p := map[string]any{"name": tl.title}
+	if len(tl.rawInput) > 0 {
+		p["input"] = tl.rawInput
+	}
+	if out := tl.outputText(); out != "" {
+		p["output"] = capText(out, event.MaxOutputBytes)
+		if tl.status == "failed" {
+			p["error"] = capText(out, 4096)
+		}
+	}
+	return p
+}
+
+// command is a commandExecution's command line: rawInput's command (a
+// string, or an argv whose `sh -c` script is the last word), else the title.
+func (tl *tool) command() string {
+	var in struct {
+		Command json.RawMessage `json:"command"`
+		Cmd     json.RawMessage `json:"cmd"`
+	}
+	_ = json.Unmarshal(tl.rawInput, &in)
+	for _, raw := range []json.RawMessage{in.Command, in.Cmd} {
+		var s string
+		if json.Unmarshal(raw, &s) == nil && s != "" {
+			return s
+		}
+		var argv []string
+		if json.Unmarshal(raw, &argv) == nil && len(argv) > 0 {
+			if len(argv) == 3 && (argv[1] == "-c" || argv[1] == "-lc") {
+				return argv[2]
+			}
+			return strings.Join(argv, " ")
+		}
+	}
+	return tl.title
+}
+
+// outputText is the call's output: rawOutput's (a string, or an object's
+// formatted_output / aggregated_output / output / stdout, even when
+// empty) when the agent sent one, else the text content it sent while
+// the call ran.
+func (tl *tool) outputText() string {
+	var s string
+	if json.Unmarshal(tl.rawOutput, &s) == nil {
+		return s
+	}
+	if out, ok := stringField(tl.rawOutput, "formatted_output", "aggregated_output", "output", "stdout"); ok {
+		return out
+	}
+	return tl.contentOut
+}
+
+// contentText is the text of a tool call's content entries.
+func contentText(cs []toolContent) string {
+	var b strings.Builder
+	for _, c := range cs {
+		if c.Type == "content" && c.Content.Type == "text" {
+			b.WriteString(c.Content.Text)
+		}
+	}
+	return b.String()
+}
+
+// changes is a fileChange's list: its diff content, else its locations.
+func (tl *tool) changes() []map[string]any {
+	out := []map[string]any{}
+	for _, c := range tl.content {
+		if c.Type != "diff" || c.Path == "" {
+			continue
+		}
+		kind := "update"
+		switch {
+		case tl.acpKind == "delete":
+			kind = "delete"
+		case c.OldText == nil:
+			kind = "add"
+		}
+		old := ""
+		if c.OldText != nil {
+			old = *c.OldText
+		}
+		out = append(out, map[string]any{"path": c.Path, "kind": kind, "diff": capText(lineDiff(c.Path, old, c.NewText), event.MaxOutputBytes)})
+	}
+	if len(out) > 0 {
+		return out
+	}
+	kind := "update"
+	if tl.acpKind == "delete" {
+		kind = "delete"
+	}
+	for _, l := range tl.locations {
+		if l.Path != "" {
+			out = append(out, map[string]any{"path": l.Path, "kind": kind})
+		}
+	}
+	return out
+}
+
+// lineDiff is a whole-file diff of old -> new (every old line removed,
+// every new line added): ACP sends both texts, not a patch.
+func lineDiff(path, old, new string) string {
+	var b strings.Builder
+	b.WriteString("--- a/" + strings.TrimPrefix(path, "/") + "\n+++ b/" + strings.TrimPrefix(path, "/") + "\n")
+	for _, l := range splitLines(old) {
+		b.WriteString("-" + l + "\n")
+	}
+	for _, l := range splitLines(new) {
+		b.WriteString("+" + l + "\n")
+	}
+	return b.String()
+}
+
+func splitLines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+}
+
+// stringField is the first of keys that is a non-empty string field of
+// obj, else the first that is a string field at all (ok false: none).
+func stringField(obj json.RawMessage, keys ...string) (string, bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(obj, &m) != nil {
+		return "", false
+	}
+	found := false
+	for _, k := range keys {
+		var s string
+		if json.Unmarshal(m[k], &s) == nil {
+			if s != "" {
+				return s, true
+			}
+			found = true
+		}
+	}
+	return "", found
+}
+
+// exitCode is rawOutput's exit_code / exitCode, when it has one.
+func exitCode(obj json.RawMessage) (int, bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(obj, &m) != nil {
+		return 0, false
+	}
+	for _, k := range []string{"exit_code", "exitCode"} {
+		var n int
+		if json.Unmarshal(m[k], &n) == nil && len(m[k]) > 0 {
+			return n, true
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,230 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sessiond/sessiond/internal/provider"
+)
+
+// message is any line of the wire: a request (id+method), a notification
+// (method only) or a response (id + result|error).
+type message struct {
+	ID     json.RawMessage `json:"id,omitempty"`
+	Method string          `json:"method,omitempty"`
+	Params json.RawMessage `json:"params,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *RPCError       `json:"error,omitempty"`
+}
+
+func (m *message) hasID() bool { return len(m.ID) > 0 && string(m.ID) != "null" }
+
+// RPCError is a JSON-RPC error object, as the agent answered it.
+type RPCError struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// UnmarshalJSON reads an error leniently: one that is no object is kept
+// as the message of an internal error, so the call still fails with it.
+func (e *RPCError) UnmarshalJSON(b []byte) error {
+	type plain RPCError
+	var p plain
+	if ok, _ := provider.Decode(b, &p); ok && len(b) > 0 && b[0] == '{' {
+		*e = RPCError(p)
+		return nil
+	}
+	*e = RPCError{Code: codeInternalError, Message: "malformed error: " + capText(string(b), 200)}
+	return nil
+}
+
+func (e *RPCError) Error() string {
+	s := fmt.Sprintf("agent error %d: %s", e.Code, e.Message)
+	if len(e.Data) > 0 && string(e.Data) != "null" {
+		s += " (" + capText(string(e.Data), 300) + ")"
+	}
+	return s
+}
+
+// JSON-RPC and ACP error codes.
+const (
+	codeInvalidParams    = -32602
+	codeMethodNotFound   = -32601
+	codeInternalError    = -32603
+	codeResourceNotFound = -32002
+)
+
+type outRequest struct {
+	JSONRPC string `json:"jsonrpc"`
+	ID      int64  `json:"id"`
+	Method  string `json:"method"`
+	Params  any    `json:"params"`
+}
+
+type outNotification struct {
+	JSONRPC string `json:"jsonrpc"`
+	Method  string `json:"method"`
+	Params  any    `json:"params"`
+}
+
+type outResult struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  any             `json:"result"`
+}
+
+type outError struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Error   RPCError        `json:"error"`
+}
+
+// write sends one message as a line. Write failures wrap ErrExited.
+func (a *Adapter) write(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("provider: marshal: %w", err)
+	}
+	return a.stdin.WriteLine(append(b, '\n'))
+}
+
+// call is one of our requests waiting for its response.
+type call struct {
+	method string
+	// onResult, when set, runs on the reader goroutine as the response is
+	// read, before any later line is handled.
+	onResult func(result json.RawMessage, rerr *RPCError)
+	resp     chan *message // buffered 1; nil: nobody waits (session/prompt)
+}
+
+// send writes a request and registers its call; the id is returned.
+func (a *Adapter) send(method string, params any, c *call) (string, error) {
+	c.method = method
+	a.mu.Lock()
+	a.nextID++
+	id := a.nextID
+	key := strconv.FormatInt(id, 10)
+	a.calls[key] = c
+	a.mu.Unlock()
+	select {
+	case <-a.done:
+		a.forget(key)
+		return key, fmt.Errorf("provider: %s: %w", method, provider.ErrExited)
+	default:
+	}
+	if err := a.write(outRequest{JSONRPC: "2.0", ID: id, Method: method, Params: params}); err != nil {
+		a.forget(key)
+		return key, fmt.Errorf("provider: %s: %w", method, err)
+	}
+	return key, nil
+}
+
+func (a *Adapter) forget(key string) {
+	a.mu.Lock()
+	delete(a.calls, key)
+	a.mu.Unlock()
+}
+
+// request sends method and waits for its response, ctx, the request
+// timeout, BeginStop or the agent's exit. An error answer is *RPCError.
+func (a *Adapter) request(ctx context.Context, method string, params any, onResult func(json.RawMessage, *RPCError)) (json.RawMessage, error) {
+	c := &call{onResult: onResult, resp: make(chan *message, 1)}
+	key, err := a.send(method, params, c)
+	if err != nil {
+		return nil, err
+	}
+	defer a.forget(key)
+	answered := func(m *message) (json.RawMessage, error) {
+		if m.Error != nil {
+			return nil, fmt.Errorf("provider: %s: %w", method, m.Error)
+		}
+		return m.Result, nil
+	}
+	t := time.NewTimer(a.o.RequestTimeout)
+	defer t.Stop()
+	select {
+	case m := <-c.resp:
+		return answered(m)
+	case <-a.done:
+		select {
+		case m := <-c.resp: // read just before the reader stopped
+			return answered(m)
+		default:
+		}
+		return nil, fmt.Errorf("provider: %s: the agent exited before answering: %w", method, provider.ErrExited)
+	case <-a.stopping:
+		return nil, fmt.Errorf("provider: %s: %w", method, provider.ErrStopping)
+	case <-t.C:
+		return nil, fmt.Errorf("provider: the agent did not answer %s within %s: %w", method, a.o.RequestTimeout, provider.ErrTimeout)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("provider: the agent did not answer %s: %w", method, context.Cause(ctx))
+	}
+}
+
+// notify sends a notification.
+func (a *Adapter) notify(method string, params any) error {
+	if err := a.write(outNotification{JSONRPC: "2.0", Method: method, Params: params}); err != nil {
+		return fmt.Errorf("provider: %s: %w", method, err)
+	}
+	return nil
+}
+
+// respond answers a request of the agent.
+func (a *Adapter) respond(id json.RawMessage, result any) error {
+	return a.write(outResult{JSONRPC: "2.0", ID: id, Result: result})
+}
+
+// respondError answers a request of the agent with an error.
+func (a *Adapter) respondError(id json.RawMessage, code int, msg string) error {
+	return a.write(outError{JSONRPC: "2.0", ID: id, Error: RPCError{Code: code, Message: msg}})
+}
+
+// handleResponse routes a response to its call (reader goroutine).
+func (a *Adapter) handleResponse(m *message) {
+	key, _ := provider.RequestKey(m.ID) // ours are numbers: a string "1" is not our 1
+	a.mu.Lock()
+	c, ok := a.calls[key]
+	delete(a.calls, key)
+	a.mu.Unlock()
+	if !ok {
+		a.anomaly("response_unknown_id", "id", capText(key, 60))
+		return
+	}
+	if c.onResult != nil {
+		c.onResult(m.Result, m.Error)
+	}
+	if c.resp != nil {
+		c.resp <- m
+	}
+}
+
+// capText cuts s to at most n bytes of valid UTF-8.
+func capText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "")
+}
+
+// rawOf is b as an item's raw, or nil past event.MaxRawBytes.
+func rawOf(b []byte) json.RawMessage {
+	if len(b) == 0 || len(b) > 64<<10 || !json.Valid(b) {
+		return nil
+	}
+	return json.RawMessage(append([]byte(nil), b...))
+}
+
+// decodeLenient is provider.Decode: a field of the wrong type is left
+// zero, the rest is read.
+func decodeLenient(data []byte, v any) (bool, error) {
+	ok, bad := provider.Decode(data, v)
+	if bad != nil {
+		return ok, bad
+	}
+	return ok, nil
+}
