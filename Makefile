@@ -4,7 +4,7 @@
 GO      ?= go
 BIN     ?= bin/sessiond
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X main.buildVersion=$(VERSION)
+LDFLAGS := -X github.com/sessiond/sessiond/internal/version.buildVersion=$(VERSION)
 # make run ARGS="--log-level debug" passes flags to `sessiond serve`.
 ARGS    ?=
 
@@ -21,8 +21,8 @@ run: build
 # run installs them
 # with npm into $${XDG_CACHE_HOME:-~/.cache}/sessiond-test (node and npm needed).
 test:
-	$(GO) run ./internal/codextest/install
-	$(GO) run ./internal/claudetest/install
+	$(GO) run ./internal/testkit/codextest/install
+	$(GO) run ./internal/testkit/claudetest/install
 	$(GO) run ./internal/testkit/acptest/install
 	$(GO) run ./internal/testkit/acpagents/install copilot
 	$(GO) vet ./...
@@ -85,12 +85,12 @@ lint-darwin:
 	done
 
 chaos:
-	$(GO) test -race -v -run Chaos -count=1 -timeout 60m ./internal/chaos/ -args -rounds=200
+	$(GO) test -race -v -run Chaos -count=1 -timeout 60m ./internal/testkit/chaos/ -args -rounds=200
 
 # The units under a real `systemd --user` (root; also part of `test`):
 # see docs/operations.md "Running under systemd".
 test-systemd:
-	$(GO) test -race -v -count=1 -run TestSystemdUserService ./cmd/sessiond/
+	$(GO) test -race -v -count=1 -run TestSystemdUserService ./e2e/
 
 clean:
 	rm -rf bin build $(TS_DIR)/dist $(TS_DIR)/.bin

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
-	"github.com/sessiond/sessiond/internal/claudetest"
-	"github.com/sessiond/sessiond/internal/daemontest/daemoncore"
+	"github.com/sessiond/sessiond/internal/testkit/claudetest"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest/daemoncore"
 )
 
 // benchClaude: two figures of the real Claude Code CLI against the

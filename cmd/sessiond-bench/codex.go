@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/sessiond/sessiond/internal/codextest"
+	"github.com/sessiond/sessiond/internal/testkit/codextest"
 )
 
 // benchCodex: daemon CPU per real codex turn against the codex process

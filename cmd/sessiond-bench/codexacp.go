@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/sessiond/sessiond/internal/codextest"
 	"github.com/sessiond/sessiond/internal/testkit/acptest"
+	"github.com/sessiond/sessiond/internal/testkit/codextest"
 )
 
 // benchCodexACP: daemon CPU per real codex-acp turn (protocol acp) against

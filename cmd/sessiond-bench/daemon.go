@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sessiond/sessiond/internal/daemontest/daemoncore"
 	"github.com/sessiond/sessiond/internal/rpc"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest/daemoncore"
 )
 
 // bench holds what every figure shares: the daemon binary, a private temp

@@ -8,22 +8,19 @@
 //	sessiond version [--handoff]
 //	sessiond openrpc
 //
-// Exit codes: 0 ok, 1 error (from the daemon, or the daemon failed), 2 usage,
-// 3 no daemon running (ctl).
+// Exit codes (internal/exitcode): 0 ok, 1 error (from the daemon, or the
+// daemon failed), 2 usage, 3 no daemon running (ctl).
 package main
 
 import (
 	"fmt"
 	"io"
 	"os"
-)
 
-// Exit codes scripts can rely on.
-const (
-	exitOK       = 0
-	exitError    = 1
-	exitUsage    = 2
-	exitNoDaemon = 3
+	"github.com/sessiond/sessiond/internal/ctl"
+	"github.com/sessiond/sessiond/internal/daemon"
+	"github.com/sessiond/sessiond/internal/exitcode"
+	"github.com/sessiond/sessiond/internal/service"
 )
 
 func main() {
@@ -33,15 +30,15 @@ func main() {
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
-		return exitUsage
+		return exitcode.Usage
 	}
 	switch args[0] {
 	case "serve":
-		return serve(args[1:], stderr)
+		return daemon.Serve(args[1:], stderr)
 	case "ctl":
-		return ctl(args[1:], stdout, stderr)
+		return ctl.Run(args[1:], stdout, stderr)
 	case "install-service":
-		return installService(args[1:], stdout, stderr)
+		return service.Install(args[1:], stdout, stderr)
 	case "provider":
 		return providerCmd(args[1:], stdin, stdout, stderr)
 	case "openrpc":
@@ -50,11 +47,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return versionCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout)
-		return exitOK
+		return exitcode.OK
 	default:
 		fmt.Fprintf(stderr, "sessiond: unknown command %q\n", args[0])
 		usage(stderr)
-		return exitUsage
+		return exitcode.Usage
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/sessiond/sessiond/internal/exitcode"
 	"github.com/sessiond/sessiond/internal/rpc"
 )
 
@@ -11,11 +12,11 @@ import (
 func openrpcCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) != 0 {
 		fmt.Fprintln(stderr, "usage: sessiond openrpc")
-		return exitUsage
+		return exitcode.Usage
 	}
 	if _, err := stdout.Write(rpc.OpenRPC()); err != nil {
 		fmt.Fprintln(stderr, "sessiond openrpc:", err)
-		return exitError
+		return exitcode.Error
 	}
-	return exitOK
+	return exitcode.OK
 }

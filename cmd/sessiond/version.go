@@ -3,35 +3,25 @@ package main
 import (
 	"fmt"
 	"io"
-	"runtime/debug"
+
+	"github.com/sessiond/sessiond/internal/daemon"
+	"github.com/sessiond/sessiond/internal/exitcode"
+	"github.com/sessiond/sessiond/internal/version"
 )
-
-// buildVersion is set with -ldflags "-X main.buildVersion=…".
-var buildVersion = ""
-
-func version() string {
-	if buildVersion != "" {
-		return buildVersion
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
-}
 
 // versionCmd prints the version, or with --handoff the live-upgrade
 // handoff formats this binary can adopt, one a line.
 func versionCmd(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case len(args) == 0:
-		fmt.Fprintln(stdout, "sessiond", version())
+		fmt.Fprintln(stdout, "sessiond", version.String())
 	case len(args) == 1 && args[0] == "--handoff":
-		for _, f := range handoffFormats {
+		for _, f := range daemon.HandoffFormats {
 			fmt.Fprintln(stdout, f)
 		}
 	default:
 		fmt.Fprintln(stderr, "usage: sessiond version [--handoff]")
-		return exitUsage
+		return exitcode.Usage
 	}
-	return exitOK
+	return exitcode.OK
 }

@@ -8,10 +8,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sessiond/sessiond/internal/api"
-	"github.com/sessiond/sessiond/internal/claudetest"
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/proc"
 	"github.com/sessiond/sessiond/internal/provider/claude"
+	"github.com/sessiond/sessiond/internal/testkit/claudetest"
 )
 
 // The fence rule with the real Claude Code CLI: while the exit of a

@@ -12,7 +12,7 @@ import (
 	"github.com/sessiond/sessiond/internal/provider"
 )
 
-// A live upgrade (cmd/sessiond's upgrade*.go) freezes the host with
+// A live upgrade (internal/daemon's upgrade*.go) freezes the host with
 // Quiesce, writes what it returns into the handoff, and re-executes the
 // daemon; the new image rebuilds the map with Adopt. docs/internals.md
 // ("Live upgrade") describes each piece of the handoff and why it is there.

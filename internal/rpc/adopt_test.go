@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sessiond/sessiond/internal/frametest"
+	"github.com/sessiond/sessiond/internal/testkit/frametest"
 )
 
 // socketPair is a connected unix stream pair: the server's end (to

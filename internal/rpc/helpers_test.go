@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessiond/sessiond/internal/frametest"
+	"github.com/sessiond/sessiond/internal/testkit/frametest"
 	"go.uber.org/goleak"
 )
 

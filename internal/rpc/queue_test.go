@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
-	"github.com/sessiond/sessiond/internal/frametest"
+	"github.com/sessiond/sessiond/internal/testkit/frametest"
 )
 
 const allCaps = `["agent-session.attach.v1","agent-session.structured.hold.v1","agent-session.turns.v1","agent-session.close.v1","daemon.admin.v1"]`

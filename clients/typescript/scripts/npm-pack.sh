@@ -23,7 +23,7 @@ for p in $platforms; do
 	dir="$out/stage/$name"
 	mkdir -p "$dir/bin"
 	(cd "$repo" && CGO_ENABLED=0 GOOS="$goos" GOARCH="$goarch" "$GO" build \
-		-ldflags "-X main.buildVersion=$version" -o "$dir/bin/sessiond" ./cmd/sessiond)
+		-ldflags "-X github.com/sessiond/sessiond/internal/version.buildVersion=$version" -o "$dir/bin/sessiond" ./cmd/sessiond)
 	cat > "$dir/package.json" <<JSON
 {
   "name": "@sessiond/$name",

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sessiond/sessiond/internal/codextest"
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/provider"
 	"github.com/sessiond/sessiond/internal/testkit/acptest"
+	"github.com/sessiond/sessiond/internal/testkit/codextest"
 )
 
 // The pinned codex-acp, driven by the adapter directly: every line either

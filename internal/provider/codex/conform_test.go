@@ -11,8 +11,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sessiond/sessiond/internal/codextest"
 	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/testkit/codextest"
 )
 
 // lineTap splits a byte stream into lines and checks each.

@@ -3,7 +3,7 @@ package codex
 import (
 	"testing"
 
-	"github.com/sessiond/sessiond/internal/codextest"
+	"github.com/sessiond/sessiond/internal/testkit/codextest"
 )
 
 // TestNotificationCoverage walks the pinned codex's generated schema: every

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sessiond/sessiond/internal/codextest"
+	"github.com/sessiond/sessiond/internal/testkit/codextest"
 )
 
 // readFields lists every field the adapter reads from codex's messages, as

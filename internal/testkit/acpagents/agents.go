@@ -22,7 +22,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/sessiond/sessiond/internal/npminstall"
+	"github.com/sessiond/sessiond/internal/testkit/npminstall"
 )
 
 // API is the model API an agent calls.

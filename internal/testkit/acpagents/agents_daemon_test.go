@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/event"
-	"github.com/sessiond/sessiond/internal/providertest"
+	"github.com/sessiond/sessiond/internal/testkit/providertest"
 	"github.com/sessiond/sessiond/internal/testkit/acpagents"
 )
 

@@ -8,9 +8,9 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/sessiond/sessiond/internal/daemontest"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 	"github.com/sessiond/sessiond/internal/event"
-	"github.com/sessiond/sessiond/internal/providertest"
+	"github.com/sessiond/sessiond/internal/testkit/providertest"
 	"github.com/sessiond/sessiond/internal/testkit/acpagents"
 )
 

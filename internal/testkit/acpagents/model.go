@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/sessiond/sessiond/internal/claudetest"
+	"github.com/sessiond/sessiond/internal/testkit/claudetest"
 	"github.com/sessiond/sessiond/internal/testkit/chatmodel"
 	"github.com/sessiond/sessiond/internal/testkit/geminimodel"
 )

@@ -9,10 +9,10 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/sessiond/sessiond/internal/codextest"
 	"github.com/sessiond/sessiond/internal/event"
-	"github.com/sessiond/sessiond/internal/providertest"
 	"github.com/sessiond/sessiond/internal/testkit/acptest"
+	"github.com/sessiond/sessiond/internal/testkit/codextest"
+	"github.com/sessiond/sessiond/internal/testkit/providertest"
 )
 
 // client names the tests' clients of the daemon.

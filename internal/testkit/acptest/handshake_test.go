@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/sessiond/sessiond/internal/api"
-	"github.com/sessiond/sessiond/internal/daemontest"
-	"github.com/sessiond/sessiond/internal/providertest"
 	"github.com/sessiond/sessiond/internal/rpc"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest"
+	"github.com/sessiond/sessiond/internal/testkit/providertest"
 )
 
 // An agent that answers initialize with another protocolVersion, or never

@@ -3,7 +3,7 @@
 // against (Conformance), and the pinned codex-acp agent the real-agent
 // tests run offline against the codex test model server (CodexACP). Both
 // are installed with npm into the test cache, like the other CLIs
-// (internal/npminstall); a machine that cannot install them fails the
+// (internal/testkit/npminstall); a machine that cannot install them fails the
 // test with the command to run, never skips. It is imported only by
 // _test.go files, its install command and the benchmark.
 package acptest
@@ -20,7 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sessiond/sessiond/internal/npminstall"
+	"github.com/sessiond/sessiond/internal/testkit/npminstall"
 )
 
 // The pinned packages.

@@ -21,7 +21,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sessiond/sessiond/internal/modelserver"
+	"github.com/sessiond/sessiond/internal/testkit/modelserver"
 )
 
 // Reply is one scripted answer to a turn's request.

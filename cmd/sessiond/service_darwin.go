@@ -1,4 +1,0 @@
-package main
-
-// nativeService: a launchd user agent.
-var nativeService = launchdService

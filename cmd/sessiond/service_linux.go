@@ -1,4 +1,0 @@
-package main
-
-// nativeService: systemd user units.
-var nativeService = systemdService

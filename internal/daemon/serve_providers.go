@@ -1,0 +1,63 @@
+package daemon
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/sessiond/sessiond/internal/config"
+	"github.com/sessiond/sessiond/internal/host"
+	"github.com/sessiond/sessiond/internal/provider"
+	"github.com/sessiond/sessiond/internal/provider/acp"
+	"github.com/sessiond/sessiond/internal/provider/claude"
+	"github.com/sessiond/sessiond/internal/provider/codex"
+)
+
+// protocols: each configured protocol's adapter, and the command-line
+// arguments with which it resumes a thread (none: it resumes over stdio).
+var protocols = map[string]struct {
+	new        provider.New
+	resumeArgs func(string) []string
+	// freshThread mints a fresh thread's id for the command line (nil:
+	// the provider names its threads).
+	freshThread func(reuse string) (string, []string, error)
+	adopt       provider.Adopt // rebuilds the adapter around a child a live upgrade handed over
+}{
+	config.ProtocolCodexAppServer:   {new: codex.New, adopt: codex.Adopt},
+	config.ProtocolClaudeStreamJSON: {new: claude.New, resumeArgs: claude.ResumeArgs, freshThread: claude.FreshThread, adopt: claude.Adopt},
+	config.ProtocolACP:              {new: acp.New}, // no adopt yet: a live ACP session refuses a live upgrade
+}
+
+// providers builds host providers from the config: echo defaults to this
+// executable + "provider echo", with its threads under the state dir.
+func (d *daemon) providers() (map[string]host.Provider, error) {
+	out := make(map[string]host.Provider, len(d.cfg.Providers))
+	for name, p := range d.cfg.Providers {
+		proto, ok := protocols[p.Protocol]
+		if !ok {
+			return nil, fmt.Errorf("providers.%s: protocol %q is not implemented", name, p.Protocol)
+		}
+		hp := host.Provider{Name: name, Command: p.Command, Env: map[string]string{}, New: proto.new, ResumeArgs: proto.resumeArgs,
+			FreshThread: proto.freshThread, Adopt: proto.adopt}
+		if p.Protocol == config.ProtocolACP {
+			hp.New = acp.NewFor(acp.Profile{AuthMethod: p.AuthMethod})
+		}
+		for k, v := range p.Env {
+			hp.Env[k] = v
+		}
+		if name == "echo" {
+			if len(hp.Command) == 0 {
+				exe, err := os.Executable()
+				if err != nil {
+					return nil, fmt.Errorf("providers.echo: %w", err)
+				}
+				hp.Command = []string{exe, "provider", "echo"}
+			}
+			if _, ok := hp.Env["SESSIOND_ECHO_HOME"]; !ok {
+				hp.Env["SESSIOND_ECHO_HOME"] = filepath.Join(d.stateDir, "providers", "echo")
+			}
+		}
+		out[name] = hp
+	}
+	return out, nil
+}

@@ -1,0 +1,300 @@
+package daemon
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/host"
+	"github.com/sessiond/sessiond/internal/proc"
+	"github.com/sessiond/sessiond/internal/rpc"
+	"github.com/sessiond/sessiond/internal/version"
+)
+
+// upgrader runs daemon.upgrade in the old image: check the new binary,
+// quiesce (calls, then the host), write the handoff, re-execute in place.
+// It returns only when the upgrade did not happen; the daemon carries on.
+type upgrader struct {
+	d        *daemon
+	h        *host.Host
+	srv      *rpc.Server
+	stateID  string
+	cgroups  *proc.Cgroups       // cgroup mode's, nil in fallback mode
+	store    *os.File            // the store's locked descriptor, handed over
+	listener func() net.Listener // the one being served, nil before listen
+	quiesce  time.Duration       // bound on in-flight calls and on the host's quiesce
+}
+
+// restartingWrite bounds the daemon.restarting write to each connection.
+const restartingWrite = 500 * time.Millisecond
+
+// refuse is upgrade_refused: data.cause is the whole cause (err
+// included), the message says it once (err is wrapped, not repeated).
+func refuse(what string, err error) error {
+	cause := what
+	if err != nil {
+		cause += ": " + err.Error()
+	}
+	return &api.Error{Kind: api.KindUpgradeRefused, Msg: "upgrade refused: " + what, Err: err,
+		Data: map[string]any{"cause": cause}}
+}
+
+// The causes a client acts on are codes, not sentences: data.cause is
+// "in_progress" while another daemon.upgrade runs and "shutting_down" once
+// a shutdown began (it wins: the upgrade is abandoned before the exec).
+const (
+	causeInProgress   = "in_progress"
+	causeShuttingDown = "shutting_down"
+)
+
+// errShuttingDown: a shutdown began before the exec.
+var errShuttingDown = errors.New("the daemon is shutting down")
+
+// refuseCode is upgrade_refused with the code as data.cause, err saying
+// it in words.
+func refuseCode(code string, err error) error {
+	return &api.Error{Kind: api.KindUpgradeRefused, Msg: "upgrade refused", Err: err, Data: map[string]any{"cause": code}}
+}
+
+// quoteBin quotes the binary's path for a cause: long enough to name it.
+func quoteBin(bin string) string { return fmt.Sprintf("%q", api.Truncate(bin, 256)) }
+
+func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.UpgradeResult, error) {
+	log := u.d.log
+	bin := p.Binary
+	if bin == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return api.UpgradeResult{}, u.refused(refuse("cannot find the daemon's own executable", err))
+		}
+		bin = exe
+	}
+	ctx, ok, shutting := u.d.phase.startUpgrade(ctx)
+	if !ok {
+		if shutting {
+			return api.UpgradeResult{}, u.refused(refuseCode(causeShuttingDown, errShuttingDown))
+		}
+		return api.UpgradeResult{}, u.refused(refuseCode(causeInProgress, rpc.ErrUpgrading))
+	}
+	defer u.d.phase.endUpgrade() // only a failed upgrade returns
+	toVersion, err := checkBinary(ctx, bin)
+	if err != nil {
+		return api.UpgradeResult{}, u.refused(err)
+	}
+	log.Info("upgrade started", "binary", bin, "from_version", version.String(), "to_version", toVersion)
+	started := time.Now()
+	qctx, cancel := context.WithTimeout(ctx, u.quiesce)
+	defer cancel()
+	if err := u.srv.PauseCalls(qctx); err != nil {
+		return api.UpgradeResult{}, u.refused(refuse(fmt.Sprintf("calls in flight did not finish within %s", u.quiesce), err))
+	}
+	q, err := u.h.Quiesce(qctx)
+	if err != nil {
+		u.srv.ResumeCalls()
+		return api.UpgradeResult{}, u.refused(refuse("a session cannot be handed over", err))
+	}
+	abandon := func(cause string, err error) (api.UpgradeResult, error) {
+		u.srv.ResumeAccepting()
+		q.Abandon()
+		u.srv.ResumeCalls()
+		if errors.Is(err, errShuttingDown) {
+			return api.UpgradeResult{}, u.refused(refuseCode(causeShuttingDown, err))
+		}
+		return api.UpgradeResult{}, u.refused(refuse(cause, err))
+	}
+	var l net.Listener
+	if u.listener != nil {
+		l = u.listener()
+	}
+	ul, ok := l.(*net.UnixListener)
+	if !ok {
+		return abandon("the daemon is not listening yet", nil)
+	}
+	u.srv.StopAccepting()
+	lfd, err := proc.Inheritable(ul, true)
+	if err != nil {
+		return abandon("listener descriptor", err)
+	}
+	sfd, err := proc.Inheritable(u.store, true)
+	if err != nil {
+		_, _ = proc.Inheritable(ul, false)
+		return abandon("store descriptor", err)
+	}
+	ho := &handoff{Format: handoffFormat, FromVersion: version.String(), ToVersion: toVersion, PID: os.Getpid(),
+		StateID: u.stateID, WrittenAt: time.Now().UTC(), NotifySocket: u.d.notifySocket,
+		Listener: handoffListener{FD: lfd, Socket: u.d.socket, Activated: u.d.act.listener != nil},
+		Sessions: q.Sessions, CgroupBase: u.cgroups.Base(), StoreFD: sfd}
+	var callerConn *net.UnixConn
+	if c, ok := rpc.Caller(ctx); ok && c.Conn != nil && len(c.ID) > 0 {
+		// A dup made for the new image: the connection's own descriptor
+		// may be closed (the caller hung up) and its number reused.
+		if fd, err := dupInheritable(c.Conn); err == nil {
+			callerConn = c.Conn
+			ho.Caller = &handoffCaller{FD: fd, Framing: c.Framing.String(), ID: c.ID, Serve: true, Caps: c.Caps, Unread: c.Unread()}
+		} else {
+			log.Warn("upgrade: the caller's connection cannot be handed over; it is not answered", "err", err.Error())
+		}
+	}
+	undoFDs := func() {
+		_, _ = proc.Inheritable(ul, false)
+		_, _ = proc.Inheritable(u.store, false)
+		if ho.Caller != nil {
+			unix.Close(ho.Caller.FD)
+			ho.Caller = nil
+		}
+	}
+	path, err := writeHandoff(u.d.stateDir, ho)
+	if err != nil {
+		undoFDs()
+		return abandon("write the handoff", err)
+	}
+	if id := q.Exited(); id != "" {
+		// Its exit was reaped here: the new image could not adopt it.
+		os.Remove(path)
+		undoFDs()
+		return abandon("session "+id+"'s provider exited during the upgrade; try again", nil)
+	}
+	if u.d.phase.shuttingDown() {
+		os.Remove(path)
+		undoFDs()
+		return abandon("", errShuttingDown)
+	}
+	dropped := u.srv.Restarting(api.RestartingNotice{FromVersion: version.String(), ToVersion: toVersion}, restartingWrite)
+	if ho.Caller != nil && slices.Contains(dropped, net.Conn(callerConn)) {
+		// Busy writing (or its notification cut): an answer written after
+		// it would reach the caller inside a frame.
+		log.Warn("upgrade: the caller's connection was still being written to; the new image does not answer it")
+		unix.Close(ho.Caller.FD)
+		ho.Caller, callerConn = nil, nil
+		if path, err = writeHandoff(u.d.stateDir, ho); err != nil {
+			undoFDs()
+			u.srv.Unseal(nil)
+			return abandon("write the handoff", err)
+		}
+	}
+	log.Info("upgrade: re-executing in place", "binary", bin, "pid", os.Getpid(), "sessions", len(q.Sessions),
+		"handoff", path, "quiesce_ms", time.Since(started).Milliseconds())
+	env := []string{}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, HandoffEnv+"=") && !strings.HasPrefix(kv, "NOTIFY_SOCKET=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, HandoffEnv+"="+path)
+	if u.d.notifySocket != "" {
+		env = append(env, "NOTIFY_SOCKET="+u.d.notifySocket)
+	}
+	ran, err := u.d.phase.execLocked(func() error { return syscall.Exec(bin, append([]string{bin}, os.Args[1:]...), env) })
+	// Only a failed or abandoned exec comes back here.
+	os.Remove(path)
+	undoFDs()
+	if !ran {
+		u.srv.Unseal(callerConn)
+		return abandon("", errShuttingDown)
+	}
+	u.srv.Unseal(callerConn) // the caller gets upgrade_refused
+	return abandon("exec "+bin, err)
+}
+
+// refused logs the refusal; once a shutdown began, whatever failed (the
+// shutdown may have cut it short: it cancels the upgrade's context) the
+// cause is shutting_down.
+func (u *upgrader) refused(err error) error {
+	var ae *api.Error
+	if u.d.phase.shuttingDown() && !(errors.As(err, &ae) && ae.Data["cause"] == causeShuttingDown) {
+		u.d.log.Info("upgrade: a shutdown began; it wins", "err", err.Error())
+		err = refuseCode(causeShuttingDown, errShuttingDown)
+	}
+	u.d.log.Warn("upgrade refused; the daemon carries on", "err", err.Error())
+	return err
+}
+
+// maxVersionOutput bounds what the new binary's `version` and `version
+// --handoff` may print.
+const maxVersionOutput = 64 << 10
+
+// checkBinary runs `<bin> version --handoff` and, side by side with it,
+// `<bin> version` (killed on a refusal): the new
+// binary must be executable and read this binary's handoff format. It
+// returns the new binary's version.
+func checkBinary(ctx context.Context, bin string) (string, error) {
+	fi, err := os.Stat(bin)
+	if err != nil {
+		return "", refuse("binary "+quoteBin(bin), err)
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return "", refuse(fmt.Sprintf("binary %s is not an executable file (mode %v)", quoteBin(bin), fi.Mode()), nil)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	// Both run side by side (the check is inside daemon.upgrade's time);
+	// `version` counts only once `version --handoff` passed.
+	type result struct {
+		out []byte
+		err error
+	}
+	vres := make(chan result, 1)
+	vctx, vcancel := context.WithCancel(ctx)
+	go func() {
+		out, err := proc.Output(vctx, maxVersionOutput, bin, "version")
+		vres <- result{out, err}
+	}()
+	var v *result
+	defer func() { // a refusal does not wait for `version`: it is killed
+		vcancel()
+		if v == nil {
+			<-vres
+		}
+	}()
+	out, err := proc.Output(ctx, maxVersionOutput, bin, "version", "--handoff")
+	if err != nil {
+		return "", refuse(fmt.Sprintf("%s version --handoff failed (a binary without live upgrade?)", quoteBin(bin)), err)
+	}
+	reads := []string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() && len(reads) < 16 {
+		reads = append(reads, api.Prefix(strings.TrimSpace(sc.Text())))
+	}
+	if err := sc.Err(); err != nil {
+		return "", refuse(fmt.Sprintf("%s version --handoff", quoteBin(bin)), err)
+	}
+	ok := false
+	for _, f := range reads {
+		ok = ok || f == handoffFormat
+	}
+	if !ok {
+		return "", refuse(fmt.Sprintf("%s reads handoff formats %v, not %s", quoteBin(bin), reads, handoffFormat), nil)
+	}
+	got := <-vres
+	v = &got
+	if v.err != nil {
+		return "", refuse(fmt.Sprintf("%s version failed", quoteBin(bin)), v.err)
+	}
+	return api.Prefix(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(v.out)), "sessiond "))), nil
+}
+
+// dupInheritable duplicates c's descriptor, inheritable (dup clears
+// close-on-exec), for the next image.
+func dupInheritable(c syscall.Conn) (int, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	fd := -1
+	var derr error
+	if err := rc.Control(func(u uintptr) { fd, derr = unix.Dup(int(u)) }); err != nil {
+		return -1, err
+	}
+	return fd, derr
+}

@@ -1,0 +1,4 @@
+package service
+
+// nativeService: a launchd user agent.
+var nativeService = launchdService

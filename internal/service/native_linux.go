@@ -1,0 +1,4 @@
+package service
+
+// nativeService: systemd user units.
+var nativeService = systemdService

@@ -1,0 +1,16 @@
+package codextest_test
+
+import (
+	"testing"
+
+	"github.com/sessiond/sessiond/internal/testkit/codextest"
+)
+
+// client names the tests' clients of the daemon.
+const client = "codex-e2e"
+
+// providerConfig is a [providers.NAME] table running the pinned codex
+// under home, its HOME an empty directory of the test.
+func providerConfig(t *testing.T, name, home string) string {
+	return codextest.ProviderTable(name, codextest.Binary(t), home, t.TempDir())
+}

@@ -1,0 +1,165 @@
+package codextest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/sessiond/sessiond/internal/testkit/modelserver"
+)
+
+// Reply is one scripted answer to a POST /v1/responses.
+type Reply struct {
+	// Status, when not 0 or 200, is answered as a plain HTTP error.
+	Status int
+	// Deltas stream an assistant message, one output_text.delta each.
+	Deltas []string
+	// Exec, when set, is a function call of the exec_command tool asking
+	// for escalated permissions: codex requests an approval before it runs.
+	Exec *ExecCall
+	// Stall, when set, holds the stream open after response.created until
+	// it is closed (or the client goes away).
+	Stall chan struct{}
+	// Drop ends the stream after response.created, without
+	// response.completed (a dropped connection, for codex's stream retry).
+	Drop bool
+}
+
+// ExecCall is an exec_command function call.
+type ExecCall struct {
+	CallID string
+	Cmd    string
+}
+
+// Text is a reply streaming text in the given deltas.
+func Text(deltas ...string) Reply { return Reply{Deltas: deltas} }
+
+// Exec is a reply calling exec_command with cmd.
+func Exec(callID, cmd string) Reply { return Reply{Exec: &ExecCall{CallID: callID, Cmd: cmd}} }
+
+// Request is one recorded POST body.
+type Request struct {
+	Body json.RawMessage
+}
+
+// Input is the request's "input" items as raw JSON text (what the model
+// sees of the conversation).
+func (r Request) Input() string {
+	var b struct {
+		Input json.RawMessage `json:"input"`
+	}
+	_ = json.Unmarshal(r.Body, &b)
+	return string(b.Input)
+}
+
+// Model is a scripted responses-API server on 127.0.0.1 (URL is
+// http://127.0.0.1:PORT/v1, a model provider's base_url).
+type Model struct {
+	*modelserver.Server[Reply]
+}
+
+// NewModel starts a model server answering replies in order; once they
+// are used up, every request gets Text("ok"). It stops with the test.
+func NewModel(t testing.TB, replies ...Reply) *Model {
+	t.Helper()
+	m, err := StartModel(replies...)
+	if err != nil {
+		t.Fatalf("model server: %v", err)
+	}
+	t.Cleanup(m.Close)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("model server: %s", m.Summary())
+		}
+	})
+	return m
+}
+
+// Summary is how many requests the model server took and the tail of
+// each one's input (what a failing test shows of the model's side).
+func (m *Model) Summary() string {
+	rs := m.Requests()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d request(s)", len(rs))
+	for i, r := range rs {
+		in := r.Input()
+		if len(in) > 160 {
+			in = "…" + in[len(in)-160:]
+		}
+		fmt.Fprintf(&b, "\n  request %d: input %s", i+1, in)
+	}
+	return b.String()
+}
+
+// StartModel is NewModel outside a test (the benchmark); Close stops it.
+func StartModel(replies ...Reply) (*Model, error) {
+	m := &Model{modelserver.New(replies)}
+	if err := m.Start("/v1", m.serve); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Requests returns the requests received so far.
+func (m *Model) Requests() []Request {
+	var rs []Request
+	for _, b := range m.Bodies() {
+		rs = append(rs, Request{Body: b})
+	}
+	return rs
+}
+
+func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/responses") {
+		http.NotFound(w, r)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	rep, n := m.Take(body, Text("ok"))
+	if rep.Status != 0 && rep.Status != http.StatusOK {
+		http.Error(w, `{"error":{"message":"scripted failure","type":"server_error"}}`, rep.Status)
+		return
+	}
+	s := modelserver.SSE{W: w}
+	s.Begin()
+	respID := fmt.Sprintf("resp_%d", n)
+	s.Send("response.created", map[string]any{"type": "response.created", "response": map[string]any{"id": respID}})
+	if rep.Drop {
+		return
+	}
+	if rep.Stall != nil {
+		select {
+		case <-rep.Stall:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	out := 0
+	if len(rep.Deltas) > 0 {
+		msgID := fmt.Sprintf("msg_%d", n)
+		s.Send("response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": out,
+			"item": map[string]any{"type": "message", "id": msgID, "role": "assistant", "content": []any{}}})
+		for _, d := range rep.Deltas {
+			s.Send("response.output_text.delta", map[string]any{"type": "response.output_text.delta",
+				"item_id": msgID, "output_index": out, "content_index": 0, "delta": d})
+		}
+		s.Send("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": out,
+			"item": map[string]any{"type": "message", "id": msgID, "role": "assistant",
+				"content": []any{map[string]any{"type": "output_text", "text": strings.Join(rep.Deltas, ""), "annotations": []any{}}}}})
+		out++
+	}
+	if rep.Exec != nil {
+		args, _ := json.Marshal(map[string]any{"cmd": rep.Exec.Cmd, "sandbox_permissions": "require_escalated",
+			"justification": "the test asks for it"})
+		item := map[string]any{"type": "function_call", "id": "fc_" + rep.Exec.CallID, "call_id": rep.Exec.CallID,
+			"name": "exec_command", "arguments": string(args)}
+		s.Send("response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": out, "item": item})
+		s.Send("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": out, "item": item})
+	}
+	s.Send("response.completed", map[string]any{"type": "response.completed", "response": map[string]any{
+		"id": respID, "usage": map[string]any{"input_tokens": 10, "input_tokens_details": map[string]any{"cached_tokens": 0},
+			"output_tokens": 5, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": 15}}})
+}
