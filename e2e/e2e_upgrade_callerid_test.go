@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 	"github.com/sessiond/sessiond/internal/rpc"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 )
 
 // TestE2EUpgradeNullID: a daemon.upgrade sent with "id":null is a request

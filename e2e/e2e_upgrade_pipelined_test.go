@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
-	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 	"github.com/sessiond/sessiond/internal/event"
-	"github.com/sessiond/sessiond/internal/testkit/frametest"
 	"github.com/sessiond/sessiond/internal/rpc"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest"
+	"github.com/sessiond/sessiond/internal/testkit/frametest"
 )
 
 // TestE2EUpgradePipelinedAhead: calls written in one go right ahead of

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/event"
-	"github.com/sessiond/sessiond/internal/testkit/providertest"
 	"github.com/sessiond/sessiond/internal/testkit/acpagents"
+	"github.com/sessiond/sessiond/internal/testkit/providertest"
 )
 
 // TestQwenDaemon: Qwen Code through the daemon.

@@ -8,10 +8,10 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 	"github.com/sessiond/sessiond/internal/event"
-	"github.com/sessiond/sessiond/internal/testkit/providertest"
 	"github.com/sessiond/sessiond/internal/testkit/acpagents"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest"
+	"github.com/sessiond/sessiond/internal/testkit/providertest"
 )
 
 // client names the tests' clients of the daemon.
