@@ -230,6 +230,17 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 		for i := 0; i < n; i++ {
 			f.update(sid, chunk("agent_message_chunk", "y"))
 		}
+	case "big": // 2 MiB of text, then a command printing 100 KiB
+		for range 32 {
+			f.update(sid, chunk("agent_message_chunk", strings.Repeat("t", 64<<10)))
+		}
+		f.update(sid, map[string]any{"sessionUpdate": "tool_call", "toolCallId": "b1", "title": "yes", "kind": "execute", "status": "in_progress",
+			"content": []any{map[string]any{"type": "content", "content": map[string]any{"type": "text", "text": strings.Repeat("o", 100<<10)}}}})
+		f.update(sid, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "b1", "status": "completed"})
+		f.update(sid, map[string]any{"sessionUpdate": "tool_call", "toolCallId": "b2", "title": "yes", "kind": "execute", "status": "in_progress"})
+		f.update(sid, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "b2", "status": "failed",
+			"rawOutput": map[string]any{"exit_code": 3, "formatted_output": strings.Repeat("r", 100<<10)}})
+		f.update(sid, map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "image", "data": "AA==", "mimeType": "image/png"}})
 	case "garbage":
 		f.line("this is not json")
 		f.line("{broken")
