@@ -67,13 +67,15 @@ type Adapter struct {
 	warned    map[string]bool
 	garbage   int64 // lines that were no JSON-RPC message
 	stuck     *time.Timer
+	pause     *pauseReq // a live upgrade's Pause in progress (handoff.go)
 }
 
 // openTurn is the turn whose session/prompt is unanswered.
 type openTurn struct {
 	ours        string
-	interrupted bool // we sent session/cancel
-	denied      bool // the user denied a permission of this turn
+	promptID    string // our id of its session/prompt
+	interrupted bool   // we sent session/cancel
+	denied      bool   // the user denied a permission of this turn
 	msgN        int
 	msg         *textItem // the agent's text since the last item
 	thought     *thought  // the open reasoning item
@@ -91,6 +93,13 @@ func NewFor(p Profile) provider.New {
 
 // NewAdapter returns an adapter and starts its reader on o.Out.
 func NewAdapter(o provider.Options, p Profile) *Adapter {
+	a := newAdapter(o, p)
+	go a.readLoop()
+	return a
+}
+
+// newAdapter is an adapter whose reader is not started yet.
+func newAdapter(o provider.Options, p Profile) *Adapter {
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = provider.DefaultRequestTimeout
 	}
@@ -111,7 +120,6 @@ func NewAdapter(o provider.Options, p Profile) *Adapter {
 		done: make(chan struct{}), stopping: make(chan struct{}),
 		calls: map[string]*call{}, approvals: map[string]*approval{}, warned: map[string]bool{},
 	}
-	go a.readLoop()
 	return a
 }
 
