@@ -12,7 +12,8 @@
 // serve is answered -32601.
 //
 // Concurrency: one reader goroutine handles stdout in order. Lock order:
-// emitMu, then mu; the stdin lock is a leaf.
+// answerMu (Respond, Interrupt: never the reader), then emitMu, then mu;
+// the stdin lock is a leaf.
 package acp
 
 import (
@@ -50,6 +51,10 @@ type Adapter struct {
 	done     chan struct{} // closed when the reader stopped and emitted everything
 	stopping chan struct{} // closed by BeginStop
 	stopOnce sync.Once
+
+	// answerMu orders our answers to permission requests against
+	// session/cancel (Respond, Interrupt); taken before emitMu.
+	answerMu sync.Mutex
 
 	emitMu  sync.Mutex
 	stopped bool

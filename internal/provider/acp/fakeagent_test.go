@@ -122,6 +122,7 @@ func (f *fakeAgent) handle(m map[string]any) {
 		}
 	default:
 		if id != nil && m["method"] == nil {
+			m["cancelSeen"] = f.cancel != nil && f.cancelled() // in wire order: did session/cancel come first?
 			f.replies <- m
 		}
 	}
@@ -182,6 +183,9 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 		f.update(sid, mergeMap(map[string]any{"sessionUpdate": "tool_call"}, call))
 		r := f.ask("session/request_permission", map[string]any{"sessionId": sid, "toolCall": call, "options": permissionOptions()})
 		outcome := outcomeOf(r)
+		if outcome != "cancelled" && outcome != "error" && r["cancelSeen"] == true {
+			outcome = "SELECTED-AFTER-CANCEL" // session/cancel came first, then a selected answer
+		}
 		f.update(sid, chunk("agent_message_chunk", "outcome="+outcome))
 		switch {
 		case outcome == "yes" || outcome == "always":

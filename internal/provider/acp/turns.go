@@ -52,6 +52,8 @@ func (a *Adapter) StartTurn(_ context.Context, turnID, text string) error {
 // (user_cancel). An agent that does not end it within InterruptTimeout is
 // stuck: the turn ends here and the host stops the child.
 func (a *Adapter) Interrupt(_ context.Context) (bool, error) {
+	a.answerMu.Lock() // a Respond writing selected finishes first (permission.go)
+	defer a.answerMu.Unlock()
 	a.mu.Lock()
 	t := a.turn
 	if t == nil {
