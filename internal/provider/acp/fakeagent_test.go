@@ -280,6 +280,10 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 		os.Exit(3)
 	case "stop":
 		stop = words[1]
+	case "fail":
+		f.update(sid, chunk("agent_message_chunk", "partial"))
+		f.write(map[string]any{"id": id, "error": map[string]any{"code": -32603, "message": "model exploded"}})
+		return
 	}
 	end["stopReason"] = stop
 	f.result(id, end)

@@ -225,7 +225,8 @@ func TestAgentExitsMidTurn(t *testing.T) {
 }
 
 // Stop reasons: max_tokens, refusal, max_turn_requests complete the turn
-// (stopReason kept); an unknown one fails it naming it.
+// (stopReason kept); an unknown one fails it naming it, and so does an
+// error answer to the prompt.
 func TestStopReasons(t *testing.T) {
 	g := startAgent(t, "", nil)
 	g.lax = true // "bogus"
@@ -242,6 +243,13 @@ func TestStopReasons(t *testing.T) {
 		if c.stop == "bogus" && !strings.Contains(tc.Error, "bogus") {
 			t.Fatalf("%+v", tc)
 		}
+	}
+	// An error answer fails the turn naming it, the text so far completed.
+	evs := g.turn(t, "t_z", "fail")
+	tc := data[event.TurnCompletedData](t, evs[len(evs)-1])
+	if tc.Status != event.StatusFailed || tc.Reason != event.ReasonProviderError || !strings.Contains(tc.Error, "model exploded") ||
+		len(of(evs, event.MessageCompleted)) != 1 {
+		t.Fatalf("failed prompt: %+v; %s", tc, types(evs))
 	}
 }
 
