@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -103,7 +102,7 @@ func startAgent(t *testing.T, mode string, mod func(*provider.Options, *Profile)
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), fakeEnv+"="+mode)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // dies with the test
+	dieWithTest(cmd)
 	return startCmd(t, cmd, mod)
 }
 
