@@ -119,6 +119,7 @@ func TestCodexACPCancelMidStream(t *testing.T) {
 	}
 	s.Close(t)
 	providertest.NoProcesses(t, d)
+	providertest.NoAnomalies(t, d, "codex-acp")
 }
 
 // Cancel while a permission is pending: the permission is answered
