@@ -154,6 +154,8 @@ type fileProvider struct {
 	Env      map[string]string `toml:"env"`
 	Protocol string            `toml:"protocol"`
 	Auth     *string           `toml:"auth_method"`
+	// Processes is accepted as "session" only until runtimes land.
+	Processes *string `toml:"processes"`
 }
 
 type file struct {
@@ -276,6 +278,10 @@ func Parse(text string, c *Config) error {
 		if p.Protocol != ProtocolCodexAppServer && p.Protocol != ProtocolClaudeStreamJSON && p.Protocol != ProtocolACP {
 			return fmt.Errorf("%w: providers.%s.protocol = %q: want %q, %q or %q", ErrBadValue, name, p.Protocol,
 				ProtocolCodexAppServer, ProtocolClaudeStreamJSON, ProtocolACP)
+		}
+		if fp.Processes != nil && *fp.Processes != "session" {
+			return fmt.Errorf("%w: providers.%s.processes = %q: only \"session\" (one provider process per session) is implemented; runtimes (\"account\") are not yet",
+				ErrBadValue, name, prefix(*fp.Processes))
 		}
 		if fp.Auth != nil {
 			if p.Protocol != ProtocolACP {

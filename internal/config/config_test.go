@@ -131,7 +131,8 @@ func TestParseErrors(t *testing.T) {
 		{"protocol", "[providers.x]\ncommand=[\"x\"]\nprotocol=\"mcp\"\n", "providers.x.protocol", ErrBadValue},
 		{"auth_method not acp", "[providers.x]\ncommand=[\"x\"]\nauth_method=\"k\"\n", "providers.x.auth_method", ErrBadValue},
 		{"auth_method empty", "[providers.x]\ncommand=[\"x\"]\nprotocol=\"acp\"\nauth_method=\"\"\n", "providers.x.auth_method", ErrBadValue},
-		{"processes", "[providers.x]\ncommand=[\"x\"]\nprotocol=\"acp\"\nprocesses=\"account\"\n", "providers.x.processes", ErrUnknownKey},
+		{"processes account", "[providers.x]\ncommand=[\"x\"]\nprotocol=\"acp\"\nprocesses=\"account\"\n", "runtimes (\"account\") are not yet", ErrBadValue},
+		{"processes other", "[providers.x]\ncommand=[\"x\"]\nprocesses=\"thread\"\n", "providers.x.processes", ErrBadValue},
 		{"no command", "[providers.x]\nenv={A=\"b\"}\n", "providers.x.command", ErrBadValue},
 		{"syntax", "idle_timeout = \n", "", ErrBadValue},
 	}
@@ -197,7 +198,7 @@ func TestPaths(t *testing.T) {
 func TestParseACP(t *testing.T) {
 	noCodex(t)
 	c := Default()
-	err := Parse("[providers.mine]\ncommand=[\"my-agent\",\"--acp\"]\nprotocol=\"acp\"\nauth_method=\"api-key\"\n"+
+	err := Parse("[providers.mine]\ncommand=[\"my-agent\",\"--acp\"]\nprotocol=\"acp\"\nauth_method=\"api-key\"\nprocesses=\"session\"\n"+
 		"[providers.gemini]\nenv={GEMINI_API_KEY=\"k\"}\nauth_method=\"gemini-api-key\"\n", &c)
 	if err != nil {
 		t.Fatal(err)

@@ -25,7 +25,7 @@ var protocols = map[string]struct {
 }{
 	config.ProtocolCodexAppServer:   {new: codex.New, adopt: codex.Adopt},
 	config.ProtocolClaudeStreamJSON: {new: claude.New, resumeArgs: claude.ResumeArgs, freshThread: claude.FreshThread, adopt: claude.Adopt},
-	config.ProtocolACP:              {new: acp.New}, // no adopt yet: a live ACP session refuses a live upgrade
+	config.ProtocolACP:              {new: acp.New, adopt: acp.Adopt},
 }
 
 // providers builds host providers from the config: echo defaults to this

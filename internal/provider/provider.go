@@ -4,7 +4,8 @@
 // implements, the options it is built from, and the errors and decisions
 // they share. Each protocol lives in its own subpackage
 // (internal/provider/codex: `codex app-server`; internal/provider/claude:
-// Claude Code's stream-json); the host is handed a New function per
+// Claude Code's stream-json; internal/provider/acp: the Agent Client
+// Protocol); the host is handed a New function per
 // configured provider and never learns which protocol it holds.
 package provider
 

@@ -12,7 +12,8 @@
 // serve is answered -32601.
 //
 // Concurrency: one reader goroutine handles stdout in order. Lock order:
-// emitMu, then mu; the stdin lock is a leaf.
+// answerMu (Respond, Interrupt: never the reader), then emitMu, then mu;
+// the stdin lock is a leaf.
 package acp
 
 import (
@@ -51,6 +52,10 @@ type Adapter struct {
 	stopping chan struct{} // closed by BeginStop
 	stopOnce sync.Once
 
+	// answerMu orders our answers to permission requests against
+	// session/cancel (Respond, Interrupt); taken before emitMu.
+	answerMu sync.Mutex
+
 	emitMu  sync.Mutex
 	stopped bool
 
@@ -67,13 +72,15 @@ type Adapter struct {
 	warned    map[string]bool
 	garbage   int64 // lines that were no JSON-RPC message
 	stuck     *time.Timer
+	pause     *pauseReq // a live upgrade's Pause in progress (handoff.go)
 }
 
 // openTurn is the turn whose session/prompt is unanswered.
 type openTurn struct {
 	ours        string
-	interrupted bool // we sent session/cancel
-	denied      bool // the user denied a permission of this turn
+	promptID    string // our id of its session/prompt
+	interrupted bool   // we sent session/cancel
+	denied      bool   // the user denied a permission of this turn
 	msgN        int
 	msg         *textItem // the agent's text since the last item
 	thought     *thought  // the open reasoning item
@@ -91,6 +98,13 @@ func NewFor(p Profile) provider.New {
 
 // NewAdapter returns an adapter and starts its reader on o.Out.
 func NewAdapter(o provider.Options, p Profile) *Adapter {
+	a := newAdapter(o, p)
+	go a.readLoop()
+	return a
+}
+
+// newAdapter is an adapter whose reader is not started yet.
+func newAdapter(o provider.Options, p Profile) *Adapter {
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = provider.DefaultRequestTimeout
 	}
@@ -111,7 +125,6 @@ func NewAdapter(o provider.Options, p Profile) *Adapter {
 		done: make(chan struct{}), stopping: make(chan struct{}),
 		calls: map[string]*call{}, approvals: map[string]*approval{}, warned: map[string]bool{},
 	}
-	go a.readLoop()
 	return a
 }
 

@@ -122,6 +122,7 @@ func (f *fakeAgent) handle(m map[string]any) {
 		}
 	default:
 		if id != nil && m["method"] == nil {
+			m["cancelSeen"] = f.cancel != nil && f.cancelled() // in wire order: did session/cancel come first?
 			f.replies <- m
 		}
 	}
@@ -182,6 +183,9 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 		f.update(sid, mergeMap(map[string]any{"sessionUpdate": "tool_call"}, call))
 		r := f.ask("session/request_permission", map[string]any{"sessionId": sid, "toolCall": call, "options": permissionOptions()})
 		outcome := outcomeOf(r)
+		if outcome != "cancelled" && outcome != "error" && r["cancelSeen"] == true {
+			outcome = "SELECTED-AFTER-CANCEL" // session/cancel came first, then a selected answer
+		}
 		f.update(sid, chunk("agent_message_chunk", "outcome="+outcome))
 		switch {
 		case outcome == "yes" || outcome == "always":
@@ -230,6 +234,17 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 		for i := 0; i < n; i++ {
 			f.update(sid, chunk("agent_message_chunk", "y"))
 		}
+	case "big": // 2 MiB of text, then a command printing 100 KiB
+		for range 32 {
+			f.update(sid, chunk("agent_message_chunk", strings.Repeat("t", 64<<10)))
+		}
+		f.update(sid, map[string]any{"sessionUpdate": "tool_call", "toolCallId": "b1", "title": "yes", "kind": "execute", "status": "in_progress",
+			"content": []any{map[string]any{"type": "content", "content": map[string]any{"type": "text", "text": strings.Repeat("o", 100<<10)}}}})
+		f.update(sid, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "b1", "status": "completed"})
+		f.update(sid, map[string]any{"sessionUpdate": "tool_call", "toolCallId": "b2", "title": "yes", "kind": "execute", "status": "in_progress"})
+		f.update(sid, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "b2", "status": "failed",
+			"rawOutput": map[string]any{"exit_code": 3, "formatted_output": strings.Repeat("r", 100<<10)}})
+		f.update(sid, map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "image", "data": "AA==", "mimeType": "image/png"}})
 	case "garbage":
 		f.line("this is not json")
 		f.line("{broken")
@@ -265,6 +280,10 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 		os.Exit(3)
 	case "stop":
 		stop = words[1]
+	case "fail":
+		f.update(sid, chunk("agent_message_chunk", "partial"))
+		f.write(map[string]any{"id": id, "error": map[string]any{"code": -32603, "message": "model exploded"}})
+		return
 	}
 	end["stopReason"] = stop
 	f.result(id, end)

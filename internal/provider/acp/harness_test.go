@@ -42,8 +42,10 @@ type agent struct {
 	// lax: the test feeds the adapter messages that break the schema on
 	// purpose; the agent's side is not held to it (the adapter's is).
 	lax     bool
-	badSent []string // schema errors of the adapter's lines
-	badRead []string // schema errors of the agent's lines
+	opts    provider.Options // what the adapter was built with
+	wrote   chan struct{}    // a token each time the adapter wrote a line
+	badSent []string         // schema errors of the adapter's lines
+	badRead []string         // schema errors of the agent's lines
 }
 
 func (g *agent) Write(p []byte) (int, error) {
@@ -66,6 +68,10 @@ type tapIn struct {
 
 func (t tapIn) Write(p []byte) (int, error) {
 	t.g.record(&t.g.sent, acptest.Client, p)
+	select {
+	case t.g.wrote <- struct{}{}:
+	default:
+	}
 	return t.w.Write(p)
 }
 
@@ -96,19 +102,23 @@ func startAgent(t *testing.T, mode string, mod func(*provider.Options, *Profile)
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), fakeEnv+"="+mode)
+	dieWithTest(cmd)
 	return startCmd(t, cmd, mod)
 }
 
 // startCmd runs cmd (an ACP agent) and builds an adapter over it.
 func startCmd(t *testing.T, cmd *exec.Cmd, mod func(*provider.Options, *Profile)) *agent {
 	t.Helper()
-	g := &agent{evs: make(chan event.Draft, 1<<16), check: conformance(t), cmd: cmd}
+	g := &agent{evs: make(chan event.Draft, 1<<16), check: conformance(t), cmd: cmd, wrote: make(chan struct{}, 1)}
 	g.cmd.Stderr = os.Stderr
 	in, err := g.cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	outR, outW := io.Pipe()
+	outR, outW, err := os.Pipe() // a real pipe, as a child's stdout is: its reads can be paused
+	if err != nil {
+		t.Fatal(err)
+	}
 	stdout, err := g.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -141,6 +151,7 @@ func startCmd(t *testing.T, cmd *exec.Cmd, mod func(*provider.Options, *Profile)
 	if mod != nil {
 		mod(&o, &p)
 	}
+	g.opts = o
 	g.a = NewAdapter(o, p)
 	t.Cleanup(func() {
 		g.a.BeginStop()

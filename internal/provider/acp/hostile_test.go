@@ -225,7 +225,8 @@ func TestAgentExitsMidTurn(t *testing.T) {
 }
 
 // Stop reasons: max_tokens, refusal, max_turn_requests complete the turn
-// (stopReason kept); an unknown one fails it naming it.
+// (stopReason kept); an unknown one fails it naming it, and so does an
+// error answer to the prompt.
 func TestStopReasons(t *testing.T) {
 	g := startAgent(t, "", nil)
 	g.lax = true // "bogus"
@@ -242,5 +243,41 @@ func TestStopReasons(t *testing.T) {
 		if c.stop == "bogus" && !strings.Contains(tc.Error, "bogus") {
 			t.Fatalf("%+v", tc)
 		}
+	}
+	// An error answer fails the turn naming it, the text so far completed.
+	evs := g.turn(t, "t_z", "fail")
+	tc := data[event.TurnCompletedData](t, evs[len(evs)-1])
+	if tc.Status != event.StatusFailed || tc.Reason != event.ReasonProviderError || !strings.Contains(tc.Error, "model exploded") ||
+		len(of(evs, event.MessageCompleted)) != 1 {
+		t.Fatalf("failed prompt: %+v; %s", tc, types(evs))
+	}
+}
+
+// What the adapter keeps for an item is bounded in bytes: a message's
+// completed text at 1 MiB (its deltas carry it all), a command's output
+// (its content or its rawOutput) at 64 KiB with the rest counted;
+// non-text content is one notice.
+func TestBoundedItems(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.start(t)
+	evs := g.turn(t, "t_1", "big")
+	if got := answerOf(t, evs); len(got) != 2<<20 {
+		t.Fatalf("deltas carry %d bytes", len(got))
+	}
+	if mc := of(evs, event.MessageCompleted); len(mc) != 1 || len(data[event.DeltaData](t, mc[0]).Text) != maxItemText {
+		t.Fatalf("message.completed %d", len(mc))
+	}
+	for i, d := range of(evs, event.ItemCompleted) {
+		c := data[event.ItemData](t, d)
+		p := c.Payload.(map[string]any)
+		if len(p["output"].(string)) != event.MaxOutputBytes || p["outputTruncated"] != float64(100<<10-event.MaxOutputBytes) {
+			t.Fatalf("item %d: output %d bytes, truncated %v", i, len(p["output"].(string)), p["outputTruncated"])
+		}
+		if i == 1 && (p["exitCode"] != float64(3) || c.Status != event.ItemFailedStatus) {
+			t.Fatalf("item %d: %+v", i, c)
+		}
+	}
+	if n := of(evs, event.ProviderNotice); len(n) != 1 || data[event.NoticeData](t, n[0]).Code != "non_text_content" {
+		t.Fatalf("notices %v", n)
 	}
 }

@@ -97,6 +97,13 @@ func (a *Adapter) onPermission(m *message) {
 	}
 	ap.options = append(ap.options, provider.DecisionCancel)
 	kind := approvalKinds[tc.Kind]
+	if t == nil {
+		a.anomaly("permission_outside_turn", "request_id", capText(key, 60))
+	}
+	// emitMu is held from the request's registration to its
+	// approval.requested: a cancel racing it (cancelApprovals) journals the
+	// resolution after the request, never before.
+	a.emitMu.Lock()
 	a.mu.Lock()
 	var ds []event.Draft
 	if t != nil && a.turn == t && len(p.ToolCall) > 0 {
@@ -116,22 +123,23 @@ func (a *Adapter) onPermission(m *message) {
 	if kind == "" {
 		kind = "toolCall"
 	}
-	for _, d := range ds {
-		a.emit(d)
+	if !cancelled {
+		ds = append(ds, event.New(event.ApprovalRequested, turnID, event.ApprovalRequestedData{RequestID: key, Kind: kind,
+			ItemID: tc.ToolCallID, Detail: rawOf(m.Params), Options: slices.Clone(ap.options)}))
 	}
+	for _, d := range ds {
+		if !a.stopped {
+			a.o.Emit(d)
+		}
+	}
+	a.emitMu.Unlock()
 	if cancelled {
 		// After our session/cancel every permission request is answered cancelled.
 		a.anomaly("permission_after_cancel", "request_id", capText(key, 60))
 		if err := a.respond(m.ID, cancelledOutcome); err != nil {
 			a.log.Warn("answer agent permission request", "err", err)
 		}
-		return
 	}
-	if t == nil {
-		a.anomaly("permission_outside_turn", "request_id", capText(key, 60))
-	}
-	a.emit(event.New(event.ApprovalRequested, turnID, event.ApprovalRequestedData{RequestID: key, Kind: kind,
-		ItemID: tc.ToolCallID, Detail: rawOf(m.Params), Options: slices.Clone(ap.options)}))
 }
 
 var cancelledOutcome = map[string]any{"outcome": map[string]any{"outcome": "cancelled"}}
@@ -146,6 +154,13 @@ func mustJSON(v any) []byte {
 // option of that kind; cancel answers {outcome:"cancelled"} and cancels
 // the turn (session/cancel).
 func (a *Adapter) Respond(ctx context.Context, requestID string, ans provider.Answer) error {
+	if ans.Decision != provider.DecisionCancel {
+		// Held until the answer is written: a cancel (Interrupt) either
+		// comes after it, or takes the request first and answers it
+		// cancelled. Never selected after session/cancel.
+		a.answerMu.Lock()
+		defer a.answerMu.Unlock()
+	}
 	a.mu.Lock()
 	ap, ok := a.approvals[requestID]
 	if !ok {

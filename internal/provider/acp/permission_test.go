@@ -173,3 +173,32 @@ func TestBadPermissionRequests(t *testing.T) {
 		}
 	}
 }
+
+// An answer and a cancel racing: the agent sees either the selected
+// answer before session/cancel, or only cancelled; never selected after
+// session/cancel.
+func TestAnswerRacingCancel(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.start(t)
+	for i := range 40 {
+		turn := "t_" + string(rune('A'+i))
+		if err := g.a.StartTurn(t.Context(), turn, "work"); err != nil {
+			t.Fatal(err)
+		}
+		evs := g.until(t, event.ApprovalRequested)
+		ap := data[event.ApprovalRequestedData](t, evs[len(evs)-1])
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = g.a.Respond(t.Context(), ap.RequestID, provider.Answer{Decision: "approve"})
+		}()
+		if _, err := g.a.Interrupt(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		evs = g.until(t, event.TurnCompleted)
+		if got := answerOf(t, evs); strings.Contains(got, "SELECTED-AFTER-CANCEL") {
+			t.Fatalf("round %d: the agent got a selected answer after session/cancel", i)
+		}
+	}
+}

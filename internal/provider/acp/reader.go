@@ -25,6 +25,9 @@ func (a *Adapter) readLoop() {
 				fmt.Sprintf("the agent wrote a line over %d bytes; it was dropped (and any later one)", a.o.MaxLineBytes))
 			continue
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) && a.parkIfPaused(lr.Unparsed()) {
+			continue // resumed: the deadline is cleared, the cut line goes on
+		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) && !errors.Is(err, io.ErrClosedPipe) {
 				a.log.Warn("read provider stdout", "err", err)

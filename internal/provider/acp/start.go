@@ -90,7 +90,7 @@ func (a *Adapter) Start(ctx context.Context) (provider.StartResult, error) {
 				return res, fmt.Errorf("session %s gone, starting a new one: %w", old, nerr)
 			}
 			res.ThreadID = id
-			res.Replaced = &event.ThreadReplacedData{OldThreadID: old, NewThreadID: id, Cause: capText(err.Error(), 500)}
+			res.Replaced = &event.ThreadReplacedData{OldThreadID: old, NewThreadID: id, Cause: "session/load: " + capText(agentError(err), 500)}
 		default:
 			return res, fmt.Errorf("acp session/load %s: %w", old, err)
 		}
@@ -191,4 +191,13 @@ func validSessionID(id string) bool {
 		}
 	}
 	return true
+}
+
+// agentError is the agent's own error text in err (or err's).
+func agentError(err error) string {
+	var re *RPCError
+	if errors.As(err, &re) {
+		return re.Error()
+	}
+	return err.Error()
 }

@@ -11,14 +11,16 @@ import (
 type tool struct {
 	id, acpKind, kind, title string
 	status                   string
-	rawInput, rawOutput      json.RawMessage
-	content                  []toolContent
-	contentOut               string // the text content of the call once it runs (not while pending)
+	rawInput                 json.RawMessage
+	rawOut                   *string          // rawOutput's output text, when it has one (kept whole until payload caps it)
+	exit                     *int             // rawOutput's exit code
+	diffs                    []map[string]any // the file changes of its diff content (each diff capped)
+	contentOut               string           // the text content of the call once it runs (not while pending; capped)
 	locations                []struct {
 		Path string `json:"path"`
 	}
 	output    string // what the item has streamed so far (capped)
-	truncated int
+	truncated int    // bytes of its content output past the cap
 	denied    bool
 	raw       json.RawMessage
 }
@@ -82,16 +84,10 @@ func (a *Adapter) onToolCall(t *openTurn, u json.RawMessage) []event.Draft {
 			Payload: tl.payload(), Raw: tl.raw}))
 	}
 	if tl.kind == event.KindCommandExecution {
-		if out := tl.contentOut; strings.HasPrefix(out, tl.output) && len(out) > len(tl.output) && tl.truncated == 0 {
+		if out := tl.contentOut; strings.HasPrefix(out, tl.output) && len(out) > len(tl.output) {
 			delta := out[len(tl.output):]
-			if room := event.MaxOutputBytes - len(tl.output); len(delta) > room {
-				tl.truncated = len(delta) - room
-				delta = capText(delta, room)
-			}
-			tl.output += delta
-			if delta != "" {
-				ds = append(ds, event.New(event.ItemDelta, t.ours, event.ItemDeltaData{ItemID: tl.id, Stream: event.StreamOutput, Text: delta}))
-			}
+			tl.output = out
+			ds = append(ds, event.New(event.ItemDelta, t.ours, event.ItemDeltaData{ItemID: tl.id, Stream: event.StreamOutput, Text: delta}))
 		}
 	}
 	switch tl.status {
@@ -124,18 +120,37 @@ func (tl *tool) merge(up *toolUpdate) {
 		tl.status = *up.Status
 	}
 	if up.Content != nil {
-		tl.content = up.Content
+		// Only what the item shows is kept, capped: memory held for an
+		// agent is bounded in bytes.
+		tl.diffs = tl.diffChanges(up.Content)
 		if tl.status != "" && tl.status != "pending" {
 			// A pending call's content describes what it would do (codex-acp
 			// puts its permission prompt there): no output yet.
-			tl.contentOut = contentText(up.Content)
+			full := contentText(up.Content)
+			tl.contentOut = capText(full, event.MaxOutputBytes)
+			tl.truncated = len(full) - len(tl.contentOut)
 		}
 	}
 	if len(up.RawInput) > 0 && len(up.RawInput) <= event.MaxRawBytes {
 		tl.rawInput = append(json.RawMessage(nil), up.RawInput...)
 	}
-	if len(up.RawOutput) > 0 && len(up.RawOutput) <= event.MaxRawBytes {
-		tl.rawOutput = append(json.RawMessage(nil), up.RawOutput...)
+	if len(up.RawOutput) > 0 && string(up.RawOutput) != "null" {
+		// Read as it comes (it may be far larger than a raw is kept):
+		// its output text, capped with the excess counted, and exit code.
+		var s string
+		if json.Unmarshal(up.RawOutput, &s) == nil {
+			tl.rawOut = &s
+		} else if out, ok := stringField(up.RawOutput, "formatted_output", "aggregated_output", "output", "stdout"); ok {
+			tl.rawOut = &out
+		}
+		if tl.rawOut != nil && len(*tl.rawOut) > event.MaxOutputBytes {
+			full := *tl.rawOut
+			capped := capText(full, event.MaxOutputBytes)
+			tl.rawOut, tl.truncated = &capped, len(full)-len(capped)
+		}
+		if code, ok := exitCode(up.RawOutput); ok {
+			tl.exit = &code
+		}
 	}
 	if up.Locations != nil {
 		tl.locations = up.Locations
@@ -159,17 +174,12 @@ func (tl *tool) completed(status string) event.ItemData {
 func (tl *tool) payload() map[string]any {
 	switch tl.kind {
 	case event.KindCommandExecution:
-		p := map[string]any{"command": tl.command(), "output": tl.output, "outputTruncated": tl.truncated}
-		if tl.output == "" {
-			if out := tl.outputText(); out != "" {
-				p["output"] = capText(out, event.MaxOutputBytes)
-			}
-		}
+		p := map[string]any{"command": tl.command(), "output": tl.outputText(), "outputTruncated": tl.truncated}
 		if cwd, _ := stringField(tl.rawInput, "cwd", "workdir"); cwd != "" {
 			p["cwd"] = cwd
 		}
-		if code, ok := exitCode(tl.rawOutput); ok {
-			p["exitCode"] = code
+		if tl.exit != nil {
+			p["exitCode"] = *tl.exit
 		}
 		return p
 	case event.KindFileChange:
@@ -215,14 +225,10 @@ func (tl *tool) command() string {
 // outputText is the call's output: rawOutput's (a string, or an object's
 // formatted_output / aggregated_output / output / stdout, even when
 // empty) when the agent sent one, else the text content it sent while
-// the call ran.
+// the call ran. Both are capped at event.MaxOutputBytes.
 func (tl *tool) outputText() string {
-	var s string
-	if json.Unmarshal(tl.rawOutput, &s) == nil {
-		return s
-	}
-	if out, ok := stringField(tl.rawOutput, "formatted_output", "aggregated_output", "output", "stdout"); ok {
-		return out
+	if tl.rawOut != nil {
+		return *tl.rawOut
 	}
 	return tl.contentOut
 }
@@ -240,8 +246,26 @@ func contentText(cs []toolContent) string {
 
 // changes is a fileChange's list: its diff content, else its locations.
 func (tl *tool) changes() []map[string]any {
+	if len(tl.diffs) > 0 {
+		return tl.diffs
+	}
+	kind := "update"
+	if tl.acpKind == "delete" {
+		kind = "delete"
+	}
 	out := []map[string]any{}
-	for _, c := range tl.content {
+	for _, l := range tl.locations {
+		if l.Path != "" {
+			out = append(out, map[string]any{"path": l.Path, "kind": kind})
+		}
+	}
+	return out
+}
+
+// diffChanges is the file changes of a content list's diff entries.
+func (tl *tool) diffChanges(cs []toolContent) []map[string]any {
+	var out []map[string]any
+	for _, c := range cs {
 		if c.Type != "diff" || c.Path == "" {
 			continue
 		}
@@ -256,19 +280,7 @@ func (tl *tool) changes() []map[string]any {
 		if c.OldText != nil {
 			old = *c.OldText
 		}
-		out = append(out, map[string]any{"path": c.Path, "kind": kind, "diff": capText(lineDiff(c.Path, old, c.NewText), event.MaxOutputBytes)})
-	}
-	if len(out) > 0 {
-		return out
-	}
-	kind := "update"
-	if tl.acpKind == "delete" {
-		kind = "delete"
-	}
-	for _, l := range tl.locations {
-		if l.Path != "" {
-			out = append(out, map[string]any{"path": l.Path, "kind": kind})
-		}
+		out = append(out, map[string]any{"path": capText(c.Path, 4096), "kind": kind, "diff": capText(lineDiff(c.Path, old, c.NewText), event.MaxOutputBytes)})
 	}
 	return out
 }

@@ -28,8 +28,11 @@ func (a *Adapter) StartTurn(_ context.Context, turnID, text string) error {
 	a.turn = t
 	sid := a.threadID
 	a.mu.Unlock()
-	_, err := a.send("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": text}}},
+	key, err := a.send("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": text}}},
 		&call{onResult: func(r json.RawMessage, rerr *RPCError) { a.endTurn(t, r, rerr) }})
+	a.mu.Lock()
+	t.promptID = key // (a Pause before this refuses: the prompt looks like any request in flight)
+	a.mu.Unlock()
 	if err != nil {
 		if !errors.Is(err, provider.ErrStopping) {
 			a.mu.Lock()
@@ -49,6 +52,8 @@ func (a *Adapter) StartTurn(_ context.Context, turnID, text string) error {
 // (user_cancel). An agent that does not end it within InterruptTimeout is
 // stuck: the turn ends here and the host stops the child.
 func (a *Adapter) Interrupt(_ context.Context) (bool, error) {
+	a.answerMu.Lock() // a Respond writing selected finishes first (permission.go)
+	defer a.answerMu.Unlock()
 	a.mu.Lock()
 	t := a.turn
 	if t == nil {
@@ -75,6 +80,12 @@ func (a *Adapter) Interrupt(_ context.Context) (bool, error) {
 // host is told to stop the child.
 func (a *Adapter) onStuck(t *openTurn) {
 	a.mu.Lock()
+	if a.pause != nil {
+		// A live upgrade holds the adapter: the next image (or Resume)
+		// arms the timer afresh.
+		a.mu.Unlock()
+		return
+	}
 	a.stuck = nil
 	if a.turn != t {
 		a.mu.Unlock()

@@ -109,14 +109,20 @@ func (a *Adapter) onMessageChunk(t *openTurn, u json.RawMessage) []event.Draft {
 	_, _ = decodeLenient(u, &c)
 	if c.Content.Type != "text" {
 		a.anomalyLocked("non_text_message_chunk", "type", capText(c.Content.Type, 40))
-		return nil
+		key := "notice:non_text:" + c.Content.Type
+		if a.warned[key] {
+			return nil
+		}
+		a.warned[key] = true
+		return []event.Draft{event.New(event.ProviderNotice, t.ours, event.NoticeData{Level: "info", Code: "non_text_content",
+			Message: "the agent sent " + capText(c.Content.Type, 40) + " content in its message; sessiond journals text only"})}
 	}
 	ds := closeThought(t)
 	if t.msg == nil {
 		t.msgN++
 		t.msg = &textItem{id: fmt.Sprintf("%s_msg%d", t.ours, t.msgN)}
 	}
-	t.msg.text.WriteString(c.Content.Text)
+	keepText(&t.msg.text, c.Content.Text)
 	return append(ds, event.New(event.MessageDelta, t.ours, event.DeltaData{Text: c.Content.Text, ItemID: t.msg.id}))
 }
 
@@ -130,7 +136,7 @@ func (a *Adapter) onThoughtChunk(t *openTurn, u json.RawMessage) []event.Draft {
 		t.thought = &thought{id: fmt.Sprintf("%s_thought%d", t.ours, t.msgN)}
 		ds = append(ds, event.New(event.ItemStarted, t.ours, event.ItemData{ItemID: t.thought.id, Kind: event.KindReasoning, Payload: map[string]any{}}))
 	}
-	t.thought.text.WriteString(c.Content.Text)
+	keepText(&t.thought.text, c.Content.Text)
 	return append(ds, event.New(event.ItemDelta, t.ours, event.ItemDeltaData{ItemID: t.thought.id, Stream: event.StreamReasoning, Text: c.Content.Text}))
 }
 
@@ -213,4 +219,15 @@ func (a *Adapter) closeItemsLocked(t *openTurn) []event.Draft {
 	}
 	t.tools, t.toolOrder = map[string]*tool{}, nil
 	return ds
+}
+
+// maxItemText bounds the text the adapter keeps of one message or thought
+// for its completed event (its deltas carry all of it).
+const maxItemText = 1 << 20
+
+// keepText appends s to b up to maxItemText bytes.
+func keepText(b *strings.Builder, s string) {
+	if room := maxItemText - b.Len(); room > 0 {
+		b.WriteString(capText(s, room))
+	}
 }

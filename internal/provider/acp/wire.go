@@ -158,6 +158,11 @@ func (a *Adapter) request(ctx context.Context, method string, params any, onResu
 		}
 		return nil, fmt.Errorf("provider: %s: the agent exited before answering: %w", method, provider.ErrExited)
 	case <-a.stopping:
+		select {
+		case m := <-c.resp: // answered just before
+			return answered(m)
+		default:
+		}
 		return nil, fmt.Errorf("provider: %s: %w", method, provider.ErrStopping)
 	case <-t.C:
 		return nil, fmt.Errorf("provider: the agent did not answer %s within %s: %w", method, a.o.RequestTimeout, provider.ErrTimeout)

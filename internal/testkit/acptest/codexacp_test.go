@@ -119,6 +119,7 @@ func TestCodexACPCancelMidStream(t *testing.T) {
 	}
 	s.Close(t)
 	providertest.NoProcesses(t, d)
+	providertest.NoAnomalies(t, d, "codex-acp")
 }
 
 // Cancel while a permission is pending: the permission is answered
@@ -193,4 +194,33 @@ func typesOf(evs []event.Event) string {
 		s[i] = e.Type
 	}
 	return strings.Join(s, ",")
+}
+
+// The session gone from CODEX_HOME: codex-acp answers the load
+// not-found (-32002), the re-hold gets a fresh session and journals
+// provider.thread_replaced; the next turn works.
+func TestCodexACPSessionRemoved(t *testing.T) {
+	m := codextest.NewModel(t)
+	home := acptest.CodexHome(t, m.URL)
+	d := providertest.Daemon(t, "", acptest.CodexACPTable("codex-acp", acptest.CodexACP(t), home, t.TempDir()))
+	s := providertest.NewSession(t, d, client, "codex-acp", t.TempDir())
+	s.Send(t, "hello")
+	s.Next(t, event.TurnCompleted)
+	old := s.Hold.ThreadID
+	s.Close(t)
+	if err := os.RemoveAll(filepath.Join(home, "sessions")); err != nil {
+		t.Fatal(err)
+	}
+	s.AttachAndHold(t)
+	rep := providertest.Decode[event.ThreadReplacedData](t, s.Next(t, event.ProviderThreadReplace))
+	if rep.OldThreadID != old || rep.NewThreadID == old || rep.NewThreadID != s.Hold.ThreadID || !strings.Contains(rep.Cause, "-32002") {
+		t.Fatalf("thread_replaced %+v, hold thread %s", rep, s.Hold.ThreadID)
+	}
+	s.Send(t, "again")
+	if tc := providertest.Decode[event.TurnCompletedData](t, s.Next(t, event.TurnCompleted)); tc.Status != event.StatusCompleted {
+		t.Fatalf("turn on the fresh session: %+v", tc)
+	}
+	s.Close(t)
+	providertest.NoProcesses(t, d)
+	providertest.NoAnomalies(t, d, "codex-acp")
 }

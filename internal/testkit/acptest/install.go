@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -127,9 +128,14 @@ func CodexACP(t testing.TB) string {
 	return CodexACPIn(codexACP.get(t))
 }
 
-// CodexACPIn is the native binary inside an install directory.
+// CodexACPIn is the native binary inside an install directory (npm
+// installs the one of this platform: codex-acp-linux-x64, -darwin-arm64 …).
 func CodexACPIn(dir string) string {
-	return filepath.Join(dir, "node_modules", "@zed-industries", "codex-acp-linux-x64", "bin", "codex-acp")
+	arch := runtime.GOARCH
+	if arch == "amd64" {
+		arch = "x64"
+	}
+	return filepath.Join(dir, "node_modules", "@zed-industries", "codex-acp-"+runtime.GOOS+"-"+arch, "bin", "codex-acp")
 }
 
 // EnsureCodexACP installs codex-acp when missing and returns its native
