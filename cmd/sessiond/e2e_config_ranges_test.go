@@ -75,7 +75,11 @@ func TestE2EShutdownAtConfigMaxima(t *testing.T) {
 // shutdownEvicts runs a held echo session's turn (text), SIGTERMs the
 // daemon and checks it exits 0 with no process of its own left.
 func shutdownEvicts(t *testing.T, cfg, text string) {
-	d := daemontest.Start(t, daemontest.Options{Config: cfg})
+	shutdownEvictsOn(t, daemontest.Start(t, daemontest.Options{Config: cfg}), text, syscall.SIGTERM)
+}
+
+// shutdownEvictsOn is shutdownEvicts on a running daemon d, stopped by sig.
+func shutdownEvictsOn(t *testing.T, d *daemontest.Daemon, text string, sig syscall.Signal) {
 	rec := newRecorder()
 	c, err := rpc.Dial(ctx10(t), d.Socket, rpc.ClientOptions{Name: "e2e-maxima", OnNotify: rec.onNotify})
 	if err != nil {
@@ -103,9 +107,9 @@ func shutdownEvicts(t *testing.T, cfg, text string) {
 	if text == "/orphan" && !slices.ContainsFunc(tagged, func(p int) bool { return p != h.PID }) {
 		t.Fatalf("no /orphan descendant among the tagged processes %v (provider %d)", tagged, h.PID)
 	}
-	d.Cmd.Process.Signal(syscall.SIGTERM)
+	d.Cmd.Process.Signal(sig)
 	if code := d.Wait(60 * time.Second); code != 0 {
-		t.Fatalf("exit %d after SIGTERM, want 0:\n%s", code, d.Log.String())
+		t.Fatalf("exit %d after %v, want 0:\n%s", code, sig, d.Log.String())
 	}
 	for _, pid := range tagged {
 		if daemontest.Running(pid) {

@@ -4,17 +4,33 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"syscall"
 )
 
-// handleSignals: the first SIGINT/SIGTERM cancels ctx (the daemon shuts
+// Signals the daemon answers. A signal whose default action terminates
+// the process must never kill it without its teardown (the providers'
+// descendants would outlive it): each one an operator may plausibly send
+// is either a shutdown or ignored with a log line.
+var (
+	// shutdownSignals shut the daemon down through the eviction steps.
+	// SIGHUP is a terminal's hangup (`make run` in a closed terminal): the
+	// daemon's controlling terminal is gone, so it stops as on SIGTERM.
+	// It is neither an upgrade (that is daemon.upgrade) nor a reload.
+	shutdownSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+	// ignoredSignals are logged and otherwise ignored.
+	ignoredSignals = []os.Signal{syscall.SIGUSR1, syscall.SIGUSR2}
+)
+
+// handleSignals: the first shutdown signal cancels ctx (the daemon shuts
 // down through the eviction steps). Once shutting down (ctx cancelled by a
 // signal or by beginShutdown), a further signal is answered with a log
-// line, never a half-done exit. stop ends the watcher goroutine.
+// line, never a half-done exit. An ignored signal is a log line only.
+// stop ends the watcher goroutine.
 func (d *daemon) handleSignals() (ctx context.Context, beginShutdown, stop func()) {
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sigs, slices.Concat(shutdownSignals, ignoredSignals)...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	exited := make(chan struct{})
@@ -25,6 +41,11 @@ func (d *daemon) handleSignals() (ctx context.Context, beginShutdown, stop func(
 			case <-done:
 				return
 			case s := <-sigs:
+				if slices.Contains(ignoredSignals, s) {
+					d.log.Warn("signal ignored: it means nothing to sessiond (SIGTERM, SIGINT or SIGHUP shut it down)",
+						"signal", s.String())
+					continue
+				}
 				if ctx.Err() == nil {
 					d.log.Info("signal received, shutting down", "signal", s.String())
 					d.phase.markShutdown() // a live upgrade not yet exec'd aborts
