@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/daemontest"
 )
 
@@ -27,5 +31,43 @@ func TestE2ESignalHangup(t *testing.T) {
 	shutdownEvictsOn(t, d, "/orphan", syscall.SIGHUP)
 	if !strings.Contains(d.Log.String(), `"msg":"signal received, shutting down","signal":"hangup"`) {
 		t.Fatalf("the hangup is not logged:\n%s", d.Log.String())
+	}
+}
+
+// TestE2ESignalDuringStart: SIGTERM while a hold is starting a provider
+// slow to answer initialize (start_timeout = 1h) cancels the start: the
+// hold fails, the child is torn down, the daemon exits 0 at once.
+// (Before: the daemon waited out the handshake, start_timeout at most.)
+func TestE2ESignalDuringStart(t *testing.T) {
+	cfg := fmt.Sprintf("start_timeout = \"1h\"\n[providers.slow]\ncommand = [%q, \"provider\", \"echo\", \"--slow-start\", \"600000\"]\n",
+		daemontest.Binary(t))
+	d := daemontest.Start(t, daemontest.Options{Config: cfg})
+	c := d.Client(t)
+	var s api.SessionInfo
+	if err := c.Call(ctx10(t), "agentSession.create", api.CreateParams{Provider: "slow", Cwd: t.TempDir()}, &s); err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan error, 1)
+	go func() {
+		held <- c.Call(context.Background(), "agentSession.hold", api.HoldParams{SessionID: s.SessionID, HolderID: "t"}, nil)
+	}()
+	var tagged []int
+	for deadline := time.Now().Add(20 * time.Second); len(tagged) == 0; tagged = daemontest.TaggedProcesses(d.StateID) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no provider child started:\n%s", d.Log.String())
+		}
+		time.Sleep(10 * time.Millisecond) // polling /proc for the child
+	}
+	d.Cmd.Process.Signal(syscall.SIGTERM)
+	if code := d.Wait(20 * time.Second); code != 0 {
+		t.Fatalf("exit %d after SIGTERM during a start, want 0 within 20 s:\n%s", code, d.Log.String())
+	}
+	if err := <-held; err == nil {
+		t.Fatal("the hold succeeded during the shutdown")
+	}
+	for _, pid := range tagged {
+		if daemontest.Running(pid) {
+			t.Fatalf("the starting child %d outlived the daemon:\n%s", pid, d.Log.String())
+		}
 	}
 }
