@@ -21,12 +21,12 @@ import (
 // "1000000h" is the value that used to overflow the shutdown budget.
 func TestE2EConfigOutOfRange(t *testing.T) {
 	tests := []struct{ name, text, want string }{
-		{"step_timeout", "step_timeout = \"1000000h\"\n", `step_timeout = \"1000000h\": want a duration from 1ms to 1h`},
+		{"step_timeout", "step_timeout = \"1000000h\"\n", `step_timeout = \"1000000h\": want a duration from 100ms to 1h`},
 		{"idle_timeout", "idle_timeout = \"721h\"\n", `idle_timeout = \"721h\": want a duration from 1ms to 720h`},
-		{"ladder.kill_timeout", "[ladder]\nkill_timeout = \"0s\"\n", `ladder.kill_timeout = \"0s\": want a duration from 1ms to 10m`},
+		{"ladder.kill_timeout", "[ladder]\nkill_timeout = \"0s\"\n", `ladder.kill_timeout = \"0s\": want a duration from 100ms to 10m`},
 		{"ladder.grace", "[ladder]\ngrace = \"11m\"\n", `ladder.grace = \"11m\": want a duration from 0 to 10m`},
 		{"max_message_bytes", "max_message_bytes = 1024\n", `max_message_bytes = 1024: want 4096 .. 67108864`},
-		{"long value", "write_timeout = \"" + strings.Repeat("7", 4000) + "h\"\n", `write_timeout = \"` + strings.Repeat("7", 64) + `…\": want a duration from 1ms to 1h`},
+		{"long value", "write_timeout = \"" + strings.Repeat("7", 4000) + "h\"\n", `write_timeout = \"` + strings.Repeat("7", 64) + `…\": want a duration from 100ms to 1h`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
