@@ -124,3 +124,12 @@ func shutdownEvictsOn(t *testing.T, d *daemontest.Daemon, text string, sig sysca
 		t.Fatalf("shutdown did not finish cleanly: %v", msgs)
 	}
 }
+
+// TestE2EConfigNotRegular: `--config /dev/zero` is refused at once (it
+// used to be read until the daemon reached 1.7 GB), exit 1, one line.
+func TestE2EConfigNotRegular(t *testing.T) {
+	code, out := runDaemonExpectExit(t, "--config", "/dev/zero", "--socket", filepath.Join(t.TempDir(), "s"), "--state-dir", t.TempDir())
+	if code != exitError || !strings.Contains(out, "config /dev/zero: config is not a regular file (a device)") || len(out) > 1000 {
+		t.Fatalf("exit %d, want %d and one line refusing /dev/zero:\n%.2000s", code, exitError, out)
+	}
+}
