@@ -23,6 +23,15 @@ import (
 // leave the count. A connection already closed this way is not counted
 // again, so one overflow closes one connection, not many.
 //
+// One reply or notification larger than the budget (a page holds at
+// least one event, and one event may be bigger than max) is written to a
+// reader that keeps up: the victim is spared when that one frame is all
+// it holds, it is not stalled, its peer has read all its socket holds,
+// and the other connections fit within max.
+// The total then passes max by at most that one frame, until it is
+// written; a reader that stops (stalled) is closed at the next frame
+// counted, or by write_timeout.
+//
 // Lock order: outbound.mu only; never held while writing.
 type outbound struct {
 	max    int64
@@ -60,6 +69,7 @@ func (o *outbound) unregister(s *stream) {
 // hold counts n more unwritten bytes of s and sheds a connection if the
 // total is now past max.
 func (o *outbound) hold(s *stream, n int) {
+	s.frames.Add(1)
 	if s.pending.Add(int64(n)) == int64(n) {
 		s.since.Store(time.Now().UnixNano()) // it starts waiting for its reader now
 	}
@@ -103,7 +113,7 @@ func (o *outbound) shed() {
 			victim, best = s, c
 		}
 	}
-	if victim == nil || live <= o.max {
+	if victim == nil || live <= o.max || !best.stalled && best.unread == 0 && victim.frames.Load() == 1 && live-best.pending <= o.max {
 		o.mu.Unlock()
 		return
 	}

@@ -32,6 +32,7 @@ type stream struct {
 	// some with no byte written, and whether the budget closed it.
 	budget  *outbound
 	pending atomic.Int64
+	frames  atomic.Int64 // frames counted and not yet done writing
 	since   atomic.Int64
 	shed    atomic.Bool
 
