@@ -326,6 +326,9 @@ func Parse(text string, c *Config) error {
 		if len(p.Command) == 0 && name != "echo" {
 			return fmt.Errorf("%w: providers.%s.command: must name a program", ErrBadValue, prefix(name))
 		}
+		if err := checkProvider(name, p); err != nil {
+			return err
+		}
 		c.Providers[name] = p
 	}
 	return applyCgroup(f, c)

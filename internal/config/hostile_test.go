@@ -97,3 +97,47 @@ func TestLoadRefusesNonRegular(t *testing.T) {
 		}
 	}
 }
+
+// TestProviderFieldsCheckedAtLoad: what would fail only at the first hold
+// (exec refusing it) is refused at load naming the field.
+func TestProviderFieldsCheckedAtLoad(t *testing.T) {
+	noCodex(t)
+	tests := []struct{ name, text, has string }{
+		{"empty program", "[providers.x]\ncommand = [\"\"]\n", "providers.x.command[0] is empty"},
+		{"NUL in an argument", "[providers.x]\ncommand = [\"x\", \"a\\u0000b\"]\n", "providers.x.command[1]"},
+		{"NUL in the program", "[providers.x]\ncommand = [\"x\\u0000\"]\n", "providers.x.command[0]"},
+		{"= in an env key", "[providers.x]\ncommand = [\"x\"]\nenv = {\"A=B\" = \"1\"}\n", `providers.x.env key "A=B"`},
+		{"NUL in an env key", "[providers.x]\ncommand = [\"x\"]\nenv = {\"A\\u0000\" = \"1\"}\n", `providers.x.env key "A\x00"`},
+		{"empty env key", "[providers.x]\ncommand = [\"x\"]\nenv = {\"\" = \"1\"}\n", `providers.x.env key ""`},
+		{"NUL in an env value", "[providers.x]\ncommand = [\"x\"]\nenv = {A = \"1\\u0000\"}\n", "providers.x.env.A"},
+		{"empty name", "[providers.\"\"]\ncommand = [\"x\"]\n", `providers."": want a name`},
+		{"NUL in the echo env", "[providers.echo]\nenv = {A = \"\\u0000\"}\n", "providers.echo.env.A"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Default()
+			err := Parse(tc.text, &c)
+			if !errors.Is(err, ErrBadValue) || !strings.Contains(err.Error(), tc.has) {
+				t.Fatalf("err %v, want ErrBadValue naming %q", err, tc.has)
+			}
+		})
+	}
+}
+
+// TestKeysCaseSensitive: a key that differs from a known one only in case
+// is unknown, naming both (BurntSushi/toml alone matches fields
+// case-insensitively: INITIALIZE_TIMEOUT overrode initialize_timeout).
+func TestKeysCaseSensitive(t *testing.T) {
+	noCodex(t)
+	for _, text := range []string{
+		"initialize_timeout = \"10s\"\nINITIALIZE_TIMEOUT = \"4s\"\n",
+		"[Ladder]\ngrace = \"1s\"\n",
+		"[providers.x]\nCommand = [\"x\"]\n",
+	} {
+		c := Default()
+		err := Parse(text, &c)
+		if !errors.Is(err, ErrUnknownKey) || !strings.Contains(err.Error(), "keys are case-sensitive") {
+			t.Errorf("%q: err %v, want ErrUnknownKey naming the case", text, err)
+		}
+	}
+}
