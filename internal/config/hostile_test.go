@@ -21,9 +21,10 @@ func TestHostileErrors(t *testing.T) {
 		want       error
 		has        []string
 	}{
-		{"unquoted value", "step_timeout=" + mb + "\n", ErrBadValue, []string{"step_timeout"}},
+		{"unquoted value", "step_timeout=" + mb + "\n", ErrBadValue, []string{"step_timeout wants a duration string from 100ms to 1h"}},
+		{"unquoted ladder value", "[ladder]\ngrace=" + mb + "\n", ErrBadValue, []string{"ladder.grace wants a duration string from 0 to 10m"}},
 		{"unknown key", mb + " = 1\n", ErrUnknownKey, []string{"xxxx…"}},
-		{"digits", "max_message_bytes = " + strings.Repeat("9", 1<<20) + "\n", ErrBadValue, []string{"max_message_bytes", "out of range"}},
+		{"digits", "max_message_bytes = " + strings.Repeat("9", 1<<20) + "\n", ErrBadValue, []string{"out of range", "max_message_bytes wants an integer from 4096 to 67108864"}},
 		{"protocol", "[providers.echo]\nprotocol = \"" + mb + "\"\n", ErrBadValue, []string{"providers.echo.protocol", "codex-app-server"}},
 		{"long provider name", "[providers." + mb + "]\nprotocol = \"x\"\n", ErrBadValue, []string{"providers.xxx"}},
 		{"words", "step_timeout = \"" + strings.Repeat("a ", 1<<19) + "\"\n", ErrBadValue, []string{"step_timeout"}},

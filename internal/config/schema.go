@@ -208,7 +208,35 @@ func parseError(err error) error {
 	if pe.LastKey != "" {
 		at += fmt.Sprintf(" (last key %q)", prefix(pe.LastKey))
 	}
-	return fmt.Errorf("%w: toml: %s: %s", ErrBadValue, at, capWords(pe.Message))
+	want := ""
+	if f, ok := lookupField(pe.LastKey); ok && f.kind != kindTable && f.kind != kindTables {
+		want = ": " + pe.LastKey + " wants " + f.wantText(pe.LastKey)
+	}
+	return fmt.Errorf("%w: toml: %s: %s%s", ErrBadValue, at, capWords(pe.Message), want)
+}
+
+// lookupField is the schema's field of a dotted key ("ladder.grace",
+// "providers.NAME.command").
+func lookupField(key string) (field, bool) {
+	parts := strings.Split(key, ".")
+	fields := schema
+	for i := 0; i < len(parts); i++ {
+		f, ok := fields[parts[i]]
+		if !ok {
+			return field{}, false
+		}
+		if i == len(parts)-1 {
+			return f, true
+		}
+		if f.kind == kindTables {
+			i++ // the table's name
+			if i == len(parts)-1 {
+				return field{kind: kindTable}, true
+			}
+		}
+		fields = f.sub
+	}
+	return field{}, false
 }
 
 // maxErrorText bounds the text of one error taken from the parser.
