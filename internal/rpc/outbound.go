@@ -25,12 +25,9 @@ import (
 //
 // One reply or notification larger than the budget (a page holds at
 // least one event, and one event may be bigger than max) is written to a
-// reader that keeps up: the victim is spared when that one frame is all
-// it holds, it is not stalled, its peer has read all its socket holds,
-// and the other connections fit within max.
-// The total then passes max by at most that one frame, until it is
-// written; a reader that stops (stalled) is closed at the next frame
-// counted, or by write_timeout.
+// reader that keeps up (spare). The total then passes max by that one
+// connection's frames, until they are written; a reader that stops
+// (stalled) is closed at the next frame counted, or by write_timeout.
 //
 // Lock order: outbound.mu only; never held while writing.
 type outbound struct {
@@ -113,7 +110,7 @@ func (o *outbound) shed() {
 			victim, best = s, c
 		}
 	}
-	if victim == nil || live <= o.max || !best.stalled && best.unread == 0 && victim.frames.Load() == 1 && live-best.pending <= o.max {
+	if victim == nil || live <= o.max || o.spare(victim, best, live) {
 		o.mu.Unlock()
 		return
 	}
@@ -124,6 +121,19 @@ func (o *outbound) shed() {
 	o.log.Warn("closing connection: over the outbound byte budget", "conn_id", id, "reason", "outbound_budget",
 		"unwritten_bytes", best.pending, "total_unwritten_bytes", live, "max_outbound_bytes", o.max)
 	victim.Close()
+}
+
+// spare reports whether shed leaves victim (ranked c, of live bytes in
+// all) alone: it is not stalled, the other connections fit within max,
+// and either that one frame is all it holds and its peer has read what
+// its socket holds, or the frame being written to it is larger than max
+// (it could never fit: only a reader that keeps up gets it, and one that
+// stops is stalled within stallAfter). Needs o.mu.
+func (o *outbound) spare(victim *stream, c candidate, live int64) bool {
+	if c.stalled || live-c.pending > o.max {
+		return false
+	}
+	return c.unread == 0 && victim.frames.Load() == 1 || victim.writing.Load() > o.max
 }
 
 // candidate is a connection's state as shed ranks it: unwritten bytes,

@@ -33,6 +33,7 @@ type stream struct {
 	budget  *outbound
 	pending atomic.Int64
 	frames  atomic.Int64 // frames counted and not yet done writing
+	writing atomic.Int64 // the size of the frame being written (0: none)
 	since   atomic.Int64
 	shed    atomic.Bool
 
