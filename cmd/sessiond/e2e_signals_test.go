@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -10,6 +13,7 @@ import (
 
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/daemontest"
+	"github.com/sessiond/sessiond/internal/daemontest/daemoncore"
 )
 
 // TestE2ESignalHangup: SIGHUP (a terminal's hangup) shuts the daemon down
@@ -69,5 +73,57 @@ func TestE2ESignalDuringStart(t *testing.T) {
 		if daemontest.Running(pid) {
 			t.Fatalf("the starting child %d outlived the daemon:\n%s", pid, d.Log.String())
 		}
+	}
+}
+
+// TestE2EHangupWithBrokenStderr: `sessiond serve 2>&1 | tee log` in a
+// terminal that closes: the reader of the daemon's stderr is gone when
+// SIGHUP comes. The daemon still shuts down whole and exits 0 (its log
+// writes fail with EPIPE) rather than being killed by SIGPIPE at its
+// first log line.
+func TestE2EHangupWithBrokenStderr(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.toml")
+	if err := os.WriteFile(cfg, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sockDir, err := os.MkdirTemp("", "sd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(sockDir)
+	s := daemoncore.Serve{Socket: filepath.Join(sockDir, "s.sock"), StateDir: filepath.Join(dir, "state"), Config: cfg,
+		Env: []string{"GORACE=atexit_sleep_ms=0"}}
+	cmd := s.Command(daemontest.Binary(t))
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), `"msg":"listening"`) {
+			break
+		}
+	}
+	r.Close() // the log's reader is gone
+	cmd.Process.Signal(syscall.SIGHUP)
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if code := daemoncore.ExitCode(err); code != 0 {
+			t.Fatalf("exit %d (%v) after SIGHUP with its stderr's reader gone, want 0", code, err)
+		}
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("the daemon did not exit within 60 s of SIGHUP")
+	}
+	if _, err := os.Stat(s.Socket); err == nil {
+		t.Fatal("the socket is left: the daemon did not shut down whole")
 	}
 }

@@ -21,6 +21,10 @@ var (
 	shutdownSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
 	// ignoredSignals are logged and otherwise ignored.
 	ignoredSignals = []os.Signal{syscall.SIGUSR1, syscall.SIGUSR2}
+	// SIGPIPE is caught and dropped, not logged: a write to a stderr whose
+	// reader is gone (`serve 2>&1 | tee` in a closed terminal) then fails
+	// with EPIPE instead of killing the daemon mid-teardown (Go's default
+	// for fds 1 and 2). Caught, not ignored: children get the default.
 )
 
 // handleSignals: the first shutdown signal cancels ctx (the daemon shuts
@@ -30,7 +34,7 @@ var (
 // stop ends the watcher goroutine.
 func (d *daemon) handleSignals() (ctx context.Context, beginShutdown, stop func()) {
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, slices.Concat(shutdownSignals, ignoredSignals)...)
+	signal.Notify(sigs, slices.Concat(shutdownSignals, ignoredSignals, []os.Signal{syscall.SIGPIPE})...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	exited := make(chan struct{})
@@ -41,6 +45,9 @@ func (d *daemon) handleSignals() (ctx context.Context, beginShutdown, stop func(
 			case <-done:
 				return
 			case s := <-sigs:
+				if s == syscall.SIGPIPE {
+					continue // logging it would write to the broken pipe again
+				}
 				if slices.Contains(ignoredSignals, s) {
 					d.log.Warn("signal ignored: it means nothing to sessiond (SIGTERM, SIGINT or SIGHUP shut it down)",
 						"signal", s.String())
