@@ -22,12 +22,12 @@ import (
 // "1000000h" is the value that used to overflow the shutdown budget.
 func TestE2EConfigOutOfRange(t *testing.T) {
 	tests := []struct{ name, text, want string }{
-		{"step_timeout", "step_timeout = \"1000000h\"\n", `step_timeout = \"1000000h\": want a duration from 1ms to 1h`},
+		{"step_timeout", "step_timeout = \"1000000h\"\n", `step_timeout = \"1000000h\": want a duration from 100ms to 1h`},
 		{"idle_timeout", "idle_timeout = \"721h\"\n", `idle_timeout = \"721h\": want a duration from 1ms to 720h`},
-		{"ladder.kill_timeout", "[ladder]\nkill_timeout = \"0s\"\n", `ladder.kill_timeout = \"0s\": want a duration from 1ms to 10m`},
+		{"ladder.kill_timeout", "[ladder]\nkill_timeout = \"0s\"\n", `ladder.kill_timeout = \"0s\": want a duration from 100ms to 10m`},
 		{"ladder.grace", "[ladder]\ngrace = \"11m\"\n", `ladder.grace = \"11m\": want a duration from 0 to 10m`},
 		{"max_message_bytes", "max_message_bytes = 1024\n", `max_message_bytes = 1024: want 4096 .. 67108864`},
-		{"long value", "write_timeout = \"" + strings.Repeat("7", 4000) + "h\"\n", `write_timeout = \"` + strings.Repeat("7", 64) + `…\": want a duration from 1ms to 1h`},
+		{"long value", "write_timeout = \"" + strings.Repeat("7", 4000) + "h\"\n", `write_timeout = \"` + strings.Repeat("7", 64) + `…\": want a duration from 100ms to 1h`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -76,7 +76,11 @@ func TestE2EShutdownAtConfigMaxima(t *testing.T) {
 // shutdownEvicts runs a held echo session's turn (text), SIGTERMs the
 // daemon and checks it exits 0 with no process of its own left.
 func shutdownEvicts(t *testing.T, cfg, text string) {
-	d := daemontest.Start(t, daemontest.Options{Config: cfg})
+	shutdownEvictsOn(t, daemontest.Start(t, daemontest.Options{Config: cfg}), text, syscall.SIGTERM)
+}
+
+// shutdownEvictsOn is shutdownEvicts on a running daemon d, stopped by sig.
+func shutdownEvictsOn(t *testing.T, d *daemontest.Daemon, text string, sig syscall.Signal) {
 	rec := newRecorder()
 	c, err := rpc.Dial(ctx10(t), d.Socket, rpc.ClientOptions{Name: "e2e-maxima", OnNotify: rec.onNotify})
 	if err != nil {
@@ -104,9 +108,9 @@ func shutdownEvicts(t *testing.T, cfg, text string) {
 	if text == "/orphan" && !slices.ContainsFunc(tagged, func(p int) bool { return p != h.PID }) {
 		t.Fatalf("no /orphan descendant among the tagged processes %v (provider %d)", tagged, h.PID)
 	}
-	d.Cmd.Process.Signal(syscall.SIGTERM)
+	d.Cmd.Process.Signal(sig)
 	if code := d.Wait(60 * time.Second); code != 0 {
-		t.Fatalf("exit %d after SIGTERM, want 0:\n%s", code, d.Log.String())
+		t.Fatalf("exit %d after %v, want 0:\n%s", code, sig, d.Log.String())
 	}
 	for _, pid := range tagged {
 		if daemontest.Running(pid) {
@@ -119,5 +123,14 @@ func shutdownEvicts(t *testing.T, cfg, text string) {
 	msgs, _ := logMsgs(t, d.Log.String())
 	if slices.Contains(msgs, "shutdown left work undone") || !slices.Contains(msgs, "stopped") {
 		t.Fatalf("shutdown did not finish cleanly: %v", msgs)
+	}
+}
+
+// TestE2EConfigNotRegular: `--config /dev/zero` is refused at once (it
+// used to be read until the daemon reached 1.7 GB), exit 1, one line.
+func TestE2EConfigNotRegular(t *testing.T) {
+	code, out := runDaemonExpectExit(t, "--config", "/dev/zero", "--socket", filepath.Join(t.TempDir(), "s"), "--state-dir", t.TempDir())
+	if code != exitcode.Error || !strings.Contains(out, "config /dev/zero: config is not a regular file (a device)") || len(out) > 1000 {
+		t.Fatalf("exit %d, want %d and one line refusing /dev/zero:\n%.2000s", code, exitcode.Error, out)
 	}
 }

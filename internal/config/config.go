@@ -5,11 +5,13 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -64,6 +66,16 @@ var ErrUnknownKey = errors.New("unknown config key")
 // ErrBadValue: a key holds a value that does not parse or is out of its
 // range (ranges.go).
 var ErrBadValue = errors.New("bad config value")
+
+// ErrNotRegular: the config path is not a regular file (a FIFO, a device,
+// a directory): refused rather than read.
+var ErrNotRegular = errors.New("config is not a regular file")
+
+// ErrTooLarge: the config file is larger than MaxFileBytes.
+var ErrTooLarge = errors.New("config file too large")
+
+// MaxFileBytes bounds the config file: 1 MiB.
+const MaxFileBytes = 1 << 20
 
 // ErrNotFound: a config file named explicitly does not exist.
 var ErrNotFound = errors.New("config file not found")
@@ -181,7 +193,7 @@ func Load(path string, explicit bool) (Config, error) {
 	if path == "" {
 		return c, nil
 	}
-	b, err := os.ReadFile(path)
+	b, err := readFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if explicit {
 			return c, fmt.Errorf("config %s: %w", path, ErrNotFound)
@@ -197,17 +209,61 @@ func Load(path string, explicit bool) (Config, error) {
 	return c, nil
 }
 
+// readFile reads a regular file of at most MaxFileBytes. It opens with
+// O_NONBLOCK so a FIFO cannot block the open, then refuses anything but a
+// regular file before reading a byte (/dev/zero would be read forever).
+func readFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w (%s): name a TOML file", ErrNotRegular, fileType(fi.Mode()))
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxFileBytes {
+		return nil, fmt.Errorf("%w: more than %d bytes (1 MiB)", ErrTooLarge, MaxFileBytes)
+	}
+	return b, nil
+}
+
+// fileType names what a non-regular file is.
+func fileType(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "mode " + m.String()
+}
+
 // Parse applies TOML text over c.
 func Parse(text string, c *Config) error {
+	if err := checkSchema(text); err != nil {
+		return err
+	}
 	var f file
 	md, err := toml.Decode(text, &f)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrBadValue, err)
+		return parseError(err)
 	}
 	if und := md.Undecoded(); len(und) > 0 {
 		keys := make([]string, len(und))
 		for i, k := range und {
-			keys[i] = k.String()
+			keys[i] = prefix(k.String())
 		}
 		return fmt.Errorf("%w: %s", ErrUnknownKey, strings.Join(keys, ", "))
 	}
@@ -276,24 +332,27 @@ func Parse(text string, c *Config) error {
 			p.Protocol = ProtocolCodexAppServer
 		}
 		if p.Protocol != ProtocolCodexAppServer && p.Protocol != ProtocolClaudeStreamJSON && p.Protocol != ProtocolACP {
-			return fmt.Errorf("%w: providers.%s.protocol = %q: want %q, %q or %q", ErrBadValue, name, p.Protocol,
+			return fmt.Errorf("%w: providers.%s.protocol = %q: want %q, %q or %q", ErrBadValue, prefix(name), prefix(p.Protocol),
 				ProtocolCodexAppServer, ProtocolClaudeStreamJSON, ProtocolACP)
 		}
 		if fp.Processes != nil && *fp.Processes != "session" {
 			return fmt.Errorf("%w: providers.%s.processes = %q: only \"session\" (one provider process per session) is implemented; runtimes (\"account\") are not yet",
-				ErrBadValue, name, prefix(*fp.Processes))
+				ErrBadValue, prefix(name), prefix(*fp.Processes))
 		}
 		if fp.Auth != nil {
 			if p.Protocol != ProtocolACP {
-				return fmt.Errorf("%w: providers.%s.auth_method: only protocol %q authenticates (this one is %q)", ErrBadValue, name, ProtocolACP, p.Protocol)
+				return fmt.Errorf("%w: providers.%s.auth_method: only protocol %q authenticates (this one is %q)", ErrBadValue, prefix(name), ProtocolACP, p.Protocol)
 			}
 			if *fp.Auth == "" {
-				return fmt.Errorf("%w: providers.%s.auth_method: must name one of the agent's authMethods", ErrBadValue, name)
+				return fmt.Errorf("%w: providers.%s.auth_method: must name one of the agent's authMethods", ErrBadValue, prefix(name))
 			}
 			p.AuthMethod = *fp.Auth
 		}
 		if len(p.Command) == 0 && name != "echo" {
-			return fmt.Errorf("%w: providers.%s.command: must name a program", ErrBadValue, name)
+			return fmt.Errorf("%w: providers.%s.command: must name a program", ErrBadValue, prefix(name))
+		}
+		if err := checkProvider(name, p); err != nil {
+			return err
 		}
 		c.Providers[name] = p
 	}

@@ -77,11 +77,3 @@ func ParseSize(s string) (int64, error) {
 	}
 	return n * mult, nil
 }
-
-// prefix is at most 64 bytes of a bad value, for an error message.
-func prefix(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
-}

@@ -10,9 +10,18 @@ import (
 // range. The maxima keep every budget computed from them (internal/budget)
 // far from overflow: all of them at once sum to hours, not centuries.
 const (
-	// MinTimeout is the least of every timeout but the ladder's grace
-	// and term_timeout (which may be 0: the next signal at once).
-	MinTimeout = time.Millisecond
+	// MinIdleTimeout is the least idle_timeout: a released session is
+	// evicted (almost) at once.
+	MinIdleTimeout = time.Millisecond
+	// MinTimeout is the least step_timeout, write_timeout,
+	// initialize_timeout and ladder.kill_timeout: less cannot work on a
+	// loaded machine (at 1ms every eviction step fails and the session
+	// stays evicting; an initialize races its client's first write).
+	// The ladder's grace and term_timeout may be 0: the next signal at once.
+	MinTimeout = 100 * time.Millisecond
+	// MinStartTimeout is the least start_timeout: a spawn and a provider
+	// handshake (the echo provider's takes ~30 ms unloaded).
+	MinStartTimeout = time.Second
 	// MaxIdleTimeout bounds idle_timeout: a released session stays live
 	// at most 30 days.
 	MaxIdleTimeout = 30 * 24 * time.Hour
@@ -40,8 +49,8 @@ type DurationRange struct {
 // DurationRanges lists every duration key with its range, in the order of
 // the docs' table.
 var DurationRanges = []DurationRange{
-	{"idle_timeout", MinTimeout, MaxIdleTimeout},
-	{"start_timeout", MinTimeout, MaxTimeout},
+	{"idle_timeout", MinIdleTimeout, MaxIdleTimeout},
+	{"start_timeout", MinStartTimeout, MaxTimeout},
 	{"step_timeout", MinTimeout, MaxTimeout},
 	{"write_timeout", MinTimeout, MaxTimeout},
 	{"initialize_timeout", MinTimeout, MaxTimeout},
@@ -64,7 +73,7 @@ var SizeRanges = []SizeRange{
 	{"max_connections", MinMaxConnections, MaxMaxConnections},
 }
 
-// String is the range as the error and the docs give it: "1ms .. 1h".
+// String is the range as the error and the docs give it: "100ms .. 1h".
 func (r DurationRange) String() string { return FormatDuration(r.Min) + " .. " + FormatDuration(r.Max) }
 
 // String is the range as the error and the docs give it: "4096 .. 67108864".

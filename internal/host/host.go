@@ -99,6 +99,12 @@ type Host struct {
 	conns    map[string]*connState
 	closing  bool
 
+	// starts is cancelled (cause errShuttingDown) when the shutdown
+	// begins: a provider start in progress gives up and tears its child
+	// down instead of waiting out its handshake.
+	starts       context.Context
+	cancelStarts context.CancelCauseFunc
+
 	stats counters
 	wg    sync.WaitGroup // watchers and timers' work
 }
@@ -153,6 +159,7 @@ func New(o Options) (*Host, error) {
 		subs:     make(map[string]*subscription),
 		conns:    make(map[string]*connState),
 	}
+	h.starts, h.cancelStarts = context.WithCancelCause(context.Background())
 	h.stopChild = func(ctx context.Context, c *proc.Child, l proc.Ladder) proc.Verdict { return c.Stop(ctx, l) }
 	h.leases = lease.New(o.Store.DB, probeOwner, o.Clock.Now)
 	h.cleanup = proc.NewCleanup(o.Ladder, procClock{o.Clock}, o.Logger)

@@ -14,12 +14,16 @@ import (
 // shutdownParallel bounds the evictions Shutdown runs at once.
 const shutdownParallel = 32
 
+// errShuttingDown is why a provider start in progress at the shutdown gave up.
+var errShuttingDown = errors.New("the daemon is shutting down")
+
 // BeginShutdown makes every write to a live child give up at once (and
 // every request waiting for a child's answer), so that whoever waits for
 // in-flight calls before Shutdown (the RPC server's Close) never waits
 // behind a send blocked on a provider that stopped reading. Calls that
 // reach a child afterwards fail as if it were stopping; Shutdown follows.
 func (h *Host) BeginShutdown() {
+	h.cancelStarts(errShuttingDown)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.stopAllMapLocked()
@@ -46,6 +50,7 @@ func (h *Host) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	h.closing = true
+	h.cancelStarts(errShuttingDown) // a start holds its session's lock: end it first
 	ids := make([]string, 0, len(h.sessions))
 	for id := range h.sessions {
 		ids = append(ids, id)

@@ -50,8 +50,13 @@ func (h *Host) startLocked(ctx context.Context, e *entry) (err error) {
 	}
 	e.sink.Append(event.New(event.LeaseAcquired, "", acq))
 
+	// Bounded by start_timeout alone (the caller leaving does not cancel
+	// it), and cancelled by a shutdown.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.o.StartTimeout)
 	defer cancel()
+	ctx, cancelCause := context.WithCancelCause(ctx)
+	defer cancelCause(nil)
+	defer context.AfterFunc(h.starts, func() { cancelCause(context.Cause(h.starts)) })()
 
 	// From here on a failure runs the same teardown as any eviction, so the
 	// journal gets its tail and the lease is released.

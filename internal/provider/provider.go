@@ -84,6 +84,26 @@ const (
 	DefaultDrainQuiet = 100 * time.Millisecond
 )
 
+// HandshakeWithin is how long one request of an adapter's Start waits:
+// 0, meaning until ctx ends, when ctx has a deadline (the daemon's
+// start_timeout, which bounds the whole handshake), else def (the request
+// timeout). A start_timeout above the request timeout is then honoured.
+func HandshakeWithin(ctx context.Context, def time.Duration) time.Duration {
+	if _, ok := ctx.Deadline(); ok {
+		return 0
+	}
+	return def
+}
+
+// Timer is a timer of d, or none (a nil channel) when d is 0.
+func Timer(d time.Duration) (c <-chan time.Time, stop func() bool) {
+	if d <= 0 {
+		return nil, func() bool { return false }
+	}
+	t := time.NewTimer(d)
+	return t.C, t.Stop
+}
+
 // Options configures an Adapter. In and Out are the child's stdin and
 // stdout; Emit receives every event the provider's messages map to.
 type Options struct {

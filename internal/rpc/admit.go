@@ -49,30 +49,31 @@ type deadlineReader struct {
 	stall   time.Duration
 	inFrame bool
 	armed   bool // a deadline is set on conn (none: between messages, once initialized)
+	// armedBy is the reason of the deadline the last read had.
+	armedBy string
 }
 
 func (d *deadlineReader) Read(p []byte) (int, error) {
 	var at time.Time
+	by := reasonFrameStalled
 	if d.inFrame && d.stall > 0 {
 		at = time.Now().Add(d.stall)
 	}
 	if !d.initBy.IsZero() && (at.IsZero() || d.initBy.Before(at)) {
-		at = d.initBy
+		at, by = d.initBy, reasonInitTimeout
 	}
 	if !at.IsZero() || d.armed { // none set and none wanted: no call (one per message otherwise)
 		d.conn.SetReadDeadline(at)
 		d.armed = !at.IsZero()
 	}
+	d.armedBy = by
 	return d.conn.Read(p)
 }
 
-// timeoutReason names a read deadline that ended a connection.
-func (d *deadlineReader) timeoutReason() string {
-	if !d.initBy.IsZero() {
-		return "initialize_timeout"
-	}
-	return "frame_stalled"
-}
+// timeoutReason names the read deadline that ended a connection: the one
+// armed for the read that timed out (a partial message stalled before
+// initialize is frame_stalled when write_timeout came first).
+func (d *deadlineReader) timeoutReason() string { return d.armedBy }
 
 // RaiseFDLimit raises the soft RLIMIT_NOFILE to the hard limit, so that
 // connections (at most max_connections) leave descriptors for providers'

@@ -23,6 +23,12 @@ import (
 // leave the count. A connection already closed this way is not counted
 // again, so one overflow closes one connection, not many.
 //
+// One reply or notification larger than the budget (a page holds at
+// least one event, and one event may be bigger than max) is written to a
+// reader that keeps up (spare). The total then passes max by that one
+// connection's frames, until they are written; a reader that stops
+// (stalled) is closed at the next frame counted, or by write_timeout.
+//
 // Lock order: outbound.mu only; never held while writing.
 type outbound struct {
 	max    int64
@@ -60,6 +66,7 @@ func (o *outbound) unregister(s *stream) {
 // hold counts n more unwritten bytes of s and sheds a connection if the
 // total is now past max.
 func (o *outbound) hold(s *stream, n int) {
+	s.frames.Add(1)
 	if s.pending.Add(int64(n)) == int64(n) {
 		s.since.Store(time.Now().UnixNano()) // it starts waiting for its reader now
 	}
@@ -103,7 +110,7 @@ func (o *outbound) shed() {
 			victim, best = s, c
 		}
 	}
-	if victim == nil || live <= o.max {
+	if victim == nil || live <= o.max || o.spare(victim, best, live) {
 		o.mu.Unlock()
 		return
 	}
@@ -114,6 +121,19 @@ func (o *outbound) shed() {
 	o.log.Warn("closing connection: over the outbound byte budget", "conn_id", id, "reason", "outbound_budget",
 		"unwritten_bytes", best.pending, "total_unwritten_bytes", live, "max_outbound_bytes", o.max)
 	victim.Close()
+}
+
+// spare reports whether shed leaves victim (ranked c, of live bytes in
+// all) alone: it is not stalled, the other connections fit within max,
+// and either that one frame is all it holds and its peer has read what
+// its socket holds, or the frame being written to it is larger than max
+// (it could never fit: only a reader that keeps up gets it, and one that
+// stops is stalled within stallAfter). Needs o.mu.
+func (o *outbound) spare(victim *stream, c candidate, live int64) bool {
+	if c.stalled || live-c.pending > o.max {
+		return false
+	}
+	return c.unread == 0 && victim.frames.Load() == 1 || victim.writing.Load() > o.max
 }
 
 // candidate is a connection's state as shed ranks it: unwritten bytes,

@@ -225,3 +225,23 @@ func TestOutboundBudgetSparesAFreshReader(t *testing.T) {
 		t.Fatal("no non-reader was closed although the budget was exceeded")
 	}
 }
+
+// TestOutboundBudgetLoneLargeReply: at the least budget (1 MiB) a lone
+// client that reads gets replies of 3 MiB, each whole, several in a row
+// (a page holds at least one event, and one can be larger than the
+// budget); nothing is closed for the budget.
+func TestOutboundBudgetLoneLargeReply(t *testing.T) {
+	fake := newFake()
+	fake.readHook = func(api.ReadParams) api.ReadResult { return bigPage(3 << 20) }
+	ts := startServer(t, fake, func(o *ServerOptions) { o.MaxOutboundBytes = 1 << 20 })
+	c := ts.client(t, FramingLines, nil, false)
+	for i := range 3 {
+		var r api.ReadResult
+		if err := call(t, c, "agentSession.read", api.ReadParams{SessionID: "s_aaaaaaaa"}, &r); err != nil {
+			t.Fatalf("read %d: %v", i, err)
+		}
+	}
+	if n := ts.srv.out.closes.Load(); n != 0 {
+		t.Fatalf("%d connections closed for the budget", n)
+	}
+}

@@ -82,6 +82,7 @@ type Server struct {
 
 	refusedLoggedAt time.Time // admit.go's log limit
 	refusedSinceLog int
+	closeLog        *closeLog // the close lines' limit per reason (closelog.go)
 }
 
 // NewServer builds a server; Serve starts it.
@@ -107,7 +108,8 @@ func NewServer(o ServerOptions) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		o: o, log: o.Logger, table: newTable(methodList), out: newOutbound(o.MaxOutboundBytes, o.Logger),
-		ctx: ctx, cancel: cancel, listGate: make(chan struct{}, listBuilders),
+		closeLog: newCloseLog(o.Logger),
+		ctx:      ctx, cancel: cancel, listGate: make(chan struct{}, listBuilders),
 		listeners: map[net.Listener]struct{}{}, conns: map[net.Conn]*conn{},
 	}
 	if o.stallAfter > 0 {
@@ -191,6 +193,7 @@ func (s *Server) Close() error {
 	s.cancel()
 	s.wg.Wait()
 	s.workers.close() // every connection's handlers are done
+	s.closeLog.stop() // after the last connection's line
 	return nil
 }
 
@@ -287,6 +290,12 @@ func (s *Server) isClosed() bool {
 // readFault logs, once, why a connection's reading ended (closereason.go).
 func (s *Server) readFault(log *slog.Logger, err error, dr *deadlineReader) {
 	reason := readReason(err, dr.timeoutReason)
+	if framingFault(reason) {
+		s.stats.framingFaults.Add(1)
+	}
+	if reason != reasonClosed && !s.closeLog.allow(reason) {
+		return
+	}
 	switch {
 	case reason == reasonClosed:
 		log.Debug("connection closed", "reason", reason)
@@ -295,18 +304,21 @@ func (s *Server) readFault(log *slog.Logger, err error, dr *deadlineReader) {
 	case reason == reasonPeerClosed, reason == reasonReset:
 		log.Info("connection closed", "reason", reason, "err", err.Error())
 	default:
-		if framingFault(reason) {
-			s.stats.framingFaults.Add(1)
-		}
 		log.Warn("closing connection", "reason", reason, "err", err.Error())
 	}
 }
 
 // writeFault logs, once, why a write to the connection failed.
 func (s *Server) writeFault(log *slog.Logger, err error) {
-	switch reason := writeReason(err); reason {
-	case reasonWriteTimeout:
+	reason := writeReason(err)
+	if reason == reasonWriteTimeout {
 		s.stats.writeTimeouts.Add(1)
+	}
+	if reason != reasonClosed && !s.closeLog.allow(reason) {
+		return
+	}
+	switch reason {
+	case reasonWriteTimeout:
 		log.Warn("closing connection: peer stopped reading", "reason", reason, "write_timeout", s.o.WriteTimeout)
 	case reasonClosed:
 		log.Debug("connection closed while writing", "reason", reason)

@@ -32,6 +32,8 @@ type stream struct {
 	// some with no byte written, and whether the budget closed it.
 	budget  *outbound
 	pending atomic.Int64
+	frames  atomic.Int64 // frames counted and not yet done writing
+	writing atomic.Int64 // the size of the frame being written (0: none)
 	since   atomic.Int64
 	shed    atomic.Bool
 

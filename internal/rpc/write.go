@@ -58,7 +58,8 @@ func (s *stream) writeCounted(b []byte, counted func()) error {
 func (s *stream) writeFrameLocked(frame []byte) error {
 	off := 0
 	if s.budget != nil {
-		defer func() { s.budget.written(s, len(frame)-off) }() // what failed to go
+		s.writing.Store(int64(len(frame)))
+		defer func() { s.budget.written(s, len(frame)-off); s.frames.Add(-1); s.writing.Store(0) }() // what failed to go
 	}
 	for off < len(frame) {
 		if s.writeTimeout > 0 {

@@ -1,6 +1,7 @@
 package claude
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -29,6 +30,21 @@ func TestStartWithoutInitAnswer(t *testing.T) {
 		"request_id": init["request_id"], "error": "not today"}})
 	if err := <-errc; err == nil || !strings.Contains(err.Error(), "not today") {
 		t.Fatalf("start: %v", err)
+	}
+}
+
+// The start's deadline (start_timeout) bounds initialize, not the request
+// timeout: a CLI that has not answered when the request timeout passes is
+// still waited for, until the deadline.
+func TestStartWaitsUntilTheDeadline(t *testing.T) {
+	f := newFake(t, func(o *provider.Options) { o.RequestTimeout = 50 * time.Millisecond })
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { _, err := f.a.Start(ctx); errc <- err }()
+	f.read(t)
+	if err := <-errc; !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, provider.ErrTimeout) {
+		t.Fatalf("start: %v, want the start's deadline, not the request timeout", err)
 	}
 }
 

@@ -49,7 +49,8 @@ func FreshThread(reuse string) (string, []string, error) {
 // first turn's system/init: Options.OnThreadID is told then.
 func (a *Adapter) Start(ctx context.Context) (provider.StartResult, error) {
 	var res provider.StartResult
-	_, err := a.control(ctx, map[string]any{"subtype": "initialize"})
+	// initialize waits until the start's deadline: the whole start_timeout.
+	_, err := a.control(ctx, provider.HandshakeWithin(ctx, a.o.RequestTimeout), map[string]any{"subtype": "initialize"})
 	if err != nil {
 		select {
 		case msg := <-a.startErr:

@@ -60,7 +60,7 @@ func (a *Adapter) Interrupt(ctx context.Context) (bool, error) {
 	// is stuck like one that answers and never ends the turn.
 	ictx, cancel := context.WithTimeout(ctx, a.o.InterruptTimeout)
 	defer cancel()
-	if _, err := a.control(ictx, map[string]any{"subtype": "interrupt"}); err != nil {
+	if _, err := a.control(ictx, a.o.RequestTimeout, map[string]any{"subtype": "interrupt"}); err != nil {
 		a.mu.Lock()
 		ended := a.turn != t
 		a.mu.Unlock()

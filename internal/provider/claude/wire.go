@@ -42,8 +42,9 @@ func (a *Adapter) write(v any) error {
 }
 
 // control sends a control_request and waits for its control_response,
-// the request timeout, BeginStop, the CLI's exit or ctx.
-func (a *Adapter) control(ctx context.Context, request map[string]any) (json.RawMessage, error) {
+// wait (the request timeout; 0 for the handshake: until ctx's deadline),
+// BeginStop, the CLI's exit or ctx.
+func (a *Adapter) control(ctx context.Context, wait time.Duration, request map[string]any) (json.RawMessage, error) {
 	ch := make(chan controlResponse, 1)
 	a.mu.Lock()
 	a.nextID++
@@ -60,15 +61,15 @@ func (a *Adapter) control(ctx context.Context, request map[string]any) (json.Raw
 	if err != nil {
 		return nil, fmt.Errorf("provider: marshal: %w", err)
 	}
-	within := a.o.RequestTimeout
+	within := wait
 	if dl, ok := ctx.Deadline(); ok {
 		within = time.Until(dl) // a caller with less time (an interrupt) waits no longer on a CLI not reading
 	}
 	if err := a.stdin.WriteLineWithin(append(b, '\n'), within); err != nil {
 		return nil, fmt.Errorf("provider: %s: %w", sub, err)
 	}
-	t := time.NewTimer(a.o.RequestTimeout)
-	defer t.Stop()
+	timeout, stop := provider.Timer(wait)
+	defer stop()
 	answer := func(r controlResponse) (json.RawMessage, error) {
 		if r.Subtype != "success" {
 			return nil, fmt.Errorf("provider: %s: %s", sub, capText(r.Error, 300))
@@ -87,8 +88,8 @@ func (a *Adapter) control(ctx context.Context, request map[string]any) (json.Raw
 		return nil, fmt.Errorf("provider: %s: %w", sub, provider.ErrExited)
 	case <-a.stopping:
 		return nil, fmt.Errorf("provider: %s: %w", sub, provider.ErrStopping)
-	case <-t.C:
-		return nil, fmt.Errorf("provider: %s after %s: %w", sub, a.o.RequestTimeout, provider.ErrTimeout)
+	case <-timeout:
+		return nil, fmt.Errorf("provider: %s after %s: %w", sub, wait.Round(time.Millisecond), provider.ErrTimeout)
 	case <-ctx.Done():
 		return nil, fmt.Errorf("provider: %s: %w", sub, context.Cause(ctx))
 	}

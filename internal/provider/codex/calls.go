@@ -22,6 +22,13 @@ type call struct {
 // request sends method and waits for its response, ctx, the request timeout,
 // BeginStop or the provider's exit. An error response comes back as *RPCError.
 func (a *Adapter) request(ctx context.Context, method string, params any, onResult func(json.RawMessage, *RPCError)) (json.RawMessage, error) {
+	return a.requestWithin(ctx, a.o.RequestTimeout, method, params, onResult)
+}
+
+// requestWithin is request waiting at most within for the response (0:
+// as long as ctx lets it).
+func (a *Adapter) requestWithin(ctx context.Context, within time.Duration, method string, params any,
+	onResult func(json.RawMessage, *RPCError)) (json.RawMessage, error) {
 	c := &call{method: method, onResult: onResult, resp: make(chan *message, 1)}
 	a.mu.Lock()
 	a.nextID++
@@ -42,8 +49,8 @@ func (a *Adapter) request(ctx context.Context, method string, params any, onResu
 	if err := a.write(outRequest{ID: id, Method: method, Params: params}); err != nil {
 		return nil, fmt.Errorf("provider: %s: %w", method, err)
 	}
-	t := time.NewTimer(a.o.RequestTimeout)
-	defer t.Stop()
+	timeout, stop := provider.Timer(within)
+	defer stop()
 	select {
 	case m := <-c.resp:
 		if m.Error != nil {
@@ -71,8 +78,8 @@ func (a *Adapter) request(ctx context.Context, method string, params any, onResu
 		default:
 		}
 		return nil, fmt.Errorf("provider: %s: %w", method, ErrStopping)
-	case <-t.C:
-		return nil, fmt.Errorf("provider: %s after %s: %w", method, a.o.RequestTimeout, ErrTimeout)
+	case <-timeout:
+		return nil, fmt.Errorf("provider: %s after %s: %w", method, within.Round(time.Millisecond), ErrTimeout)
 	case <-ctx.Done():
 		return nil, fmt.Errorf("provider: %s: %w", method, context.Cause(ctx))
 	}

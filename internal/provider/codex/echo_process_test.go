@@ -70,17 +70,23 @@ func TestStartBounds(t *testing.T) {
 	tests := []struct {
 		name    string
 		timeout time.Duration // RequestTimeout
-		ctx     time.Duration // ctx deadline
+		ctx     time.Duration // ctx deadline (0: none)
 		want    error
 	}{
-		{name: "request timeout", timeout: 100 * time.Millisecond, ctx: waitLong, want: ErrTimeout},
+		{name: "request timeout", timeout: 100 * time.Millisecond, want: ErrTimeout},
 		{name: "ctx deadline", timeout: waitLong, ctx: 100 * time.Millisecond, want: context.DeadlineExceeded},
+		// The start's deadline (start_timeout) bounds the handshake, not
+		// the request timeout: it waits past the latter.
+		{name: "ctx deadline past the request timeout", timeout: 50 * time.Millisecond, ctx: 300 * time.Millisecond, want: context.DeadlineExceeded},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p := startEcho(t, t.TempDir(), "--slow-start", "600000")
 			a := NewAdapter(Options{In: p.in, Out: p.out, RequestTimeout: tc.timeout})
-			ctx, cancel := context.WithTimeout(context.Background(), tc.ctx)
+			ctx, cancel := context.WithCancel(context.Background())
+			if tc.ctx > 0 {
+				ctx, cancel = context.WithTimeout(context.Background(), tc.ctx)
+			}
 			defer cancel()
 			if _, err := a.Start(ctx); !errors.Is(err, tc.want) {
 				t.Fatalf("start: %v, want %v", err, tc.want)

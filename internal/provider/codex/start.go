@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/provider"
 )
 
 // ClientVersion is sent as clientInfo.version in initialize.
@@ -31,7 +32,9 @@ func (a *Adapter) Start(ctx context.Context) (StartResult, error) {
 		"clientInfo":   map[string]any{"name": "sessiond", "title": "sessiond", "version": ClientVersion},
 		"capabilities": map[string]any{"experimentalApi": false},
 	}
-	if _, err := a.request(ctx, "initialize", initParams, nil); err != nil {
+	// Each handshake request waits until the start's deadline, not the
+	// request timeout: a slow provider gets the whole start_timeout.
+	if _, err := a.requestWithin(ctx, provider.HandshakeWithin(ctx, a.o.RequestTimeout), "initialize", initParams, nil); err != nil {
 		return res, fmt.Errorf("handshake: %w", err)
 	}
 	if err := a.notify("initialized", nil); err != nil {
@@ -71,7 +74,7 @@ func (a *Adapter) Start(ctx context.Context) (StartResult, error) {
 
 // thread runs thread/start or thread/resume and returns the thread id.
 func (a *Adapter) thread(ctx context.Context, method string, params any) (string, error) {
-	raw, err := a.request(ctx, method, params, nil)
+	raw, err := a.requestWithin(ctx, provider.HandshakeWithin(ctx, a.o.RequestTimeout), method, params, nil)
 	if err != nil {
 		return "", err
 	}
