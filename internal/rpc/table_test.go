@@ -43,6 +43,9 @@ func TestTableMatchesDoc(t *testing.T) {
 			continue
 		}
 		name := strings.Trim(strings.TrimSpace(cells[1]), "`")
+		if !strings.Contains(name, ".") && name != "initialize" {
+			continue // another table (e.g. the built-in ACP providers): methods are dotted
+		}
 		doc[name] = [2]string{strings.Trim(strings.TrimSpace(cells[2]), "`"), strings.TrimSpace(cells[3])}
 	}
 	for _, m := range methodList {
