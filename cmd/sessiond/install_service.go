@@ -63,10 +63,13 @@ func installService(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
+	if u := unitAt(plan, bin.to); u != "" {
+		return fail(fmt.Errorf("--binary %s: that is where the unit %s is written (the unit would overwrite the binary); pass another path (the default ~/.local/bin/sessiond)", bin.to, u))
+	}
 	refused := false
 	if bin.state == unitChanged && !*force {
 		refused = true
-		fmt.Fprintf(stderr, "sessiond install-service: %s differs from this binary (%s); not replaced (--force replaces it)\n", termSafe(bin.to), termSafe(exe))
+		fmt.Fprintf(stderr, "sessiond install-service: %s\n", termSafe(bin.refusal()))
 	}
 	for _, u := range plan {
 		if u.state == unitChanged && !*force {
