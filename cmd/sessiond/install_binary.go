@@ -99,19 +99,24 @@ func planBinary(from, to string) (binaryPlan, error) {
 }
 
 // install copies from to to through a temporary file and a rename (a
-// service running the old file keeps it), mode 0755.
-func (p binaryPlan) install() error {
+// service running the old file keeps it), mode 0755, and says what it
+// did: unitNew (written), unitChanged (replaced) or unitSame. When to was
+// absent at the plan, the rename does not replace a file that appeared
+// since (another install-service racing this one, without --force): that
+// file is compared again, unitSame for this binary's bytes, else refused
+// as at the plan.
+func (p binaryPlan) install(force bool) (unitState, error) {
 	b, err := os.ReadFile(p.from)
 	if err != nil {
-		return fmt.Errorf("this binary %s: %w", p.from, err)
+		return p.state, fmt.Errorf("this binary %s: %w", p.from, err)
 	}
 	dir := filepath.Dir(p.to)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("binary dir %s: %w", dir, err)
+		return p.state, fmt.Errorf("binary dir %s: %w", dir, err)
 	}
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(p.to)+".*")
 	if err != nil {
-		return fmt.Errorf("binary %s: %w", p.to, err)
+		return p.state, fmt.Errorf("binary %s: %w", p.to, err)
 	}
 	defer os.Remove(tmp.Name()) // no-op after the rename
 	_, err = tmp.Write(b)
@@ -124,13 +129,27 @@ func (p binaryPlan) install() error {
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
+	switch {
+	case err != nil:
+	case p.state == unitNew && !force:
+		err = renameNoReplace(tmp.Name(), p.to)
+		if errors.Is(err, fs.ErrExist) {
+			again, perr := planBinary(p.from, p.to)
+			switch {
+			case perr != nil:
+				return p.state, perr
+			case again.state == unitSame:
+				return unitSame, nil
+			}
+			return p.state, fmt.Errorf("%s (it appeared while this install ran: another install-service?)", again.refusal())
+		}
+	default:
 		err = os.Rename(tmp.Name(), p.to)
 	}
 	if err != nil {
-		return fmt.Errorf("binary %s: %w", p.to, err)
+		return p.state, fmt.Errorf("binary %s: %w", p.to, err)
 	}
-	return nil
+	return p.state, nil
 }
 
 // refusal says why an existing binary at p.to is not replaced without

@@ -86,10 +86,15 @@ func installService(args []string, stdout, stderr io.Writer) int {
 	case bin.state == unitSame:
 		fmt.Fprintf(stdout, "unchanged %s\n", termSafe(bin.to))
 	default:
-		if err := bin.install(); err != nil {
+		st, err := bin.install(*force)
+		if err != nil {
 			return fail(err)
 		}
-		fmt.Fprintf(stdout, "%s %s (from %s)\n", bin.state.verb(false, *force), termSafe(bin.to), termSafe(exe))
+		if st == unitSame {
+			fmt.Fprintf(stdout, "unchanged %s\n", termSafe(bin.to))
+		} else {
+			fmt.Fprintf(stdout, "%s %s (from %s)\n", st.verb(false, *force), termSafe(bin.to), termSafe(exe))
+		}
 	}
 	for _, u := range plan {
 		switch {
@@ -98,7 +103,22 @@ func installService(args []string, stdout, stderr io.Writer) int {
 		case u.state == unitSame:
 			fmt.Fprintf(stdout, "unchanged %s\n", termSafe(u.path))
 		default:
-			if err := writeUnit(u.path, u.text); err != nil {
+			// A unit absent at the plan is not replaced if another
+			// install wrote one since: that one is compared again.
+			err := writeUnit(u.path, u.text, u.state == unitNew && !*force)
+			if errors.Is(err, os.ErrExist) {
+				again, perr := planFile(u.path, u.text)
+				switch {
+				case perr != nil:
+					err = perr
+				case again.state == unitSame:
+					fmt.Fprintf(stdout, "unchanged %s\n", termSafe(u.path))
+					continue
+				default:
+					err = fmt.Errorf("%s; not replaced (--force replaces it) (it appeared while this install ran: another install-service?)", again.differs())
+				}
+			}
+			if err != nil {
 				return fail(err)
 			}
 			fmt.Fprintf(stdout, "%s %s\n", u.state.verb(false, *force), termSafe(u.path))
@@ -188,8 +208,9 @@ func planFile(path, text string) (unitPlan, error) {
 }
 
 // writeUnit writes through a temporary file and a rename, so systemd never
-// reads half a unit.
-func writeUnit(path, text string) error {
+// reads half a unit; noReplace: a rename that fails (fs.ErrExist) when
+// path exists.
+func writeUnit(path, text string, noReplace bool) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("unit dir %s: %w", filepath.Dir(path), err)
 	}
@@ -209,7 +230,11 @@ func writeUnit(path, text string) error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("unit %s: %w", path, err)
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	rename := os.Rename
+	if noReplace {
+		rename = renameNoReplace
+	}
+	if err := rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("unit %s: %w", path, err)
 	}
 	return nil
