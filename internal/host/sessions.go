@@ -42,7 +42,7 @@ func (h *Host) Create(ctx context.Context, p api.CreateParams) (api.SessionInfo,
 		known := h.Providers()
 		return api.SessionInfo{}, &api.Error{Kind: api.KindUnknownProvider,
 			Msg: fmt.Sprintf("unknown provider %s (known: %s): %s", api.Quote(p.Provider), strings.Join(known, ", "),
-				config.ProviderFix(api.Prefix(p.Provider))),
+				config.ProviderFix(p.Provider)),
 			Data: map[string]any{"provider": api.Prefix(p.Provider), "known": known}}
 	}
 	rec := store.Record{
