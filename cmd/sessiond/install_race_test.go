@@ -55,7 +55,7 @@ func TestInstallBinaryRace(t *testing.T) {
 
 // TestRenameNoReplace: a rename (and the link fallback) onto an existing
 // file fails with fs.ErrExist and leaves both files; onto a free name it
-// moves the file. writeUnit with noReplace likewise.
+// moves the file. writeUnit with noReplace likewise (errUnitAppeared).
 func TestRenameNoReplace(t *testing.T) {
 	for name, rename := range map[string]func(string, string) error{"renameNoReplace": renameNoReplace, "linkNoReplace": linkNoReplace} {
 		dir := t.TempDir()
@@ -84,13 +84,20 @@ func TestRenameNoReplace(t *testing.T) {
 	}
 	unit := filepath.Join(t.TempDir(), "sessiond.service")
 	os.WriteFile(unit, []byte("theirs"), 0o644)
-	if err := writeUnit(unit, "ours", true); !errors.Is(err, fs.ErrExist) {
-		t.Errorf("writeUnit noReplace over a unit: %v, want fs.ErrExist", err)
+	if err := writeUnit(unit, "ours", true); !errors.Is(err, errUnitAppeared) {
+		t.Errorf("writeUnit noReplace over a unit: %v, want errUnitAppeared", err)
 	}
 	if x, _ := os.ReadFile(unit); string(x) != "theirs" {
 		t.Errorf("writeUnit noReplace replaced the unit: %q", x)
 	}
 	if es, _ := os.ReadDir(filepath.Dir(unit)); len(es) != 1 {
 		t.Errorf("writeUnit left %d entries, want the unit alone", len(es))
+	}
+	// Only the rename's EEXIST says a unit appeared: not the directory's
+	// (a dangling symlink where it goes).
+	dangling := filepath.Join(t.TempDir(), "units")
+	os.Symlink(filepath.Join(filepath.Dir(dangling), "nowhere"), dangling)
+	if err := writeUnit(filepath.Join(dangling, "sessiond.service"), "ours", true); err == nil || errors.Is(err, errUnitAppeared) {
+		t.Errorf("writeUnit under a dangling directory link: %v, want an error that is not errUnitAppeared", err)
 	}
 }

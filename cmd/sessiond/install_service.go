@@ -106,7 +106,7 @@ func installService(args []string, stdout, stderr io.Writer) int {
 			// A unit absent at the plan is not replaced if another
 			// install wrote one since: that one is compared again.
 			err := writeUnit(u.path, u.text, u.state == unitNew && !*force)
-			if errors.Is(err, os.ErrExist) {
+			if errors.Is(err, errUnitAppeared) {
 				again, perr := planFile(u.path, u.text)
 				switch {
 				case perr != nil:
@@ -207,9 +207,12 @@ func planFile(path, text string) (unitPlan, error) {
 	return u, nil
 }
 
+// errUnitAppeared: writeUnit's noReplace rename found a unit there.
+var errUnitAppeared = errors.New("a unit is there now")
+
 // writeUnit writes through a temporary file and a rename, so systemd never
-// reads half a unit; noReplace: a rename that fails (fs.ErrExist) when
-// path exists.
+// reads half a unit; noReplace: a rename that fails (errUnitAppeared, not
+// any other EEXIST such as the directory's) when path exists.
 func writeUnit(path, text string, noReplace bool) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("unit dir %s: %w", filepath.Dir(path), err)
@@ -235,6 +238,9 @@ func writeUnit(path, text string, noReplace bool) error {
 		rename = renameNoReplace
 	}
 	if err := rename(tmp.Name(), path); err != nil {
+		if noReplace && errors.Is(err, fs.ErrExist) {
+			err = errUnitAppeared
+		}
 		return fmt.Errorf("unit %s: %w", path, err)
 	}
 	return nil
