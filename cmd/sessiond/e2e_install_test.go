@@ -359,3 +359,44 @@ func TestE2EInstallServiceBinarySymlink(t *testing.T) {
 		t.Fatal("a refused --binary wrote something where the units go")
 	}
 }
+
+// TestE2EInstallServiceDanglingDir: a unit directory or binary directory
+// reached through a symlink whose target does not exist is refused naming
+// the link, by --dry-run as by the real run (which used to write the
+// binary, then fail on the units), and nothing is written.
+func TestE2EInstallServiceDanglingDir(t *testing.T) {
+	cfg := t.TempDir()
+	missing := filepath.Join(cfg, "nowhere")
+	link := filepath.Join(cfg, "systemd")
+	if err := os.Symlink(missing, link); err != nil {
+		t.Fatal(err)
+	}
+	to := filepath.Join(t.TempDir(), "bin", "sessiond")
+	for _, args := range [][]string{{"--dry-run"}, nil} {
+		code, out, errOut := runInstall(t, cfg, append(args, "--binary", to)...)
+		if code != exitError || !strings.Contains(errOut, link+" is a symlink to "+missing+", which does not exist") || strings.Contains(out, "would write") {
+			t.Fatalf("%v over a dangling unit directory link: exit %d\n%s%s", args, code, out, errOut)
+		}
+	}
+	if _, err := os.Lstat(to); err == nil {
+		t.Fatal("the binary was written although the units could not be")
+	}
+	if _, err := os.Lstat(missing); err == nil {
+		t.Fatal("the link's target was created")
+	}
+
+	binLink := filepath.Join(t.TempDir(), "bin")
+	if err := os.Symlink(filepath.Join(filepath.Dir(binLink), "gone"), binLink); err != nil {
+		t.Fatal(err)
+	}
+	cfg2 := t.TempDir()
+	for _, args := range [][]string{{"--dry-run"}, nil} {
+		code, out, errOut := runInstall(t, cfg2, append(args, "--binary", filepath.Join(binLink, "sessiond"))...)
+		if code != exitError || !strings.Contains(errOut, binLink+" is a symlink to") || strings.Contains(out, "would write") {
+			t.Fatalf("%v over a dangling binary directory link: exit %d\n%s%s", args, code, out, errOut)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(cfg2, "systemd")); err == nil {
+		t.Fatal("units were written although the binary could not be")
+	}
+}

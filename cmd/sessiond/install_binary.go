@@ -201,3 +201,34 @@ func resolvedPath(path string) string {
 		dir = parent
 	}
 }
+
+// creatable checks that dir is a directory or can be made one: the
+// nearest part of it that exists must be a directory (through a symlink
+// too). A dangling symlink on the way, or a file, is refused naming it,
+// so that --dry-run says what the real run would meet and the real run
+// writes nothing before it meets it.
+func creatable(what, dir string) error {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		fi, err := os.Lstat(d)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if filepath.Dir(d) == d {
+				return nil
+			}
+			continue
+		case err != nil:
+			return fmt.Errorf("%s %s: %w", what, dir, err)
+		case fi.Mode()&fs.ModeSymlink != 0:
+			st, serr := os.Stat(d)
+			if serr != nil {
+				link, _ := os.Readlink(d)
+				return fmt.Errorf("%s %s: %s is a symlink to %s, which does not exist (%w): create that directory or remove the link", what, dir, d, link, serr)
+			}
+			fi = st
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("%s %s: %s is not a directory", what, dir, d)
+		}
+		return nil
+	}
+}

@@ -59,6 +59,11 @@ func installService(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
+	for _, d := range []struct{ what, dir string }{{"binary dir", filepath.Dir(bin.to)}, {"unit dir", dir}} {
+		if err := creatable(d.what, d.dir); err != nil {
+			return fail(err)
+		}
+	}
 	plan, err := svc.plan(dir, bin.to)
 	if err != nil {
 		return fail(err)
