@@ -53,21 +53,21 @@ func TestE2ECtlRendersItems(t *testing.T) {
 	var answer []string
 	for answer == nil && sc.Scan() {
 		lines = append(lines, sc.Text())
-		if f := strings.Fields(sc.Text()); len(f) == 7 && f[0] == "answer:" {
+		if f := strings.Fields(sc.Text()); len(f) == 9 && f[0] == "answer:" {
 			answer = f
 		}
 	}
 	if answer == nil {
 		t.Fatalf("no respond line in %q", lines)
 	}
-	if answer[6] != "approve|approveForSession|deny|cancel" || answer[4] != s.SessionID {
+	if answer[8] != "approve|approveForSession|deny|cancel" || answer[6] != s.SessionID || answer[3] != "--socket" || answer[4] != d.Socket {
 		t.Fatalf("respond line %q", answer)
 	}
-	code, _, errOut = runCtl(t, d.Socket, dir, "respond", s.SessionID, answer[5], "maybe")
+	code, _, errOut = runCtl(t, d.Socket, dir, "respond", s.SessionID, answer[7], "maybe")
 	if code == 0 || !strings.Contains(errOut, "invalid_params") {
 		t.Fatalf("respond maybe: %d %s", code, errOut)
 	}
-	if code, out, errOut = runCtl(t, d.Socket, dir, "respond", s.SessionID, answer[5], "approve"); code != 0 {
+	if code, out, errOut = runCtl(t, d.Socket, dir, "respond", s.SessionID, answer[7], "approve"); code != 0 {
 		t.Fatalf("respond: %d %s %s", code, out, errOut)
 	}
 	for sc.Scan() {
@@ -78,7 +78,7 @@ func TestE2ECtlRendersItems(t *testing.T) {
 	}
 	all := strings.Join(lines, "\n") + "\n"
 	// The whole turn as a person reads it, ids replaced by placeholders.
-	golden.Check(t, "ctl_send_work.golden", strings.NewReplacer(s.SessionID, "SESSION", answer[5], "REQUEST").Replace(all))
+	golden.Check(t, "ctl_send_work.golden", strings.NewReplacer(s.SessionID, "SESSION", answer[7], "REQUEST", d.Socket, "SOCKET").Replace(all))
 }
 
 // TestE2ECtlRendersQuestion: `ctl send` of an echo /ask turn (codex's
@@ -93,15 +93,16 @@ func TestE2ECtlRendersQuestion(t *testing.T) {
 	var respond string
 	for respond == "" && sc.Scan() {
 		lines = append(lines, sc.Text())
-		if r, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "answer: sessiond ctl "); ok {
+		if r, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "answer: "); ok {
 			respond = r
 		}
 	}
-	// The line as printed, with the operator's choice for the placeholder,
-	// run through a shell as a person pastes it.
+	// The line as printed (its --socket included), with the operator's
+	// choice for the placeholder, run through a shell as a person pastes
+	// it.
 	line := strings.Replace(respond, "ANSWER", "hello", 1)
-	sh := exec.Command("/bin/sh", "-c", `exec "$0" ctl --socket "$1" `+line, daemontest.Binary(t), d.Socket)
-	sh.Env = append(sh.Environ(), "GORACE=atexit_sleep_ms=0")
+	sh := exec.Command("/bin/sh", "-c", line)
+	sh.Env = ctlEnviron(t)
 	if b, err := sh.CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s\nsend printed:\n%s", line, err, b, strings.Join(lines, "\n"))
 	}
@@ -116,7 +117,7 @@ func TestE2ECtlRendersQuestion(t *testing.T) {
 		t.Fatalf("the answer did not reach the provider:\n%s", all)
 	}
 	f := strings.Fields(respond)
-	golden.Check(t, "ctl_send_ask.golden", strings.NewReplacer(s.SessionID, "SESSION", f[2], "REQUEST").Replace(all))
+	golden.Check(t, "ctl_send_ask.golden", strings.NewReplacer(s.SessionID, "SESSION", f[6], "REQUEST", d.Socket, "SOCKET").Replace(all))
 }
 
 // TestE2ECtlFollowRendersWork: `ctl attach --follow` renders a /work turn
@@ -156,8 +157,8 @@ func TestE2ECtlFollowRendersWork(t *testing.T) {
 		return ""
 	}
 	for request == "" {
-		if f := strings.Fields(next()); len(f) == 7 && f[0] == "answer:" {
-			request = f[5]
+		if f := strings.Fields(next()); len(f) == 9 && f[0] == "answer:" {
+			request = f[7]
 		}
 	}
 	if code, out, errOut := runCtl(t, d.Socket, t.TempDir(), "respond", s.SessionID, request, "approve"); code != 0 {
@@ -166,7 +167,7 @@ func TestE2ECtlFollowRendersWork(t *testing.T) {
 	for !strings.HasPrefix(next(), "tokens: ") {
 	}
 	golden.Check(t, "ctl_follow_work.golden",
-		strings.NewReplacer(s.SessionID, "SESSION", request, "REQUEST").Replace(strings.Join(rendered, "\n")+"\n"))
+		strings.NewReplacer(s.SessionID, "SESSION", request, "REQUEST", d.Socket, "SOCKET").Replace(strings.Join(rendered, "\n")+"\n"))
 
 	again := startCtl(t, d.Socket, "attach", s.SessionID, "--follow")
 	var replay []string

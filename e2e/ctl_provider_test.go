@@ -30,6 +30,8 @@ func TestE2ECtlCreateUnknownProvider(t *testing.T) {
 			"install it (npm install -g @openai/codex) or put it on that PATH", "[providers.codex] table", "restart the daemon", "[unknown_provider]"}},
 		{"claude", []string{`unknown provider "claude" (known: echo)`, "npm install -g @anthropic-ai/claude-code", "[providers.claude] table"}},
 		{"nope", []string{`unknown provider "nope" (known: echo)`, "add a [providers.nope] table (command, protocol", "restart the daemon"}},
+		{"a.b", []string{`add a [providers."a.b"] table (command, protocol`}},
+		{strings.Repeat("p", 40), []string{"the name is 40 bytes, too long to repeat here"}},
 	}
 	for _, tc := range tests {
 		code, out, errOut := runCtl(t, d.Socket, dir, "create", "--provider", tc.provider, "--cwd", dir)

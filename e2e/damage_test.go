@@ -61,7 +61,7 @@ func TestE2EDamagedValuesVisible(t *testing.T) {
 	if code != 1 || len(ps) != 2 || !strings.Contains(ps[0].What, ids[0]) || !strings.Contains(ps[1].What, ids[1]) {
 		t.Fatalf("doctor on the damaged store: exit %d\n%s", code, out)
 	}
-	if ls := problemsOf(rep, "leases"); len(ls) != 1 || !strings.Contains(ls[0].What, ids[2]) || ls[0].Fix != "sessiond ctl delete "+ids[2]+"   # or restore sessiond.db from a backup" {
+	if ls := problemsOf(rep, "leases"); len(ls) != 1 || !strings.Contains(ls[0].What, ids[2]) || ls[0].Fix != "sessiond ctl --socket "+d.Socket+" delete "+ids[2]+"   # or restore sessiond.db from a backup" {
 		t.Fatalf("doctor does not report the damaged lease with its fix:\n%s", out)
 	}
 	d2 := daemontest.Start(t, daemontest.Options{StateDir: d.StateDir})

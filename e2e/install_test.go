@@ -235,3 +235,124 @@ func TestE2EInstallServiceBinary(t *testing.T) {
 		t.Fatalf("the installed binary reports %s, want %s", got, want)
 	}
 }
+
+// TestE2EInstallServiceBinarySymlink: ~/.local/bin/sessiond already a
+// symlink into a git checkout (to a file with this binary's bytes) is not
+// "unchanged": it is refused naming the link, its target's work tree and
+// --force, nothing written; --force replaces the link with a real copy
+// and leaves the checkout's file alone. --binary naming where a unit goes
+// (the service or socket unit, through a symlinked directory too) is
+// refused before anything is written.
+func TestE2EInstallServiceBinarySymlink(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal("git not found: install it (apt-get install git)")
+	}
+	repo := t.TempDir()
+	if out, err := exec.Command(git, "init", "-q", repo).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	built := filepath.Join(repo, "bin", "sessiond")
+	os.MkdirAll(filepath.Dir(built), 0o755)
+	copyFile(t, daemontest.Binary(t), built)
+	bin := filepath.Join(installHome(t), ".local", "bin", "sessiond")
+	os.MkdirAll(filepath.Dir(bin), 0o755)
+	if err := os.Symlink(built, bin); err != nil {
+		t.Fatal(err)
+	}
+	cfg := t.TempDir()
+	units := filepath.Join(cfg, "systemd", "user")
+	for _, args := range [][]string{nil, {"--dry-run"}} {
+		code, out, errOut := runInstall(t, cfg, args...)
+		for _, want := range []string{bin + " is a symlink to " + built, "inside a git work tree (" + repo + ")", "--force replaces the link with a copy"} {
+			if code != exitcode.Error || !strings.Contains(errOut, want) {
+				t.Fatalf("%v: exit %d, stderr does not say %q:\n%s%s", args, code, want, out, errOut)
+			}
+		}
+	}
+	if _, err := os.Stat(units); err == nil {
+		t.Fatal("a refused install wrote units")
+	}
+	if l, err := os.Readlink(bin); err != nil || l != built {
+		t.Fatalf("the link was touched: %q %v", l, err)
+	}
+	code, out, errOut := runInstall(t, cfg, "--force")
+	if code != 0 || !strings.Contains(out, "replaced "+bin) {
+		t.Fatalf("--force over the link: exit %d\n%s%s", code, out, errOut)
+	}
+	if fi, err := os.Lstat(bin); err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("--force left %v, %v; want a copy in place of the link", fi, err)
+	}
+	if fi, err := os.Lstat(built); err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("the checkout's binary is gone: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(units, "sessiond.service")); !strings.Contains(string(b), "\nExecStart="+bin+" serve\n") {
+		t.Fatalf("ExecStart does not name %s:\n%s", bin, b)
+	}
+	if got, want := daemontest.ReportedVersion(t, bin), daemontest.ReportedVersion(t, daemontest.Binary(t)); got != want {
+		t.Fatalf("the installed copy reports %s, want %s", got, want)
+	}
+
+	fresh := t.TempDir()
+	linked := filepath.Join(t.TempDir(), "cfg")
+	if err := os.Symlink(fresh, linked); err != nil {
+		t.Fatal(err)
+	}
+	freshUnits := filepath.Join(fresh, "systemd", "user")
+	for _, to := range []string{
+		filepath.Join(freshUnits, "sessiond.service"),
+		filepath.Join(freshUnits, "sessiond.socket"),
+		filepath.Join(linked, "systemd", "user", "sessiond.service"),
+	} {
+		for _, args := range [][]string{{"--binary", to}, {"--binary", to, "--force"}, {"--binary", to, "--dry-run"}} {
+			code, out, errOut := runInstall(t, fresh, args...)
+			if code != exitcode.Error || !strings.Contains(errOut, "that is where the unit") || !strings.Contains(errOut, "pass another path") {
+				t.Fatalf("%v: exit %d, want the unit path refused:\n%s%s", args, code, out, errOut)
+			}
+		}
+	}
+	if _, err := os.Stat(freshUnits); err == nil {
+		t.Fatal("a refused --binary wrote something where the units go")
+	}
+}
+
+// TestE2EInstallServiceDanglingDir: a unit directory or binary directory
+// reached through a symlink whose target does not exist is refused naming
+// the link, by --dry-run as by the real run (which used to write the
+// binary, then fail on the units), and nothing is written.
+func TestE2EInstallServiceDanglingDir(t *testing.T) {
+	cfg := t.TempDir()
+	missing := filepath.Join(cfg, "nowhere")
+	link := filepath.Join(cfg, "systemd")
+	if err := os.Symlink(missing, link); err != nil {
+		t.Fatal(err)
+	}
+	to := filepath.Join(t.TempDir(), "bin", "sessiond")
+	for _, args := range [][]string{{"--dry-run"}, nil} {
+		code, out, errOut := runInstall(t, cfg, append(args, "--binary", to)...)
+		if code != exitcode.Error || !strings.Contains(errOut, link+" is a symlink to "+missing+", which does not exist") || strings.Contains(out, "would write") {
+			t.Fatalf("%v over a dangling unit directory link: exit %d\n%s%s", args, code, out, errOut)
+		}
+	}
+	if _, err := os.Lstat(to); err == nil {
+		t.Fatal("the binary was written although the units could not be")
+	}
+	if _, err := os.Lstat(missing); err == nil {
+		t.Fatal("the link's target was created")
+	}
+
+	binLink := filepath.Join(t.TempDir(), "bin")
+	if err := os.Symlink(filepath.Join(filepath.Dir(binLink), "gone"), binLink); err != nil {
+		t.Fatal(err)
+	}
+	cfg2 := t.TempDir()
+	for _, args := range [][]string{{"--dry-run"}, nil} {
+		code, out, errOut := runInstall(t, cfg2, append(args, "--binary", filepath.Join(binLink, "sessiond"))...)
+		if code != exitcode.Error || !strings.Contains(errOut, binLink+" is a symlink to") || strings.Contains(out, "would write") {
+			t.Fatalf("%v over a dangling binary directory link: exit %d\n%s%s", args, code, out, errOut)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(cfg2, "systemd")); err == nil {
+		t.Fatal("units were written although the binary could not be")
+	}
+}

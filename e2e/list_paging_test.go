@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -252,5 +253,63 @@ func TestE2EListPagingChurn(t *testing.T) {
 		if b.CreatedAt.Before(a.CreatedAt) || (b.CreatedAt.Equal(a.CreatedAt) && b.SessionID <= a.SessionID) {
 			t.Errorf("out of order at %d: %s %s then %s %s", i, a.SessionID, a.CreatedAt, b.SessionID, b.CreatedAt)
 		}
+	}
+}
+
+// TestE2EListCursorSigned: a cursor carries a MAC under a key the daemon
+// keeps in its store, so only a nextCursor passed back as it was places a
+// page: the same cursor cut by a character or with a byte changed, and
+// one made by hand from the state id and a session's key (the layout a
+// reader could guess), are invalid_params; the kept cursor still places
+// the next page after a restart on the same state directory.
+func TestE2EListCursorSigned(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Options{})
+	c := d.Client(t)
+	cwd := t.TempDir()
+	ids := createN(t, c, 6, cwd)
+	var p1 api.ListResult
+	if err := c.Call(ctx10(t), "agentSession.list", api.ListParams{Limit: 2}, &p1); err != nil || p1.NextCursor == nil {
+		t.Fatalf("limit 2: %+v %v", p1, err)
+	}
+	cur := *p1.NextCursor
+	flip := []byte(cur)
+	flip[len(flip)/2] ^= 'A' ^ 'B'
+	if flip[len(flip)/2] == cur[len(cur)/2] {
+		t.Fatal("flip did not change the cursor")
+	}
+	var s2 api.SessionInfo
+	if err := c.Call(ctx10(t), "agentSession.get", api.SessionParams{SessionID: ids[1]}, &s2); err != nil {
+		t.Fatal(err)
+	}
+	handMade := func(version string) string {
+		raw := fmt.Sprintf("%s %s %d %s", version, d.StateID, s2.CreatedAt.UnixNano(), ids[1])
+		return base64.RawURLEncoding.EncodeToString([]byte(raw))
+	}
+	for what, bad := range map[string]string{
+		"cut by one character":   cur[:len(cur)-1],
+		"cut by half":            cur[:len(cur)/2],
+		"a byte changed":         string(flip),
+		"hand-made (old layout)": handMade("l1"),
+		"hand-made (no MAC)":     handMade("l2"),
+		"hand-made (zero MAC)":   base64.RawURLEncoding.EncodeToString(append([]byte(fmt.Sprintf("l2 %s %d %s", d.StateID, s2.CreatedAt.UnixNano(), ids[1])), make([]byte, 16)...)),
+	} {
+		var r api.ListResult
+		err := c.Call(ctx10(t), "agentSession.list", api.ListParams{Limit: 2, Cursor: bad}, &r)
+		if err == nil {
+			t.Errorf("cursor %s accepted: page %v", what, idsOf(r.Sessions))
+			continue
+		}
+		wantInvalidParams(t, what, err, "cursor", "not a cursor this daemon issued")
+	}
+
+	// The kept cursor survives a restart on the same state.
+	d.Stop()
+	d2 := daemontest.Start(t, daemontest.Options{StateDir: d.StateDir})
+	var p2 api.ListResult
+	if err := d2.Client(t).Call(ctx10(t), "agentSession.list", api.ListParams{Limit: 2, Cursor: cur}, &p2); err != nil {
+		t.Fatalf("kept cursor after a restart: %v", err)
+	}
+	if got := idsOf(p2.Sessions); strings.Join(got, " ") != strings.Join(ids[2:4], " ") {
+		t.Fatalf("after a restart the kept cursor gives %v, want %v", got, ids[2:4])
 	}
 }

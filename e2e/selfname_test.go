@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -36,9 +37,10 @@ func ctlEnviron(t testing.TB) []string {
 
 // TestE2ECtlHintNamesBinary: a ctl that PATH does not find as `sessiond`
 // (bin/sessiond run from a checkout) names itself by its absolute path in
-// the hints it prints: the approval's respond line, pasted into a shell
-// whose PATH has no sessiond, answers the approval; the no-daemon hint
-// names `ABS serve`.
+// the hints it prints, and the --socket it was given (shell-quoted): the
+// approval's respond line, pasted as printed into a shell whose PATH has
+// no sessiond and whose environment names no socket, answers the
+// approval; the no-daemon hint names `ABS serve --socket S`.
 func TestE2ECtlHintNamesBinary(t *testing.T) {
 	d := daemontest.Start(t, daemontest.Options{})
 	dir := t.TempDir()
@@ -73,12 +75,11 @@ func TestE2ECtlHintNamesBinary(t *testing.T) {
 			answer = a
 		}
 	}
-	if !strings.HasPrefix(answer, bin+" ctl respond "+s.SessionID+" ") {
-		t.Fatalf("respond line %q, want it to start %q; printed:\n%s", answer, bin+" ctl respond", strings.Join(lines, "\n"))
+	if want := bin + " ctl --socket " + shellWord(d.Socket) + " respond " + s.SessionID + " "; !strings.HasPrefix(answer, want) {
+		t.Fatalf("respond line %q, want it to start %q; printed:\n%s", answer, want, strings.Join(lines, "\n"))
 	}
-	f := strings.Fields(answer)
-	line := strings.Join(f[:len(f)-1], " ") + " approve"
-	line = strings.Replace(line, " ctl ", " ctl --socket "+d.Socket+" ", 1)
+	// The choices come last: approve|deny; the rest is pasted as printed.
+	line := answer[:strings.LastIndexByte(answer, ' ')] + " approve"
 	sh := exec.Command("/bin/sh", "-c", line)
 	sh.Dir, sh.Env = t.TempDir(), env
 	if b, err := sh.CombinedOutput(); err != nil {
@@ -91,10 +92,20 @@ func TestE2ECtlHintNamesBinary(t *testing.T) {
 		t.Fatalf("ctl send: %v\n%s", err, strings.Join(lines, "\n"))
 	}
 
-	none := exec.Command("bin/sessiond", "ctl", "--socket", filepath.Join(dir, "none.sock"), "ls")
+	noneSock := filepath.Join(dir, "no daemon's", "s.sock")
+	none := exec.Command("bin/sessiond", "ctl", "--socket", noneSock, "ls")
 	none.Dir, none.Env = dir, env
 	out, _ := none.CombinedOutput()
-	if want := "start one with `" + bin + " serve`"; !strings.Contains(string(out), want) {
+	if want := "start one with `" + bin + " serve --socket '" + strings.ReplaceAll(noneSock, "'", `'\''`) + "'`"; !strings.Contains(string(out), want) {
 		t.Fatalf("no daemon: %q, want %q", out, want)
 	}
+}
+
+// shellWord quotes s for a POSIX shell as ctl prints it (plain words as
+// they are, anything else in single quotes).
+func shellWord(s string) string {
+	if regexp.MustCompile(`^[A-Za-z0-9_./:@%+=,-]+$`).MatchString(s) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

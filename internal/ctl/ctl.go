@@ -114,6 +114,9 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		return exitcode.Usage
 	}
 	e.socket = rpc.SocketPath(*socketFlag, os.Getenv)
+	if *socketFlag != "" {
+		hintSocket = " --socket " + shellWord(*socketFlag)
+	}
 	sigCtx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	e.ctx, e.cancel = context.WithCancelCause(sigCtx)
@@ -159,7 +162,7 @@ func (e *ctlEnv) dial(o rpc.ClientOptions) (*rpc.Client, int) {
 	}
 	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
 		fmt.Fprintf(e.stderr, "sessiond ctl: no daemon is running on %s\n"+
-			"start one with `%s serve` (or `make run` in a sessiond checkout)\n", tty.Safe(e.socket), self())
+			"start one with `%s` (or `make run` in a sessiond checkout)\n", tty.Safe(e.socket), selfServe())
 		return nil, exitcode.NoDaemon
 	}
 	return nil, e.fail(err)

@@ -113,17 +113,17 @@ func doctorOnline(e *ctlEnv, c *rpc.Client, rep *DoctorReport) int {
 		if s.Lease == "live" && (s.PID == 0 || !pidExists(s.PID)) && s.State != "starting" && s.State != "evicting" {
 			leases.Problems = append(leases.Problems, DoctorProblem{
 				What: fmt.Sprintf("session %s: lease live at fence %d but its owner pid %d is not running", s.SessionID, s.Fence, s.PID),
-				Fix:  self() + " ctl close " + s.SessionID})
+				Fix:  selfCtl() + " close " + s.SessionID})
 		}
 		if s.Lease == "reserved" && s.State == "stored" {
 			leases.Problems = append(leases.Problems, DoctorProblem{
 				What: fmt.Sprintf("session %s: lease reserved at fence %d and no start in progress", s.SessionID, s.Fence),
-				Fix:  self() + " ctl shutdown, then " + self() + " serve: startup reaps and releases"})
+				Fix:  selfCtl() + " shutdown, then " + selfServe() + ": startup reaps and releases"})
 		}
 		if s.TurnRunning && s.PID == 0 {
 			turns.Problems = append(turns.Problems, DoctorProblem{
 				What: fmt.Sprintf("session %s: a turn is open and no provider child runs", s.SessionID),
-				Fix:  self() + " ctl shutdown, then " + self() + " serve: startup closes it"})
+				Fix:  selfCtl() + " shutdown, then " + selfServe() + ": startup closes it"})
 		}
 	}
 	leases.Detail = fmt.Sprintf("%d sessions, %d live", len(sessions), len(live))
@@ -147,7 +147,7 @@ func doctorOnline(e *ctlEnv, c *rpc.Client, rep *DoctorReport) int {
 	}
 	rep.add(doctorTagged(st.StateID, func(t proc.Tagged) bool { return ownedByLive(t, live) },
 		func(t proc.Tagged) string {
-			return fmt.Sprintf("kill %d   # or: %s ctl close %s", t.PID, self(), t.SessionID)
+			return fmt.Sprintf("kill %d   # or: %s close %s", t.PID, selfCtl(), t.SessionID)
 		}))
 	return exitcode.OK
 }
@@ -293,7 +293,7 @@ func doctorLosses(lost map[string]uint64) DoctorCheck {
 	for _, id := range ids {
 		c.Problems = append(c.Problems, DoctorProblem{
 			What: fmt.Sprintf("session %s: %d events could not be stored (journal.loss rows; the turn open then was failed)", id, lost[id]),
-			Fix:  fmt.Sprintf("nothing restores them: read `%[1]s ctl attach %[2]s`, then `%[1]s ctl delete %[2]s` once its history is no longer needed", self(), id)})
+			Fix:  fmt.Sprintf("nothing restores them: read `%[1]s attach %[2]s`, then `%[1]s delete %[2]s` once its history is no longer needed", selfCtl(), id)})
 	}
 	c.Detail = fmt.Sprintf("%d sessions with lost events", len(ids))
 	return c

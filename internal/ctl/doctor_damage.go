@@ -26,7 +26,7 @@ func doctorDamaged(st *store.Store) DoctorCheck {
 	for _, id := range badRecords {
 		c.Problems = append(c.Problems, DoctorProblem{
 			What: fmt.Sprintf("session %s: its record does not decode (damaged on disk); the session cannot be listed or held", id),
-			Fix:  fmt.Sprintf("%s ctl delete %s   # or restore sessiond.db from a backup", self(), id)})
+			Fix:  fmt.Sprintf("%s delete %s   # or restore sessiond.db from a backup", selfCtl(), id)})
 	}
 	var damaged map[string][]uint64
 	st.DB.View(func(tx *bolt.Tx) error { damaged = journal.Damaged(tx); return nil })
@@ -39,7 +39,7 @@ func doctorDamaged(st *store.Store) DoctorCheck {
 		seqs := damaged[id]
 		c.Problems = append(c.Problems, DoctorProblem{
 			What: fmt.Sprintf("session %s: %d journal rows do not decode (damaged on disk; read as journal.corrupt), first at seq %d", id, len(seqs), seqs[0]),
-			Fix:  fmt.Sprintf("nothing restores them: read `%s ctl attach %s`, or restore sessiond.db from a backup", self(), id)})
+			Fix:  fmt.Sprintf("nothing restores them: read `%s attach %s`, or restore sessiond.db from a backup", selfCtl(), id)})
 	}
 	c.Detail = fmt.Sprintf("%d damaged records, %d sessions with damaged journal rows", len(badRecords), len(ids))
 	return c

@@ -20,7 +20,7 @@ import (
 
 // fixServe is the fix for anything a dead daemon left: startup reaps,
 // closes open turns and releases leases before it listens.
-func fixServe() string { return "run `" + self() + " serve` once: startup reaps and releases" }
+func fixServe() string { return "run `" + selfServe() + "` once: startup reaps and releases" }
 
 // doctorOffline inspects the state directory read-only when no daemon
 // answers on the socket. A store still locked means a daemon runs on it
@@ -82,7 +82,7 @@ func doctorOffline(e *ctlEnv, rep *DoctorReport) {
 	rep.add(doctorDamaged(st))
 	rep.add(doctorTagged(stateID, func(proc.Tagged) bool { return false },
 		func(t proc.Tagged) string {
-			return fmt.Sprintf("kill %d   # or start `%s serve`: it reaps", t.PID, self())
+			return fmt.Sprintf("kill %d   # or start `%s`: it reaps", t.PID, selfServe())
 		}))
 }
 
@@ -106,7 +106,7 @@ func doctorLeases(db *bolt.DB) DoctorCheck {
 	recs, err := lease.New(db, nil, time.Now).List(func(id string, err error) {
 		c.Problems = append(c.Problems, DoctorProblem{
 			What: fmt.Sprintf("session %s: its lease does not decode (damaged on disk); the session cannot be held", id),
-			Fix:  self() + " ctl delete " + id + "   # or restore sessiond.db from a backup"})
+			Fix:  selfCtl() + " delete " + id + "   # or restore sessiond.db from a backup"})
 	})
 	if err != nil {
 		c.Unknown, c.Detail = true, "read leases: "+err.Error()

@@ -26,7 +26,7 @@ func (r *renderer) approval(d map[string]any) {
 	}
 	det, _ := d["detail"].(map[string]any)
 	in, _ := det["input"].(map[string]any) // Claude: the tool's input
-	respond := fmt.Sprintf("%s ctl respond %s %s", self(), shellWord(r.session), shellWord(str("requestId")))
+	respond := fmt.Sprintf("%s respond %s %s", selfCtl(), shellWord(r.session), shellWord(str("requestId")))
 	qs := questions(det, in)
 	if len(qs) == 0 {
 		r.line("? %s approval %s%s", tty.Safe(str("kind")), tty.Safe(str("requestId")), approvalSummary(det, in))

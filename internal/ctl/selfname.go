@@ -28,3 +28,24 @@ func selfName(executable func() (string, error), lookPath func(string) (string, 
 	}
 	return shellWord(exe)
 }
+
+// hintSocket is " --socket S" (S shell-quoted) when ctl was given
+// --socket, so that a pasted ctl or serve hint reaches the same daemon;
+// "" otherwise: a socket from $SESSIOND_SOCKET is in the environment of
+// the shell the hint is pasted into, and the default needs nothing. ctl
+// sets it from its flags before it prints anything.
+var hintSocket string
+
+// selfCtl is how a hint starts a ctl command: this binary, `ctl`, and the
+// --socket ctl was given.
+func selfCtl() string { return self() + " ctl" + hintSocket }
+
+// selfServe is how a hint starts a daemon on the socket ctl was given
+// (and on the state directory `ctl doctor --state-dir` inspected).
+func selfServe() string {
+	s := self() + " serve" + hintSocket
+	if doctorStateDir != "" {
+		s += " --state-dir " + shellWord(doctorStateDir)
+	}
+	return s
+}

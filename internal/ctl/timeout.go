@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sessiond/sessiond/internal/version"
 	"net"
 	"time"
 
@@ -19,8 +20,14 @@ import (
 // runs. The connect and handshake get dialTimeout. After that a call may
 // take as long as it needs (a hold starting a provider, a turn streaming
 // for an hour) as long as the daemon answers a daemon.status probe, sent
-// every probeEvery on the same connection, within probeTimeout; the first
-// probe that goes unanswered ends the command with a stallError (exit 1).
+// every probeEvery. The probe goes first on the command's own connection
+// (nothing new for the daemon to log); one unanswered there within
+// probeEvery sits behind the command's own call, which a busy daemon may
+// take long over (a large list reply while the machine is loaded), so it
+// proves nothing: the probe is then made on a new connection (connect,
+// initialize, daemon.status) within probeTimeout, and only a daemon that
+// does not answer that ends the command with a stallError (exit 1). A
+// slow call on a daemon that answers new connections keeps waiting.
 const (
 	dialTimeout  = 15 * time.Second
 	probeEvery   = 5 * time.Second
@@ -100,9 +107,10 @@ func (e *ctlEnv) dialTimed(o rpc.ClientOptions) (*rpc.Client, error) {
 	return c, nil
 }
 
-// watch probes the daemon on c until c closes or the command ends; an
-// unanswered probe ends the command's context with a stallError and closes
-// c (which also frees a write blocked on a daemon that stopped reading).
+// watch probes the daemon until c closes or the command ends (see
+// probeEvery); a daemon that answers neither on c nor on a new connection
+// ends the command's context with a stallError and closes c (which also
+// frees a write blocked on a daemon that stopped reading).
 func (e *ctlEnv) watch(c *rpc.Client) {
 	go func() {
 		tick := time.NewTicker(probeEvery)
@@ -115,26 +123,52 @@ func (e *ctlEnv) watch(c *rpc.Client) {
 				return
 			case <-tick.C:
 			}
-			answered := make(chan struct{})
-			go func() {
-				defer close(answered)
-				ctx, cancel := context.WithTimeout(context.Background(), probeTimeout+time.Second)
-				defer cancel()
-				c.Call(ctx, "daemon.status", nil, nil) // any answer, an error too, proves it runs
-			}()
-			timer := time.NewTimer(probeTimeout)
-			select {
-			case <-answered:
-				timer.Stop()
+			if answers(e.ctx, probeEvery, func(ctx context.Context) { c.Call(ctx, "daemon.status", nil, nil) }) ||
+				answers(e.ctx, probeTimeout, e.probeNew) {
 				continue
+			}
+			select {
 			case <-c.Done():
 			case <-e.ctx.Done():
-			case <-timer.C:
-				e.cancel(&stallError{socket: e.socket, what: "a daemon.status probe", after: probeTimeout})
+			default:
+				e.cancel(&stallError{socket: e.socket, what: "a daemon.status probe on a new connection", after: probeTimeout})
 				go c.Close()
 			}
-			timer.Stop()
 			return
 		}
 	}()
+}
+
+// answers runs probe with a context that ends after d (or with parent)
+// and reports whether it returned before that: any answer, an error too,
+// proves the daemon runs. It does not wait for a probe stuck past d (a
+// write blocked on a daemon that stopped reading ignores ctx): the
+// stall's close of the connection frees it.
+func answers(parent context.Context, d time.Duration, probe func(context.Context)) bool {
+	ctx, cancel := context.WithTimeout(parent, d)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		probe(ctx)
+	}()
+	select {
+	case <-done:
+		return ctx.Err() == nil
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// probeNew connects to the daemon afresh, initializes and asks
+// daemon.status, all within ctx. A connect refused returns at once: the
+// daemon is not hung but gone or going, which the command's own
+// connection reports.
+func (e *ctlEnv) probeNew(ctx context.Context) {
+	c, err := rpc.Dial(ctx, e.socket, rpc.ClientOptions{Name: "sessiond-ctl-probe", Version: version.String(), Capabilities: []string{}})
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	c.Call(ctx, "daemon.status", nil, nil)
 }

@@ -42,7 +42,7 @@ func (h *Host) Create(ctx context.Context, p api.CreateParams) (api.SessionInfo,
 		known := h.Providers()
 		return api.SessionInfo{}, &api.Error{Kind: api.KindUnknownProvider,
 			Msg: fmt.Sprintf("unknown provider %s (known: %s): %s", api.Quote(p.Provider), strings.Join(known, ", "),
-				config.ProviderFix(api.Prefix(p.Provider))),
+				config.ProviderFix(p.Provider)),
 			Data: map[string]any{"provider": api.Prefix(p.Provider), "known": known}}
 	}
 	rec := store.Record{
@@ -80,7 +80,7 @@ func (h *Host) Get(ctx context.Context, id string) (api.SessionInfo, error) {
 func (h *Host) List(ctx context.Context, p api.ListParams) (api.ListResult, error) {
 	var after *listKey
 	if p.Cursor != "" {
-		k, err := decodeCursor(h.st.StateID, p.Cursor)
+		k, err := decodeCursor(h.st.CursorKey, h.st.StateID, p.Cursor)
 		if err != nil {
 			return api.ListResult{}, err
 		}
@@ -97,7 +97,7 @@ func (h *Host) List(ctx context.Context, p api.ListParams) (api.ListResult, erro
 		return api.ListResult{}, err
 	}
 	sort.Slice(recs, func(i, k int) bool { return keyOf(recs[i]).less(keyOf(recs[k])) })
-	page, next := listPage(recs, after, limit, h.st.StateID)
+	page, next := listPage(recs, after, limit, h.st.CursorKey, h.st.StateID)
 	out := api.ListResult{Sessions: make([]api.SessionInfo, 0, len(page)), NextCursor: next}
 	for _, r := range page {
 		out.Sessions = append(out.Sessions, h.info(r))

@@ -62,14 +62,22 @@ func Install(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
+	for _, d := range []struct{ what, dir string }{{"binary dir", filepath.Dir(bin.to)}, {"unit dir", dir}} {
+		if err := creatable(d.what, d.dir); err != nil {
+			return fail(err)
+		}
+	}
 	plan, err := svc.plan(dir, bin.to)
 	if err != nil {
 		return fail(err)
 	}
+	if u := unitAt(plan, bin.to); u != "" {
+		return fail(fmt.Errorf("--binary %s: that is where the unit %s is written (the unit would overwrite the binary); pass another path (the default ~/.local/bin/sessiond)", bin.to, u))
+	}
 	refused := false
 	if bin.state == unitChanged && !*force {
 		refused = true
-		fmt.Fprintf(stderr, "sessiond install-service: %s differs from this binary (%s); not replaced (--force replaces it)\n", tty.Safe(bin.to), tty.Safe(exe))
+		fmt.Fprintf(stderr, "sessiond install-service: %s\n", tty.Safe(bin.refusal()))
 	}
 	for _, u := range plan {
 		if u.state == unitChanged && !*force {
@@ -86,10 +94,15 @@ func Install(args []string, stdout, stderr io.Writer) int {
 	case bin.state == unitSame:
 		fmt.Fprintf(stdout, "unchanged %s\n", tty.Safe(bin.to))
 	default:
-		if err := bin.install(); err != nil {
+		st, err := bin.install(*force)
+		if err != nil {
 			return fail(err)
 		}
-		fmt.Fprintf(stdout, "%s %s (from %s)\n", bin.state.verb(false, *force), tty.Safe(bin.to), tty.Safe(exe))
+		if st == unitSame {
+			fmt.Fprintf(stdout, "unchanged %s\n", tty.Safe(bin.to))
+		} else {
+			fmt.Fprintf(stdout, "%s %s (from %s)\n", st.verb(false, *force), tty.Safe(bin.to), tty.Safe(exe))
+		}
 	}
 	for _, u := range plan {
 		switch {
@@ -98,7 +111,22 @@ func Install(args []string, stdout, stderr io.Writer) int {
 		case u.state == unitSame:
 			fmt.Fprintf(stdout, "unchanged %s\n", tty.Safe(u.path))
 		default:
-			if err := writeUnit(u.path, u.text); err != nil {
+			// A unit absent at the plan is not replaced if another
+			// install wrote one since: that one is compared again.
+			err := writeUnit(u.path, u.text, u.state == unitNew && !*force)
+			if errors.Is(err, errUnitAppeared) {
+				again, perr := planFile(u.path, u.text)
+				switch {
+				case perr != nil:
+					err = perr
+				case again.state == unitSame:
+					fmt.Fprintf(stdout, "unchanged %s\n", tty.Safe(u.path))
+					continue
+				default:
+					err = fmt.Errorf("%s; not replaced (--force replaces it) (it appeared while this install ran: another install-service?)", again.differs())
+				}
+			}
+			if err != nil {
 				return fail(err)
 			}
 			fmt.Fprintf(stdout, "%s %s\n", u.state.verb(false, *force), tty.Safe(u.path))
@@ -187,9 +215,13 @@ func planFile(path, text string) (unitPlan, error) {
 	return u, nil
 }
 
+// errUnitAppeared: writeUnit's noReplace rename found a unit there.
+var errUnitAppeared = errors.New("a unit is there now")
+
 // writeUnit writes through a temporary file and a rename, so systemd never
-// reads half a unit.
-func writeUnit(path, text string) error {
+// reads half a unit; noReplace: a rename that fails (errUnitAppeared, not
+// any other EEXIST such as the directory's) when path exists.
+func writeUnit(path, text string, noReplace bool) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("unit dir %s: %w", filepath.Dir(path), err)
 	}
@@ -209,7 +241,14 @@ func writeUnit(path, text string) error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("unit %s: %w", path, err)
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	rename := os.Rename
+	if noReplace {
+		rename = renameNoReplace
+	}
+	if err := rename(tmp.Name(), path); err != nil {
+		if noReplace && errors.Is(err, fs.ErrExist) {
+			err = errUnitAppeared
+		}
 		return fmt.Errorf("unit %s: %w", path, err)
 	}
 	return nil

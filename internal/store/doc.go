@@ -11,6 +11,7 @@
 //	  schema_version          -> u64: len(migrations) of the build that last opened it
 //	  state_id                -> random id of this state dir (env tag SESSIOND_STATE_ID)
 //	  home                    -> {path, dev, ino} of the file where it was created or last adopted (home.go)
+//	  cursor_key              -> 32 random bytes: the secret agentSession.list cursors are signed with (schema 2)
 //	sessions/
 //	  <sessionId>             -> Record (JSON)
 //	leases/

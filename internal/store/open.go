@@ -145,6 +145,9 @@ func (s *Store) finish(dir string, readOnly, fresh bool, replaces []string) erro
 	s.DB.View(func(tx *bolt.Tx) error {
 		if m := tx.Bucket(BucketMeta); m != nil {
 			s.StateID = string(m.Get(keyStateID))
+			if k := m.Get(keyCursorKey); len(k) == cursorKeyLen {
+				s.CursorKey = append([]byte(nil), k...)
+			}
 		}
 		return nil
 	})

@@ -22,7 +22,11 @@ var (
 var (
 	keySchemaVersion = []byte("schema_version")
 	keyStateID       = []byte("state_id")
+	keyCursorKey     = []byte("cursor_key")
 )
+
+// cursorKeyLen is the size of the random cursor_key.
+const cursorKeyLen = 32
 
 // ErrLocked means another process holds the store's flock: another sessiond
 // runs on this state directory.
@@ -53,6 +57,19 @@ var migrations = []migration{
 		}
 		return nil
 	},
+	// 1 -> 2: cursor_key, the secret agentSession.list signs its cursors
+	// with (kept in the store, so a cursor outlives a restart).
+	func(tx *bolt.Tx) error {
+		meta := tx.Bucket(BucketMeta)
+		if len(meta.Get(keyCursorKey)) == cursorKeyLen {
+			return nil
+		}
+		b := make([]byte, cursorKeyLen)
+		if _, err := rand.Read(b); err != nil {
+			return err
+		}
+		return meta.Put(keyCursorKey, b)
+	},
 }
 
 // SchemaVersion is the version this build writes.
@@ -63,6 +80,10 @@ type Store struct {
 	DB      *bolt.DB
 	Path    string
 	StateID string
+	// CursorKey is the secret agentSession.list's cursors are signed
+	// with (meta/cursor_key); nil in a read-only open of a store no
+	// writer of this schema has opened yet.
+	CursorKey []byte
 	// Warnings are what the open noticed and went on: a damaged meta page
 	// bbolt fell back from, a new store started after the old one was
 	// moved aside. The daemon logs each.

@@ -109,3 +109,54 @@ func TestRecordsCRUDAndBadRow(t *testing.T) {
 		t.Fatal("record survived delete")
 	}
 }
+
+// TestMigrationAddsCursorKey: a store at schema 1 (before cursor_key)
+// gets a 32-byte cursor_key on its next open and keeps its state id; the
+// key then stays the same across opens, so a list cursor signed with it
+// outlives a restart. Two stores get different keys.
+func TestMigrationAddsCursorKey(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := s.StateID
+	// Back to schema 1: what a build before cursor_key left.
+	err = s.DB.Update(func(tx *bolt.Tx) error {
+		m := tx.Bucket(BucketMeta)
+		if err := m.Delete(keyCursorKey); err != nil {
+			return err
+		}
+		return m.Put(keySchemaVersion, U64(1))
+	})
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(dir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := s.CursorKey
+	s.Close()
+	if len(key) != cursorKeyLen || s.StateID != id {
+		t.Fatalf("after migrating schema 1: cursor key %x, state id %q (was %q)", key, s.StateID, id)
+	}
+	s, err = Open(dir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := s.CursorKey
+	s.Close()
+	if string(again) != string(key) {
+		t.Fatalf("cursor key changed across opens: %x -> %x", key, again)
+	}
+	o, err := Open(t.TempDir(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	if string(o.CursorKey) == string(key) {
+		t.Fatal("two stores share a cursor key")
+	}
+}
