@@ -294,3 +294,38 @@ func TestE2EDiskFullRespondRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestE2EDiskFullCreateChangesNothing: a create on a full disk answers
+// store_unavailable and leaves no session behind: list shows none while
+// the disk is full, none once space returns (also after a restart), and
+// a create then works.
+func TestE2EDiskFullCreateChangesNothing(t *testing.T) {
+	state := smallDisk(t, "4m")
+	d := daemontest.Start(t, daemontest.Options{StateDir: state})
+	c := d.Client(t)
+	free := fillDisk(t, state)
+	for i := range 3 {
+		err := c.Call(ctx10(t), "agentSession.create", api.CreateParams{Provider: "echo", Cwd: t.TempDir(), Title: fmt.Sprint("full ", i)}, nil)
+		var re *rpc.Error
+		if !errors.As(err, &re) || re.Reason != "store_unavailable" {
+			t.Fatalf("create %d on a full disk: %v, want store_unavailable", i, err)
+		}
+	}
+	listNone := func(when string) {
+		t.Helper()
+		var l api.ListResult
+		if err := c.Call(ctx10(t), "agentSession.list", api.ListParams{}, &l); err != nil || len(l.Sessions) != 0 {
+			t.Fatalf("list %s: %+v %v, want no session", when, l.Sessions, err)
+		}
+	}
+	listNone("on the full disk")
+	free()
+	listNone("once space returned")
+	d.Stop()
+	d = daemontest.Start(t, daemontest.Options{StateDir: state})
+	c = d.Client(t)
+	listNone("after a restart")
+	if err := c.Call(ctx10(t), "agentSession.create", api.CreateParams{Provider: "echo", Cwd: t.TempDir()}, nil); err != nil {
+		t.Fatalf("create once space returned: %v", err)
+	}
+}
