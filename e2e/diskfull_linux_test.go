@@ -229,3 +229,103 @@ func TestE2EDiskFullCloseRetries(t *testing.T) {
 		t.Fatalf("after the close: %+v %v", info, err)
 	}
 }
+
+// TestE2EDiskFullRespondRefused: while the store refuses writes, a respond
+// answers store_unavailable before it reaches the provider (it would act
+// on an answer whose outcome could only be held in memory): the approval
+// stays pending, and once space returns the same respond works and is
+// journaled as the client's answer, with no loss.
+func TestE2EDiskFullRespondRefused(t *testing.T) {
+	state := smallDisk(t, "4m")
+	d := daemontest.Start(t, daemontest.Options{StateDir: state})
+	c, rec := dialCaps(t, d, rpc.Capabilities)
+	var ids []string
+	reqs := map[string]string{}
+	for range 2 {
+		var s api.SessionInfo
+		if err := c.Call(ctx10(t), "agentSession.create", api.CreateParams{Provider: "echo", Cwd: t.TempDir()}, &s); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Call(ctx10(t), "agentSession.attach", api.AttachParams{SessionID: s.SessionID}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Call(ctx10(t), "agentSession.hold", api.HoldParams{SessionID: s.SessionID, HolderID: "h"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Call(ctx10(t), "agentSession.send", api.SendParams{SessionID: s.SessionID, Text: "/approve /flood 50 1000"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		ev := waitEvent(t, rec.ch, event.ApprovalRequested)
+		reqs[ev.SessionID] = decodeData[event.ApprovalRequestedData](t, ev).RequestID
+		ids = append(ids, s.SessionID)
+	}
+	a, b := ids[0], ids[1]
+	free := fillDisk(t, state)
+	// a's answer reaches its provider (the store has not refused yet); its
+	// flood cannot be stored: the store refuses from then on.
+	if err := c.Call(ctx10(t), "agentSession.respond", api.RespondParams{SessionID: a, RequestID: reqs[a], Decision: "approve"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, d, `"msg":"journal commit failed`)
+	respondB := api.RespondParams{SessionID: b, RequestID: reqs[b], Decision: "approve"}
+	err := c.Call(ctx10(t), "agentSession.respond", respondB, nil)
+	var re *rpc.Error
+	if !errors.As(err, &re) || re.Reason != "store_unavailable" || !strings.Contains(re.Message, "no space left on device") {
+		t.Fatalf("respond while the store refuses writes: %v, want store_unavailable", err)
+	}
+	free()
+	waitEvent(t, rec.ch, event.TurnCompleted) // a's turn, from its held rows
+	if err := c.Call(ctx10(t), "agentSession.respond", respondB, nil); err != nil {
+		t.Fatalf("the same respond once space returned: %v (did the refused one reach the provider?)", err)
+	}
+	waitEvent(t, rec.ch, event.TurnCompleted)
+	for _, id := range ids {
+		var resolved []event.ApprovalResolvedData
+		for _, ev := range readJournal(t, c, id) {
+			if ev.Type == event.JournalLoss {
+				t.Fatalf("session %s: a loss was journaled: %s", id, ev.Data)
+			}
+			if ev.Type == event.ApprovalResolved {
+				resolved = append(resolved, decodeData[event.ApprovalResolvedData](t, ev))
+			}
+		}
+		if len(resolved) != 1 || resolved[0].Decision != "approve" || resolved[0].By == "daemon" {
+			t.Fatalf("session %s: approvals resolved %+v, want the client's approve once", id, resolved)
+		}
+	}
+}
+
+// TestE2EDiskFullCreateChangesNothing: a create on a full disk answers
+// store_unavailable and leaves no session behind: list shows none while
+// the disk is full, none once space returns (also after a restart), and
+// a create then works.
+func TestE2EDiskFullCreateChangesNothing(t *testing.T) {
+	state := smallDisk(t, "4m")
+	d := daemontest.Start(t, daemontest.Options{StateDir: state})
+	c := d.Client(t)
+	free := fillDisk(t, state)
+	for i := range 3 {
+		err := c.Call(ctx10(t), "agentSession.create", api.CreateParams{Provider: "echo", Cwd: t.TempDir(), Title: fmt.Sprint("full ", i)}, nil)
+		var re *rpc.Error
+		if !errors.As(err, &re) || re.Reason != "store_unavailable" {
+			t.Fatalf("create %d on a full disk: %v, want store_unavailable", i, err)
+		}
+	}
+	listNone := func(when string) {
+		t.Helper()
+		var l api.ListResult
+		if err := c.Call(ctx10(t), "agentSession.list", api.ListParams{}, &l); err != nil || len(l.Sessions) != 0 {
+			t.Fatalf("list %s: %+v %v, want no session", when, l.Sessions, err)
+		}
+	}
+	listNone("on the full disk")
+	free()
+	listNone("once space returned")
+	d.Stop()
+	d = daemontest.Start(t, daemontest.Options{StateDir: state})
+	c = d.Client(t)
+	listNone("after a restart")
+	if err := c.Call(ctx10(t), "agentSession.create", api.CreateParams{Provider: "echo", Cwd: t.TempDir()}, nil); err != nil {
+		t.Fatalf("create once space returned: %v", err)
+	}
+}

@@ -54,12 +54,20 @@ func (h *Host) Create(ctx context.Context, p api.CreateParams) (api.SessionInfo,
 		Env:       maps.Clone(prov.Env), // pinned: a resume runs under this account
 		Options:   p.Options,
 	}
-	if err := h.st.PutRecord(rec); err != nil {
-		return api.SessionInfo{}, err
-	}
+	// The journal's session.created first, the record last: the record is
+	// what makes the session exist (get, list, hold), so a create whose
+	// writes the store refuses (a full disk) leaves no session behind. A
+	// journal whose record never came is invisible, and removed at once
+	// if the store takes that.
 	if _, err := h.j.Append(ctx, rec.ID, event.New(event.SessionCreated, "", map[string]any{
 		"provider": rec.Provider, "cwd": rec.Cwd, "title": rec.Title})); err != nil {
 		return api.SessionInfo{}, fmt.Errorf("session %s: journal: %w", rec.ID, err)
+	}
+	if err := h.st.PutRecord(rec); err != nil {
+		if derr := h.j.Delete(rec.ID); derr != nil {
+			h.log.Warn("create failed: its journal is left without a record (never listed)", "session_id", rec.ID, "err", derr)
+		}
+		return api.SessionInfo{}, fmt.Errorf("session %s: %w", rec.ID, err)
 	}
 	h.log.Info("session created", "session_id", rec.ID, "provider", rec.Provider, "cwd", rec.Cwd)
 	return h.info(rec), nil

@@ -54,6 +54,9 @@ func (h *Host) Send(ctx context.Context, p api.SendParams) (api.SendResult, erro
 	if err := e.sink.Drain(ctx); err != nil {
 		return api.SendResult{}, fmt.Errorf("session %s: %w", e.id, err)
 	}
+	if err := h.storeWritable(ctx, e.id); err != nil {
+		return api.SendResult{}, err
+	}
 	if st := h.j.State(e.id); st.OpenTurn != "" {
 		return api.SendResult{}, &api.Error{Kind: api.KindTurnRunning, Msg: "session " + e.id + ": turn " + st.OpenTurn + " is running",
 			Data: map[string]any{"turnId": st.OpenTurn}}
@@ -128,6 +131,9 @@ func (h *Host) Cancel(ctx context.Context, id string) (api.CancelResult, error) 
 		return api.CancelResult{}, err
 	}
 	defer e.mu.Unlock()
+	if err := h.storeWritable(ctx, id); err != nil {
+		return api.CancelResult{}, err
+	}
 	ok, err := e.adapter.Interrupt(ctx)
 	if err != nil {
 		return api.CancelResult{}, h.providerError(providerCall{session: id, op: opInterrupt}, err)
@@ -151,9 +157,23 @@ func (h *Host) Respond(ctx context.Context, p api.RespondParams) error {
 		return err
 	}
 	defer e.mu.Unlock()
+	if err := h.storeWritable(ctx, p.SessionID); err != nil {
+		return err
+	}
 	err = e.adapter.Respond(ctx, p.RequestID, provider.Answer{Decision: p.Decision, Answers: p.Answers, Content: p.Content})
 	if err != nil {
 		return h.providerError(providerCall{session: p.SessionID, op: opRespond, requestID: p.RequestID, decision: p.Decision}, err)
+	}
+	return nil
+}
+
+// storeWritable refuses a call that would act on the provider while the
+// store refuses writes (journal.Writable): what the provider did in reply
+// could only be held in memory, and lost with it, so the call answers
+// store_unavailable and the provider never hears of it.
+func (h *Host) storeWritable(ctx context.Context, id string) error {
+	if err := h.j.Writable(ctx); err != nil {
+		return fmt.Errorf("session %s: the store refuses writes, nothing was sent to the provider: %w", id, err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/sessiond/sessiond/internal/store"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -18,7 +19,7 @@ func (j *Journal) LookupClientMessage(sessionID, clientMessageID string) (turnID
 		return "", false, fmt.Errorf("session %s: clientMessageId %q is %d bytes, over the journal's limit of %d: %w",
 			prefix(sessionID), prefix(clientMessageID), n, MaxClientMessageIDBytes, ErrBadDraft)
 	}
-	err = j.db.View(func(tx *bolt.Tx) error {
+	err = store.View(j.db, func(tx *bolt.Tx) error {
 		b := sessionBucket(tx, sessionID)
 		if b == nil {
 			return nil

@@ -130,7 +130,7 @@ func (j *Journal) readRange(id string, after, upto uint64, limit int) ([]event.E
 		rr.loaded, rr.verified = s.loaded, s.verified
 	}
 	j.mu.Unlock()
-	err := j.db.View(func(tx *bolt.Tx) error {
+	err := store.View(j.db, func(tx *bolt.Tx) error {
 		b := sessionBucket(tx, id)
 		if b == nil {
 			return nil

@@ -176,7 +176,7 @@ func (j *Journal) loadDerived(id string, b *bolt.Bucket) derived {
 
 // load reads every session's derived state (at Open).
 func (j *Journal) load() error {
-	return j.db.View(func(tx *bolt.Tx) error {
+	return store.View(j.db, func(tx *bolt.Tx) error {
 		jb := tx.Bucket(store.BucketJournal)
 		if jb == nil {
 			return ErrNoBucket

@@ -37,6 +37,19 @@ func (j *Journal) Unavailable() error {
 	return j.unavail
 }
 
+// Writable returns nil while the store takes writes. While it refuses
+// them (Unavailable), the held rows are tried once at once and the
+// store's error (wrapping store.ErrUnavailable) is returned if that fails
+// too. A call that acts on a provider and then journals what it did
+// (send, respond, cancel) asks this first: refused, it has changed
+// nothing, and the provider never heard of it.
+func (j *Journal) Writable(ctx context.Context) error {
+	if j.Unavailable() == nil {
+		return nil
+	}
+	return j.retryNow(ctx)
+}
+
 // retryNow has the writer try the held rows at once (ahead of the
 // backoff) and returns the outcome: nil once the store took them.
 func (j *Journal) retryNow(ctx context.Context) error {

@@ -34,7 +34,7 @@ func New(db *bolt.DB, probe Prober, now func() time.Time) *Manager {
 // Record (released at fence 0).
 func (m *Manager) Get(id string) (Record, error) {
 	var r Record
-	err := m.db.View(func(tx *bolt.Tx) error {
+	err := store.View(m.db, func(tx *bolt.Tx) error {
 		var err error
 		r, err = decode(id, bucket(tx).Get([]byte(id)))
 		return err
@@ -47,7 +47,7 @@ func (m *Manager) Get(id string) (Record, error) {
 // out, so one damaged row breaks nothing else.
 func (m *Manager) List(bad func(id string, err error)) (map[string]Record, error) {
 	out := map[string]Record{}
-	err := m.db.View(func(tx *bolt.Tx) error {
+	err := store.View(m.db, func(tx *bolt.Tx) error {
 		return bucket(tx).ForEach(func(k, v []byte) error {
 			r, err := decode(string(k), v)
 			if err != nil {

@@ -89,7 +89,7 @@ func toWire(err error) *errorObject {
 		}
 		return wireError(code, ae.Error(), ae.Kind.String(), ae.Data)
 	}
-	if errors.Is(err, store.ErrUnavailable) {
+	if store.IsUnavailable(err) {
 		// Whichever write the store refused (journal, lease, record): the
 		// one storage failure a client can act on, so it gets its kind here
 		// rather than at each of host's call sites.

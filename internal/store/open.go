@@ -9,6 +9,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sys/unix"
 )
 
 // Open opens (creating if needed) <dir>/sessiond.db, taking its flock within
@@ -63,16 +64,21 @@ func open(dir string, lockTimeout time.Duration, readOnly bool, inherited *os.Fi
 		}
 		return nil
 	}
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+	if fi, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		if err := decide(false); err != nil {
 			return nil, err
 		}
 	} else if err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
+	} else if !fi.Mode().IsRegular() {
+		return nil, notRegular(path, fi.Mode())
 	}
-	flag := os.O_RDONLY
+	// O_NONBLOCK: a FIFO put there after the check above must not block
+	// the open (a reader of one waits for a writer forever); the fstat
+	// below refuses it.
+	flag := os.O_RDONLY | unix.O_NONBLOCK
 	if !readOnly {
-		flag = os.O_RDWR | os.O_CREATE
+		flag = os.O_RDWR | os.O_CREATE | unix.O_NONBLOCK
 	}
 	var f *os.File
 	var err error
@@ -86,6 +92,14 @@ func open(dir string, lockTimeout time.Duration, readOnly bool, inherited *os.Fi
 	}
 	fi, err := f.Stat()
 	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, notRegular(path, fi.Mode())
+	}
+	if err := unix.SetNonblock(int(f.Fd()), false); err != nil { // a regular file: blocking I/O as before
 		f.Close()
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}

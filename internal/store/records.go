@@ -69,7 +69,7 @@ func (s *Store) UpdateRecord(id string, fn func(*Record)) error {
 // GetRecord reads one record.
 func (s *Store) GetRecord(id string) (Record, error) {
 	var r Record
-	err := s.DB.View(func(tx *bolt.Tx) error {
+	err := View(s.DB, func(tx *bolt.Tx) error {
 		raw := tx.Bucket(BucketSessions).Get([]byte(id))
 		if raw == nil {
 			return fmt.Errorf("session %s: %w", id, ErrNotFound)
@@ -86,7 +86,7 @@ func (s *Store) GetRecord(id string) (Record, error) {
 // is reported through bad and skipped, so one damaged row breaks nothing else.
 func (s *Store) ListRecords(bad func(id string, err error)) ([]Record, error) {
 	var out []Record
-	err := s.DB.View(func(tx *bolt.Tx) error {
+	err := View(s.DB, func(tx *bolt.Tx) error {
 		return tx.Bucket(BucketSessions).ForEach(func(k, v []byte) error {
 			var r Record
 			if err := json.Unmarshal(v, &r); err != nil {
@@ -113,7 +113,7 @@ func (s *Store) DeleteRecord(id string) error {
 // decoding them.
 func (s *Store) CountRecords() (int, error) {
 	n := 0
-	err := s.DB.View(func(tx *bolt.Tx) error {
+	err := View(s.DB, func(tx *bolt.Tx) error {
 		n = tx.Bucket(BucketSessions).Stats().KeyN
 		return nil
 	})

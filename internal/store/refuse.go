@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 	"time"
 )
@@ -59,6 +60,31 @@ func stamp(now time.Time) string { return now.UTC().Format("20060102T150405Z") }
 
 func corrupt(path string, cause error) *RefusalError {
 	return &RefusalError{Path: path, Kind: ErrCorrupt, Reason: cause.Error(), Cause: cause, Fix: fixMoveAside(path)}
+}
+
+// notRegular refuses a sessiond.db that is not a regular file (a named
+// pipe, a socket, a device, a directory): bbolt cannot map it, and a read
+// of a FIFO blocks for good. The fix moves it aside as for a corrupt store.
+func notRegular(path string, mode fs.FileMode) *RefusalError {
+	cause := fmt.Errorf("not a regular file (%s, mode %s)", fileKind(mode), mode)
+	q := shellQuote(path)
+	return &RefusalError{Path: path, Kind: ErrCorrupt, Reason: cause.Error(), Cause: cause,
+		Fix: fmt.Sprintf("mv %s %s   # sessiond.db must be a regular file; then start sessiond again: a new, empty store",
+			q, shellQuote(path+".corrupt-"+stamp(time.Now())))}
+}
+
+func fileKind(mode fs.FileMode) string {
+	switch {
+	case mode&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case mode&fs.ModeSocket != 0:
+		return "a socket"
+	case mode&fs.ModeDevice != 0:
+		return "a device"
+	case mode.IsDir():
+		return "a directory"
+	}
+	return "not a file"
 }
 
 // fixMoveAside: move the file aside under a dated name; the next start
