@@ -219,3 +219,23 @@ func TestACPBridgeKillLoad(t *testing.T) {
 		t.Fatalf("list of another cwd: %+v", lr)
 	}
 }
+
+// TestACPBridgeStdinEOF: the editor closing the bridge's stdin mid-turn
+// ends the bridge, never the turn: the daemon completes it.
+func TestACPBridgeStdinEOF(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Options{})
+	e := startEditor(t, "--socket", d.Socket)
+	e.initialize()
+	id := e.newSession(t.TempDir())
+	_, rec := follow(t, d.Socket, id)
+	e.start("session/prompt", promptParams(id, "/sleep 300 editor gone"))
+	acpWaitEvent(t, rec, event.TurnStarted)
+	e.in.Close()
+	<-e.exit
+	ev := acpWaitEvent(t, rec, event.TurnCompleted)
+	var td event.TurnCompletedData
+	json.Unmarshal(ev.Data, &td)
+	if td.Status != event.StatusCompleted {
+		t.Fatalf("the turn of an editor that went away ended %+v", td)
+	}
+}
