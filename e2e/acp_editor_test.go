@@ -20,7 +20,7 @@ import (
 // does: newline-delimited JSON-RPC on its stdio, every line both ways
 // checked against the pinned SDK's ACP v1 schema.
 type editor struct {
-	t     *testing.T
+	t     testing.TB
 	cmd   *exec.Cmd
 	in    io.WriteCloser
 	conf  *acptest.Conformance
@@ -45,7 +45,8 @@ type acpMsg struct {
 }
 
 type acpUpdate struct {
-	SessionID string `json:"sessionId"`
+	at        time.Time // when the line arrived
+	SessionID string    `json:"sessionId"`
 	Update    struct {
 		Kind       string          `json:"sessionUpdate"`
 		Content    json.RawMessage `json:"content"`
@@ -63,7 +64,7 @@ func (u acpUpdate) text() string {
 	return c.Text
 }
 
-func startEditor(t *testing.T, args ...string) *editor {
+func startEditor(t testing.TB, args ...string) *editor {
 	t.Helper()
 	cmd := exec.Command(daemontest.Binary(t), append([]string{"acp"}, args...)...)
 	cmd.Env = append(daemoncore.CleanEnv(), "GORACE=atexit_sleep_ms=0")
@@ -102,7 +103,7 @@ func (e *editor) read(out io.Reader) {
 	sc := bufio.NewScanner(out)
 	sc.Buffer(nil, 64<<20)
 	for sc.Scan() {
-		line := sc.Bytes()
+		line, at := sc.Bytes(), time.Now()
 		// A parse error's answer has id null (JSON-RPC 2.0 §5), which the
 		// schema's answer types do not model: checked by the test itself.
 		if err := e.conf.Check(acptest.Agent, line); err != nil && !strings.Contains(string(line), `"id":null`) {
@@ -117,6 +118,7 @@ func (e *editor) read(out io.Reader) {
 		case m.Method == "session/update":
 			var u acpUpdate
 			json.Unmarshal(m.Params, &u)
+			u.at = at
 			e.ups <- u
 		case m.Method == "session/request_permission":
 			e.perms <- m

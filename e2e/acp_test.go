@@ -17,7 +17,7 @@ import (
 )
 
 // waitEvent reads a direct client's events until one of type typ.
-func acpWaitEvent(t *testing.T, r *recorder, typ string) event.Event {
+func acpWaitEvent(t testing.TB, r *recorder, typ string) event.Event {
 	t.Helper()
 	for {
 		select {
@@ -32,7 +32,7 @@ func acpWaitEvent(t *testing.T, r *recorder, typ string) event.Event {
 }
 
 // follow attaches a direct client to the session from its journal's end.
-func follow(t *testing.T, socket, id string) (*rpc.Client, *recorder) {
+func follow(t testing.TB, socket, id string) (*rpc.Client, *recorder) {
 	t.Helper()
 	rec := newRecorder()
 	dc, err := rpc.Dial(context.Background(), socket, rpc.ClientOptions{OnNotify: rec.onNotify})
