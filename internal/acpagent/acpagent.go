@@ -92,6 +92,7 @@ type bridge struct {
 
 	wmu sync.Mutex
 	out *bufio.Writer
+	eof bool // stdin ended: the editor is gone, nothing more is written
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -138,6 +139,9 @@ func (b *bridge) send(v any) {
 	}
 	b.wmu.Lock()
 	defer b.wmu.Unlock()
+	if b.eof {
+		return
+	}
 	b.out.Write(line)
 	b.out.WriteByte('\n')
 	b.out.Flush()
@@ -188,6 +192,9 @@ func (b *bridge) request(ctx context.Context, method string, params any) (json.R
 func (b *bridge) serve(ctx context.Context, stdin io.Reader) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer func() {
+		b.wmu.Lock()
+		b.eof = true
+		b.wmu.Unlock()
 		cancel() // pending permission requests end; their approvals stay open in the daemon
 		b.wg.Wait()
 	}()

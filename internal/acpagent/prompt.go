@@ -101,6 +101,8 @@ func (b *bridge) prompt(ctx context.Context, params json.RawMessage) (any, *wire
 		return nil, &wireError{Code: codeInternal, Message: "the bridge is closing; the turn goes on in the daemon"}
 	case <-s.done:
 		return map[string]any{"stopReason": "cancelled"}, nil
+	case <-b.c.Done():
+		return nil, &wireError{Code: codeInternal, Message: "the daemon closed the connection; the turn's end is in its journal (session/load it again from a new bridge)"}
 	}
 }
 
