@@ -162,28 +162,31 @@ func (b *bridge) notify(method string, params any) {
 	b.send(map[string]any{"jsonrpc": "2.0", "method": method, "params": params})
 }
 
-// request asks the editor and waits for its answer.
-func (b *bridge) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+// request asks the editor: the request is written before it returns (so
+// it precedes whatever the caller writes next); wait waits for the answer.
+func (b *bridge) request(method string, params any) (wait func(ctx context.Context) (json.RawMessage, error)) {
 	b.mu.Lock()
 	b.nextID++
 	id := b.nextID
 	ch := make(chan response, 1)
 	b.pending[id] = ch
 	b.mu.Unlock()
-	defer func() {
-		b.mu.Lock()
-		delete(b.pending, id)
-		b.mu.Unlock()
-	}()
 	b.send(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			return nil, r.err
+	return func(ctx context.Context) (json.RawMessage, error) {
+		defer func() {
+			b.mu.Lock()
+			delete(b.pending, id)
+			b.mu.Unlock()
+		}()
+		select {
+		case r := <-ch:
+			if r.err != nil {
+				return nil, r.err
+			}
+			return r.result, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
-		return r.result, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
 	}
 }
 

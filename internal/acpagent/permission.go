@@ -23,7 +23,7 @@ func permissionOption(decision string) (map[string]any, bool) {
 }
 
 // ask puts an approval to the editor as session/request_permission, in its
-// own goroutine (the editor may take its time; events go on), and answers
+// own goroutine once written (the editor may take its time; events go on), and answers
 // the daemon with the chosen decision; a cancelled outcome is cancel.
 func (b *bridge) ask(ctx context.Context, s *session, ev event.Event) {
 	var d event.ApprovalRequestedData
@@ -60,10 +60,11 @@ func (b *bridge) ask(ctx context.Context, s *session, ev event.Event) {
 		tc["rawInput"] = d.Detail
 	}
 	params := map[string]any{"sessionId": s.id, "toolCall": tc, "options": options}
+	wait := b.request("session/request_permission", params) // written now: on load, before load's answer
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		res, err := b.request(ctx, "session/request_permission", params)
+		res, err := wait(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
 				fmt.Fprintln(b.stderr, "sessiond acp: request_permission:", err)
