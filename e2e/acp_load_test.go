@@ -11,16 +11,23 @@ import (
 	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 )
 
+// waitPerm waits for the editor's next permission request.
+func waitPerm(t *testing.T, e *editor) acpMsg {
+	t.Helper()
+	select {
+	case m := <-e.perms:
+		return m
+	case <-time.After(60 * time.Second):
+		t.Fatal("no session/request_permission within 60 s")
+	}
+	return acpMsg{}
+}
+
 // answerPermission waits for the editor's next permission request and
 // answers it with the option of that kind ("" = the cancelled outcome).
 func answerPermission(t *testing.T, e *editor, kind string) {
 	t.Helper()
-	var m acpMsg
-	select {
-	case m = <-e.perms:
-	case <-time.After(60 * time.Second):
-		t.Fatal("no session/request_permission within 60 s")
-	}
+	m := waitPerm(t, e)
 	outcome := map[string]any{"outcome": "cancelled"}
 	if kind != "" {
 		var p struct {
@@ -49,7 +56,7 @@ func TestACPBridgeLoadApprovals(t *testing.T) {
 	id := e1.newSession(cwd)
 	_, rec := follow(t, d.Socket, id)
 	e1.start("session/prompt", promptParams(id, "/work"))
-	<-e1.perms // asked, never answered: the bridge dies
+	waitPerm(t, e1) // asked, never answered: the bridge dies
 	e1.cmd.Process.Signal(syscall.SIGKILL)
 	<-e1.exit
 
@@ -67,7 +74,7 @@ func TestACPBridgeLoadApprovals(t *testing.T) {
 
 	// A second /work, cancelled while its approval waits: interrupted.
 	ch := e2.start("session/prompt", promptParams(id, "/work"))
-	<-e2.perms
+	waitPerm(t, e2)
 	e2.notify("session/cancel", map[string]any{"sessionId": id})
 	var pr struct {
 		StopReason string `json:"stopReason"`

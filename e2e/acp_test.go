@@ -75,7 +75,12 @@ func TestACPBridgeEditor(t *testing.T) {
 
 	// /work asks an approval: it comes as session/request_permission.
 	ch := e.start("session/prompt", promptParams(id, "/work"))
-	perm := <-e.perms
+	var perm acpMsg
+	select {
+	case perm = <-e.perms:
+	case <-time.After(60 * time.Second):
+		t.Fatal("/work: no session/request_permission within 60 s")
+	}
 	var pp struct {
 		SessionID string `json:"sessionId"`
 		Options   []struct {
@@ -161,7 +166,7 @@ func TestACPBridgeKillLoad(t *testing.T) {
 	e.updates()
 
 	dc, rec := follow(t, d.Socket, id)
-	e.start("session/prompt", promptParams(id, "/sleep 300 unattended"))
+	e.start("session/prompt", promptParams(id, "/sleep 2000 unattended"))
 	acpWaitEvent(t, rec, event.TurnStarted)
 	e.cmd.Process.Signal(syscall.SIGKILL)
 	<-e.exit
@@ -193,7 +198,7 @@ func TestACPBridgeKillLoad(t *testing.T) {
 		}
 	}
 	agent := joined(ups, "agent_message_chunk")
-	if strings.Join(users, "|") != "first turn|/sleep 300 unattended" ||
+	if strings.Join(users, "|") != "first turn|/sleep 2000 unattended" ||
 		strings.Count(agent, "first turn") != 1 || strings.Count(agent, "unattended") != 1 {
 		t.Fatalf("load replay: users %q agent %q", users, agent)
 	}
@@ -228,7 +233,7 @@ func TestACPBridgeStdinEOF(t *testing.T) {
 	e.initialize()
 	id := e.newSession(t.TempDir())
 	_, rec := follow(t, d.Socket, id)
-	e.start("session/prompt", promptParams(id, "/sleep 300 editor gone"))
+	e.start("session/prompt", promptParams(id, "/sleep 2000 editor gone"))
 	acpWaitEvent(t, rec, event.TurnStarted)
 	e.in.Close()
 	<-e.exit
