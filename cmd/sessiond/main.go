@@ -3,6 +3,7 @@
 //
 //	sessiond serve   [--socket PATH] [--state-dir DIR] [--config FILE] [--log-level L] [--log-format F]
 //	sessiond ctl     [--socket PATH] [--json] SUBCOMMAND …
+//	sessiond acp     [--provider NAME] [--account A] [--socket PATH] [--state-dir DIR] [--config FILE]
 //	sessiond provider echo [flags]
 //	sessiond install-service [--binary PATH] [--dry-run] [--force]
 //	sessiond version [--handoff]
@@ -17,6 +18,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/sessiond/sessiond/internal/acpagent"
 	"github.com/sessiond/sessiond/internal/ctl"
 	"github.com/sessiond/sessiond/internal/daemon"
 	"github.com/sessiond/sessiond/internal/exitcode"
@@ -37,6 +39,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return daemon.Serve(args[1:], stderr)
 	case "ctl":
 		return ctl.Run(args[1:], stdout, stderr)
+	case "acp":
+		return acpagent.Run(args[1:], stdin, stdout, stderr)
 	case "install-service":
 		return service.Install(args[1:], stdout, stderr)
 	case "provider":
@@ -60,6 +64,8 @@ func usage(w io.Writer) {
   sessiond serve   [--socket PATH] [--state-dir DIR] [--config FILE]
                    [--log-level debug|info|warn|error] [--log-format auto|text|json]
   sessiond ctl     [--socket PATH] [--json] SUBCOMMAND   (sessiond ctl help)
+  sessiond acp     [--provider NAME] [--account A] [--socket PATH] [--state-dir DIR] [--config FILE]
+                   (an ACP agent on stdio for editors, bridging to the daemon)
   sessiond provider echo [--ignore-sigterm] [--ignore-eof] [--exit-at-start] [--slow-start MS]
   sessiond install-service [--binary PATH] [--dry-run] [--force]
                    (copies this binary to PATH, default ~/.local/bin/sessiond,
