@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -60,6 +61,8 @@ func providerTable(name string) (header, why string) {
 		return "", fmt.Sprintf("the name is %d bytes, too long to repeat here: the table's key is the name in full, quoted as a TOML string unless it is [A-Za-z0-9_-]+", len(name))
 	case !utf8.ValidString(name):
 		return "", "the name is not UTF-8, so no TOML key names it: use another name"
+	case strings.IndexFunc(name, unicode.IsControl) >= 0:
+		return "", "the name holds a control character, which no provider name may: use another name"
 	case bareKey.MatchString(name):
 		return "[providers." + name + "]", ""
 	}

@@ -8,11 +8,13 @@ import (
 // TestProviderFixTOML: the table an unknown-provider fix suggests is
 // valid TOML that configures exactly that provider, whatever the name: a
 // dot, a quote, a backslash, a NUL or another control character, a space,
-// non-ASCII; a bare key only for [A-Za-z0-9_-]+. A name past 32 bytes is
+// non-ASCII; a bare key only for [A-Za-z0-9_-]+. A name with a control
+// character (a NUL, a tab, an escape) is given no table: the config
+// refuses such a name. A name past 32 bytes is
 // never cut into the table (the fix says it is too long), nor is one that
 // is not UTF-8 given a table (no TOML key names it).
 func TestProviderFixTOML(t *testing.T) {
-	for _, name := range []string{"mine", "my-agent_2", "a.b", `a"b`, "a\x00b", `a\b`, "a b", "ünï", "a]b", "tab\there", "esc\x1b[31m", "del\x7f", strings.Repeat("x", maxFixName)} {
+	for _, name := range []string{"mine", "my-agent_2", "a.b", `a"b`, `a\b`, "a b", "ünï", "a]b", strings.Repeat("x", maxFixName)} {
 		header, why := providerTable(name)
 		if why != "" {
 			t.Errorf("%q: no table (%s)", name, why)
@@ -32,6 +34,14 @@ func TestProviderFixTOML(t *testing.T) {
 		}
 		if bareKey.MatchString(name) != !strings.Contains(header, `"`) {
 			t.Errorf("%q: header %s: a key is bare exactly when it is [A-Za-z0-9_-]+", name, header)
+		}
+	}
+	for _, name := range []string{"a\x00b", "tab\there", "esc\x1b[31m", "del\x7f"} {
+		if header, why := providerTable(name); header != "" || !strings.Contains(why, "control character") {
+			t.Errorf("%q: table %q (%s), want none: the config refuses the name", name, header, why)
+		}
+		if fix := ProviderFix(name); strings.ContainsRune(fix, 0) || strings.Contains(fix, "\x1b") {
+			t.Errorf("%q: fix %q carries a control character raw", name, fix)
 		}
 	}
 	long := strings.Repeat("y", maxFixName) + ".z"
