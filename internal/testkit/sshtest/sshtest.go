@@ -69,37 +69,63 @@ type Server struct {
 	BinDir string
 	Port   int
 	Cmd    *exec.Cmd
+	done   chan struct{} // closed when sshd's stderr is drained
 }
 
-// Start runs sshd; env is what sessions on it get (KEY=value), sessiond
-// the binary they find on PATH as `sessiond`. It is stopped in t.Cleanup.
+// Start runs sshd (Run) and stops it in t.Cleanup.
 func Start(t testing.TB, sessiond string, env ...string) *Server {
 	t.Helper()
-	if err := Install(); err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "sdssh") // short, and StrictModes is off anyway
+	s, err := Run(sessiond, env...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	s := &Server{Dir: dir, Config: filepath.Join(dir, "ssh_config"), BinDir: filepath.Join(dir, "bin")}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Run installs sshd if missing and runs it; env is what sessions on it
+// get (KEY=value), sessiond the binary they find on PATH as `sessiond`.
+// sshd dies with the thread that started it (Pdeathsig) or Close.
+func Run(sessiond string, env ...string) (s *Server, err error) {
+	if err := Install(); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "sdssh") // short, and StrictModes is off anyway
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
+	s = &Server{Dir: dir, Config: filepath.Join(dir, "ssh_config"), BinDir: filepath.Join(dir, "bin"), done: make(chan struct{})}
 	for _, name := range []string{"host_key", "id"} {
 		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(dir, name)).CombinedOutput(); err != nil {
-			t.Fatalf("ssh-keygen: %v\n%s", err, out)
+			return nil, fmt.Errorf("ssh-keygen: %w\n%s", err, out)
 		}
 	}
 	pub, err := os.ReadFile(filepath.Join(dir, "id.pub"))
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	must(t, os.WriteFile(filepath.Join(dir, "authorized_keys"), pub, 0o600))
+	if err := os.WriteFile(filepath.Join(dir, "authorized_keys"), pub, 0o600); err != nil {
+		return nil, err
+	}
 	remoteBin := filepath.Join(dir, "remote-bin")
-	must(t, os.MkdirAll(remoteBin, 0o755))
-	must(t, os.Symlink(sessiond, filepath.Join(remoteBin, "sessiond")))
+	if err := os.MkdirAll(remoteBin, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Symlink(sessiond, filepath.Join(remoteBin, "sessiond")); err != nil {
+		return nil, err
+	}
 	// /run/sshd: the privilege separation directory sshd insists on.
-	must(t, os.MkdirAll("/run/sshd", 0o755))
-	s.Port = freePort(t)
+	if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
+		return nil, err
+	}
+	if s.Port, err = freePort(); err != nil {
+		return nil, err
+	}
 	setenv := []string{"PATH=" + remoteBin + ":/usr/local/bin:/usr/bin:/bin"}
 	setenv = append(setenv, env...)
 	quoted := make([]string, len(setenv))
@@ -107,7 +133,7 @@ func Start(t testing.TB, sessiond string, env ...string) *Server {
 		quoted[i] = strconv.Quote(kv)
 	}
 	sshdConfig := filepath.Join(dir, "sshd_config")
-	must(t, os.WriteFile(sshdConfig, []byte(strings.Join([]string{
+	if err := os.WriteFile(sshdConfig, []byte(strings.Join([]string{
 		"Port " + strconv.Itoa(s.Port),
 		"ListenAddress 127.0.0.1",
 		"HostKey " + filepath.Join(dir, "host_key"),
@@ -122,12 +148,14 @@ func Start(t testing.TB, sessiond string, env ...string) *Server {
 		"SetEnv " + strings.Join(quoted, " "),
 		"LogLevel INFO",
 		"",
-	}, "\n")), 0o600))
+	}, "\n")), 0o600); err != nil {
+		return nil, err
+	}
 	u := os.Getenv("USER")
 	if u == "" {
 		u = "root"
 	}
-	must(t, os.WriteFile(s.Config, []byte(strings.Join([]string{
+	if err := os.WriteFile(s.Config, []byte(strings.Join([]string{
 		"Host " + Host,
 		"  HostName 127.0.0.1",
 		"  Port " + strconv.Itoa(s.Port),
@@ -139,25 +167,30 @@ func Start(t testing.TB, sessiond string, env ...string) *Server {
 		"  BatchMode yes",
 		"  LogLevel ERROR",
 		"",
-	}, "\n")), 0o600))
-	must(t, os.MkdirAll(s.BinDir, 0o755))
-	must(t, os.WriteFile(filepath.Join(s.BinDir, "ssh"),
-		[]byte("#!/bin/sh\nexec /usr/bin/ssh -F "+s.Config+" \"$@\"\n"), 0o755))
+	}, "\n")), 0o600); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(s.BinDir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(s.BinDir, "ssh"),
+		[]byte("#!/bin/sh\nexec /usr/bin/ssh -F "+s.Config+" \"$@\"\n"), 0o755); err != nil {
+		return nil, err
+	}
 
 	s.Cmd = exec.Command(Sshd, "-D", "-e", "-f", sshdConfig)
 	s.Cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stderr, err := s.Cmd.StderrPipe()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if err := s.Cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	ready := make(chan struct{})
-	done := make(chan struct{})
 	var log strings.Builder
 	go func() {
-		defer close(done)
+		defer close(s.done)
 		listening := false
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
@@ -170,19 +203,24 @@ func Start(t testing.TB, sessiond string, env ...string) *Server {
 			}
 		}
 	}()
-	t.Cleanup(func() {
-		s.Cmd.Process.Kill()
-		<-done
-		s.Cmd.Wait()
-	})
 	select {
 	case <-ready:
-	case <-done:
-		t.Fatalf("sshd exited before listening:\n%s", log.String()) // done: log is no longer written
+		return s, nil
+	case <-s.done:
+		s.Cmd.Wait()
+		return nil, fmt.Errorf("sshd exited before listening:\n%s", log.String()) // done: log is no longer written
 	case <-time.After(30 * time.Second):
-		t.Fatalf("sshd did not listen within 30 s")
+		s.Close()
+		return nil, fmt.Errorf("sshd did not listen within 30 s")
 	}
-	return s
+}
+
+// Close stops sshd and removes its dir.
+func (s *Server) Close() {
+	s.Cmd.Process.Kill()
+	<-s.done
+	s.Cmd.Wait()
+	os.RemoveAll(s.Dir)
 }
 
 // Env is os.Environ with s.BinDir first in PATH.
@@ -198,18 +236,11 @@ func (s *Server) Env(extra ...string) []string {
 	return append(env, extra...)
 }
 
-func freePort(t testing.TB) int {
+func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return 0, err
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-func must(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
