@@ -14,6 +14,15 @@ var (
 	ErrDaemonClosed = errors.New("the daemon closed the connection")
 )
 
+// copyBuffer is each direction's buffer: an attach or read page of up to
+// 1 MiB moves in a few reads and writes, not 32 (io.Copy's 32 KiB).
+const copyBuffer = 256 << 10
+
+// onlyReader hides a reader's WriterTo, so CopyBuffer uses our buffer.
+type onlyReader struct{ r io.Reader }
+
+func (o onlyReader) Read(p []byte) (int, error) { return o.r.Read(p) }
+
 // writeErr marks an error of writing to the client (stdout): the client
 // went away, which ends the proxy as its EOF does.
 type writeErr struct{ err error }
@@ -47,7 +56,7 @@ func pipe(conn *net.UnixConn, stdin io.Reader, stdout io.WriteCloser) error {
 	// close: a daemon EOF with it set is the end of the client's close.
 	var clientEOF atomic.Bool
 	go func() {
-		_, err := io.Copy(conn, stdin)
+		_, err := io.CopyBuffer(conn, onlyReader{stdin}, make([]byte, copyBuffer))
 		if err == nil {
 			clientEOF.Store(true)
 			err = conn.CloseWrite()
@@ -55,7 +64,7 @@ func pipe(conn *net.UnixConn, stdin io.Reader, stdout io.WriteCloser) error {
 		up <- err
 	}()
 	go func() {
-		_, err := io.Copy(clientWriter{stdout}, conn)
+		_, err := io.CopyBuffer(clientWriter{stdout}, onlyReader{conn}, make([]byte, copyBuffer))
 		down <- err
 	}()
 	defer conn.Close()
