@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/sessiond/sessiond/internal/rpc"
+	"github.com/sessiond/sessiond/internal/sysx"
 )
 
 // proxyClient is a rawClient whose connection is `sessiond proxy`'s stdio
@@ -21,16 +22,15 @@ type proxyClient struct {
 }
 
 func dialProxy(ctx context.Context, bin, sock string) (*proxyClient, error) {
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	ours, theirs, err := sysx.SocketPair()
 	if err != nil {
 		return nil, err
 	}
-	ours, theirs := os.NewFile(uintptr(fds[0]), "bench"), os.NewFile(uintptr(fds[1]), "proxy")
 	defer ours.Close()
 	defer theirs.Close()
 	cmd := exec.Command(bin, "proxy", "--socket", sock)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = theirs, theirs, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	sysx.Tie(cmd, syscall.SIGKILL)
 	c, err := net.FileConn(ours)
 	if err != nil {
 		return nil, err

@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"os/exec"
-	"syscall"
 	"time"
 
 	"github.com/sessiond/sessiond/internal/exitcode"
+	"github.com/sessiond/sessiond/internal/sysx"
 	"github.com/sessiond/sessiond/internal/tty"
 )
 
@@ -46,11 +45,10 @@ func (r *remoteConn) Close() error {
 
 // dialRemote starts `ssh HOST sessiond proxy` on a socket pair.
 func dialRemote(host string, stderr io.Writer) (*remoteConn, error) {
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	ours, theirs, err := sysx.SocketPair()
 	if err != nil {
-		return nil, fmt.Errorf("socketpair: %w", err)
+		return nil, err
 	}
-	ours, theirs := os.NewFile(uintptr(fds[0]), "ctl"), os.NewFile(uintptr(fds[1]), "ssh")
 	defer theirs.Close()
 	defer ours.Close() // net.FileConn dups it
 	// "--" ends ssh's options: a HOST starting with "-" is a host, not a flag.

@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sessiond/sessiond/internal/sysx"
 )
 
 // Sshd is where Debian's openssh-server puts the server.
@@ -85,7 +87,7 @@ func Start(t testing.TB, sessiond string, env ...string) *Server {
 
 // Run installs sshd if missing and runs it; env is what sessions on it
 // get (KEY=value), sessiond the binary they find on PATH as `sessiond`.
-// sshd dies with the thread that started it (Pdeathsig) or Close.
+// sshd dies with the thread that started it (sysx.Tie) or Close.
 func Run(sessiond string, env ...string) (s *Server, err error) {
 	if err := Install(); err != nil {
 		return nil, err
@@ -179,7 +181,7 @@ func Run(sessiond string, env ...string) (s *Server, err error) {
 	}
 
 	s.Cmd = exec.Command(Sshd, "-D", "-e", "-f", sshdConfig)
-	s.Cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	sysx.Tie(s.Cmd, syscall.SIGKILL)
 	stderr, err := s.Cmd.StderrPipe()
 	if err != nil {
 		return nil, err
