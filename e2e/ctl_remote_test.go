@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -69,5 +71,19 @@ func TestE2ECtlRemote(t *testing.T) {
 	code, _, errOut = runCtlRemote(t, env, sshtest.Host, "--socket", d.Socket, "ls")
 	if code != exitcode.Usage || !strings.Contains(errOut, "exclude each other") {
 		t.Fatalf("--remote with --socket: exit %d\n%s", code, errOut)
+	}
+
+	// A remote machine where no daemon runs and none can start (a config
+	// the daemon refuses): the remote proxy's exit 3 is ctl's.
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.toml")
+	if err := os.WriteFile(bad, []byte("no_such_key = [\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	none := sshtest.Start(t, daemontest.Binary(t), "SESSIOND_SOCKET="+filepath.Join(shortDir(t), "s.sock"),
+		"SESSIOND_STATE_DIR="+filepath.Join(dir, "state"), "SESSIOND_CONFIG="+bad, "GORACE=atexit_sleep_ms=0")
+	code, _, errOut = runCtlRemote(t, none.Env("GORACE=atexit_sleep_ms=0"), sshtest.Host, "ls")
+	if code != exitcode.NoDaemon || !strings.Contains(errOut, "no daemon can be reached on "+sshtest.Host) {
+		t.Fatalf("no remote daemon: exit %d\n%s", code, errOut)
 	}
 }
