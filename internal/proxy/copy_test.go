@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -33,8 +34,8 @@ func pair(t *testing.T) (daemon, proxy *net.UnixConn) {
 }
 
 // TestPipeHalfClose: the client's EOF reaches the daemon as EOF while
-// the daemon's answer written after it still reaches stdout, then stdout
-// closes and pipe returns nil (exit 0).
+// the daemon's answer written after it (8 MiB, many copies' worth) still
+// reaches stdout whole, then stdout closes and pipe returns nil (exit 0).
 func TestPipeHalfClose(t *testing.T) {
 	d, p := pair(t)
 	inR, inW := io.Pipe()
@@ -54,12 +55,13 @@ func TestPipeHalfClose(t *testing.T) {
 		b, _ := io.ReadAll(outR)
 		answer <- b
 	}()
-	if _, err := io.WriteString(d, "answer after the client's EOF"); err != nil {
-		t.Fatal(err)
-	}
-	d.Close()
-	if b := <-answer; string(b) != "answer after the client's EOF" {
-		t.Fatalf("stdout got %q", b)
+	want := bytes.Repeat([]byte("answer after the client's EOF\n"), 8<<20/30)
+	go func() {
+		d.Write(want)
+		d.Close()
+	}()
+	if b := <-answer; !bytes.Equal(b, want) {
+		t.Fatalf("stdout got %d bytes, want %d", len(b), len(want))
 	}
 	if err := <-res; err != nil {
 		t.Fatalf("pipe: %v, want nil (the client closed)", err)
