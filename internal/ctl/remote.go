@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os/exec"
+	"syscall"
 	"time"
 
 	"github.com/sessiond/sessiond/internal/exitcode"
@@ -54,6 +55,10 @@ func dialRemote(host string, stderr io.Writer) (*remoteConn, error) {
 	// "--" ends ssh's options: a HOST starting with "-" is a host, not a flag.
 	cmd := exec.Command("ssh", "-T", "--", host, "sessiond", "proxy")
 	cmd.Stdin, cmd.Stdout = theirs, theirs
+	// Its own process group: Ctrl-C at the terminal reaches ctl (which
+	// cancels the turn of `ctl send` over this very connection), not ssh.
+	// ssh must then authenticate without prompting (keys, an agent).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stderr = stderr
 	nc, err := net.FileConn(ours)
 	if err != nil {
