@@ -54,6 +54,18 @@ func connect(ctx context.Context, f flags, bin string) (*net.UnixConn, error) {
 	if err == nil || !absent(err) {
 		return c, err
 	}
+	// One starter at a time: proxies started together would each spawn a
+	// daemon; the store's flock lets one run, but a loser still waiting
+	// for it (2 s) would take over once the winner stops (`ctl shutdown`
+	// undone). The lock's holder spawns; the others find its daemon.
+	unlock, err := startLock(f)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if c, err := dial(ctx, f.socket); err == nil || !absent(err) {
+		return c, err
+	}
 	st, err := start(f, bin)
 	if err != nil {
 		return nil, err
@@ -90,6 +102,27 @@ func dial(ctx context.Context, path string) (*net.UnixConn, error) {
 		return nil, err
 	}
 	return c.(*net.UnixConn), nil
+}
+
+// startLock takes <state-dir>/proxy-start.lock (flock, exclusive; the
+// kernel drops it if this process dies) and returns its release.
+func startLock(f flags) (func(), error) {
+	dir, err := config.StateDir(f.stateDir, os.Getenv)
+	if err != nil {
+		return nil, fmt.Errorf("%w: state dir: %w", ErrNoDaemon, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("%w: state dir: %w", ErrNoDaemon, err)
+	}
+	lf, err := os.OpenFile(filepath.Join(dir, "proxy-start.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("%w: start lock: %w", ErrNoDaemon, err)
+	}
+	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX); err != nil {
+		lf.Close()
+		return nil, fmt.Errorf("%w: start lock: %w", ErrNoDaemon, err)
+	}
+	return func() { lf.Close() }, nil
 }
 
 // started is a daemon this proxy spawned.
