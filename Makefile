@@ -18,13 +18,15 @@ run: build
 	$(BIN) serve $(ARGS)
 
 # The real-provider tests run the pinned codex and Claude Code CLIs; the first
-# run installs them
+# run installs them (and Debian's openssh-server, as root, for the ssh tests
+# of `sessiond proxy`, when sshd is missing)
 # with npm into $${XDG_CACHE_HOME:-~/.cache}/sessiond-test (node and npm needed).
 test:
 	$(GO) run ./internal/testkit/codextest/install
 	$(GO) run ./internal/testkit/claudetest/install
 	$(GO) run ./internal/testkit/acptest/install
 	$(GO) run ./internal/testkit/acpagents/install copilot
+	$(GO) run ./internal/testkit/sshtest/install
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
 	$(MAKE) test-ts

@@ -21,7 +21,9 @@ import (
 // it, once a round, and reported for information: one that decodes each answer once
 // into the result type (what a JavaScript client's single JSON.parse
 // costs; the figure before the walker) and internal/rpc.Client (its
-// jsonrpc2 decoding dominates).
+// jsonrpc2 decoding dominates). The walking client through `sessiond
+// proxy` (as over ssh, without the network) is interleaved with the
+// direct one and must reach 0.8× its rate.
 func benchReplay(ctx context.Context, b *bench) ([]figure, error) {
 	dir, ids, err := b.prefill(ctx, 1, b.sz.replayEvents)
 	if err != nil {
@@ -42,23 +44,34 @@ func benchReplay(ctx context.Context, b *bench) ([]figure, error) {
 		return nil, err
 	}
 	defer rc.Close()
+	pc, err := dialProxy(ctx, b.bin, d.socket)
+	if err != nil {
+		return nil, err
+	}
+	defer pc.Close()
 	// The walking client three times, the decoding one, then
 	// internal/rpc.Client, three rounds. The daemon's own CPU time over
 	// each of the walking client's replays is read too: on a loaded
 	// machine it moves far less than the wall clock.
-	var walk, raw, full, cpu []time.Duration
+	var walk, proxied, raw, full, cpu []time.Duration
 	legs := []struct {
 		read func() (int, error)
 		out  *[]time.Duration
 	}{
 		{func() (int, error) { return replayWalk(rc, ids[0]) }, &walk},
+		{func() (int, error) { return replayWalk(pc.rawClient, ids[0]) }, &proxied},
 		{func() (int, error) { return replayWalk(rc, ids[0]) }, &walk},
+		{func() (int, error) { return replayWalk(pc.rawClient, ids[0]) }, &proxied},
 		{func() (int, error) { return replayWalk(rc, ids[0]) }, &walk},
+		{func() (int, error) { return replayWalk(pc.rawClient, ids[0]) }, &proxied},
 		{func() (int, error) { return replay(ctx, rc, ids[0]) }, &raw},
 		{func() (int, error) { return replay(ctx, c, ids[0]) }, &full},
 	}
 	if os.Getenv("SESSIOND_BENCH_RAW_ONLY") != "" {
-		legs = legs[:3] // the walking client only, for profiling the daemon's side
+		legs = []struct {
+			read func() (int, error)
+			out  *[]time.Duration
+		}{legs[0], legs[2], legs[4]} // the walking client only, for profiling the daemon's side
 	}
 	debug := os.Getenv("SESSIOND_BENCH_DEBUG") != ""
 	for r := 0; r < 3; r++ {
@@ -91,6 +104,12 @@ func benchReplay(ctx context.Context, b *bench) ([]figure, error) {
 	figs := []figure{
 		atLeast("replay.events_per_s", rate(pct(walk, 50)), "events/s", 200000),
 		info("replay.first_events_per_s", rate(first), "events/s"),
+	}
+	if len(proxied) > 0 {
+		// The same walking client through `sessiond proxy` (a socket pair
+		// to its stdio), interleaved with the direct reads; the first
+		// direct read (row validation) is left out of this baseline.
+		figs = append(figs, ratioAtLeast("replay.proxy_events_per_s", rate(pct(proxied, 50)), rate(pct(walk[1:], 50)), "events/s", 0.8))
 	}
 	if len(cpu) > 0 {
 		figs = append(figs, info("replay.daemon_cpu_us_per_1k_events", us(pct(cpu, 50))/float64(b.sz.replayEvents)*1000, "µs"))

@@ -2,15 +2,16 @@
 // (see README.md and PROTOCOL.md).
 //
 //	sessiond serve   [--socket PATH] [--state-dir DIR] [--config FILE] [--log-level L] [--log-format F]
-//	sessiond ctl     [--socket PATH] [--json] SUBCOMMAND …
+//	sessiond ctl     [--socket PATH | --remote HOST] [--json] SUBCOMMAND …
 //	sessiond acp     [--provider NAME] [--account A] [--socket PATH] [--state-dir DIR] [--config FILE]
+//	sessiond proxy   [--socket PATH] [--state-dir DIR] [--config FILE]
 //	sessiond provider echo [flags]
 //	sessiond install-service [--binary PATH] [--dry-run] [--force]
 //	sessiond version [--handoff]
 //	sessiond openrpc
 //
 // Exit codes (internal/exitcode): 0 ok, 1 error (from the daemon, or the
-// daemon failed), 2 usage, 3 no daemon running (ctl).
+// daemon failed), 2 usage, 3 no daemon running (ctl; proxy: none reachable).
 package main
 
 import (
@@ -22,6 +23,7 @@ import (
 	"github.com/sessiond/sessiond/internal/ctl"
 	"github.com/sessiond/sessiond/internal/daemon"
 	"github.com/sessiond/sessiond/internal/exitcode"
+	"github.com/sessiond/sessiond/internal/proxy"
 	"github.com/sessiond/sessiond/internal/service"
 )
 
@@ -41,6 +43,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return ctl.Run(args[1:], stdout, stderr)
 	case "acp":
 		return acpagent.Run(args[1:], stdin, stdout, stderr)
+	case "proxy":
+		return proxy.Run(args[1:], stdin, os.Stdout, stderr)
 	case "install-service":
 		return service.Install(args[1:], stdout, stderr)
 	case "provider":
@@ -63,9 +67,12 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
   sessiond serve   [--socket PATH] [--state-dir DIR] [--config FILE]
                    [--log-level debug|info|warn|error] [--log-format auto|text|json]
-  sessiond ctl     [--socket PATH] [--json] SUBCOMMAND   (sessiond ctl help)
+  sessiond ctl     [--socket PATH | --remote HOST] [--json] SUBCOMMAND   (sessiond ctl help)
   sessiond acp     [--provider NAME] [--account A] [--socket PATH] [--state-dir DIR] [--config FILE]
                    (an ACP agent on stdio for editors, bridging to the daemon)
+  sessiond proxy   [--socket PATH] [--state-dir DIR] [--config FILE]
+                   (the daemon's socket on stdio, starting it if none runs:
+                   ssh HOST sessiond proxy)
   sessiond provider echo [--ignore-sigterm] [--ignore-eof] [--exit-at-start] [--slow-start MS]
   sessiond install-service [--binary PATH] [--dry-run] [--force]
                    (copies this binary to PATH, default ~/.local/bin/sessiond,

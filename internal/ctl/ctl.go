@@ -49,14 +49,16 @@ func registerCtl(c *ctlCommand) {
 type ctlEnv struct {
 	ctx            context.Context
 	cancel         context.CancelCauseFunc // ends ctx with a cause (a stallError)
-	socket         string
-	watchdog       bool // probe every connection dial makes
+	socket         string                  // the daemon's socket, or "ssh HOST" with remote
+	remote         string                  // --remote HOST: over `ssh HOST sessiond proxy`
+	watchdog       bool                    // probe every connection dial makes
 	json           bool
 	stdout, stderr io.Writer
 }
 
 func ctlUsage(w io.Writer) {
-	fmt.Fprintln(w, "usage: sessiond ctl [--socket PATH] [--json] SUBCOMMAND [ARGS]")
+	fmt.Fprintln(w, "usage: sessiond ctl [--socket PATH | --remote HOST] [--json] SUBCOMMAND [ARGS]")
+	fmt.Fprintln(w, "  --remote HOST: the daemon on HOST, through `ssh HOST sessiond proxy` (ssh from PATH)")
 	names := make([]string, 0, len(ctlCommands))
 	for n := range ctlCommands {
 		names = append(names, n)
@@ -78,6 +80,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	global := flag.NewFlagSet("ctl", flag.ContinueOnError)
 	global.SetOutput(stderr)
 	socketFlag := global.String("socket", "", "daemon socket")
+	global.StringVar(&e.remote, "remote", "", "the daemon on HOST, over `ssh HOST sessiond proxy`")
 	global.BoolVar(&e.json, "json", false, "print JSON")
 	global.Usage = func() { ctlUsage(stderr) }
 	if err := global.Parse(args); err != nil {
@@ -101,6 +104,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("ctl "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(socketFlag, "socket", *socketFlag, "daemon socket")
+	fs.StringVar(&e.remote, "remote", e.remote, "the daemon on HOST, over `ssh HOST sessiond proxy`")
 	fs.BoolVar(&e.json, "json", e.json, "print JSON")
 	if c.flags != nil {
 		c.flags(fs)
@@ -114,7 +118,17 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		return exitcode.Usage
 	}
 	e.socket = rpc.SocketPath(*socketFlag, os.Getenv)
-	if *socketFlag != "" {
+	if e.remote != "" {
+		if *socketFlag != "" {
+			fmt.Fprintln(stderr, "sessiond ctl: --remote and --socket exclude each other (the remote proxy finds its daemon's socket)")
+			return exitcode.Usage
+		}
+		if name == "doctor" {
+			fmt.Fprintf(stderr, "sessiond ctl doctor: it checks this machine; run it there: ssh %s sessiond ctl doctor\n", tty.Safe(e.remote))
+			return exitcode.Usage
+		}
+		e.socket = "ssh " + e.remote
+	} else if *socketFlag != "" {
 		hintSocket = " --socket " + shellWord(*socketFlag)
 	}
 	sigCtx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -159,6 +173,9 @@ func (e *ctlEnv) dial(o rpc.ClientOptions) (*rpc.Client, int) {
 			e.watch(c)
 		}
 		return c, exitcode.OK
+	}
+	if re := (*remoteError)(nil); errors.As(err, &re) && e.stalled() == nil {
+		return nil, e.remoteFailed(re)
 	}
 	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
 		fmt.Fprintf(e.stderr, "sessiond ctl: no daemon is running on %s\n"+

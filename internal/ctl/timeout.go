@@ -96,13 +96,31 @@ func (e *ctlEnv) dialTimed(o rpc.ClientOptions) (*rpc.Client, error) {
 	ctx, cancel := context.WithTimeoutCause(e.ctx, dialTimeout,
 		&stallError{socket: e.socket, what: "the connection's handshake (initialize)", after: dialTimeout})
 	defer cancel()
-	c, err := rpc.Dial(ctx, e.socket, o)
+	c, err := e.dialConn(ctx, o)
 	if err != nil {
 		var s *stallError
 		if errors.As(context.Cause(ctx), &s) && e.ctx.Err() == nil {
 			return nil, s
 		}
 		return nil, err
+	}
+	return c, nil
+}
+
+// dialConn is rpc.Dial on the socket, or over ssh with --remote; a
+// remote that fails before the handshake is answered reports why
+// (remoteError).
+func (e *ctlEnv) dialConn(ctx context.Context, o rpc.ClientOptions) (*rpc.Client, error) {
+	if e.remote == "" {
+		return rpc.Dial(ctx, e.socket, o)
+	}
+	r, err := dialRemote(e.remote, e.stderr)
+	if err != nil {
+		return nil, err
+	}
+	c, err := rpc.DialConn(ctx, r, o)
+	if err != nil {
+		return nil, &remoteError{r: r, err: err}
 	}
 	return c, nil
 }
@@ -165,7 +183,7 @@ func answers(parent context.Context, d time.Duration, probe func(context.Context
 // daemon is not hung but gone or going, which the command's own
 // connection reports.
 func (e *ctlEnv) probeNew(ctx context.Context) {
-	c, err := rpc.Dial(ctx, e.socket, rpc.ClientOptions{Name: "sessiond-ctl-probe", Version: version.String(), Capabilities: []string{}})
+	c, err := e.dialConn(ctx, rpc.ClientOptions{Name: "sessiond-ctl-probe", Version: version.String(), Capabilities: []string{}})
 	if err != nil {
 		return
 	}

@@ -44,6 +44,13 @@ func Dial(ctx context.Context, path string, o ClientOptions) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", path, err)
 	}
+	return DialConn(ctx, nc, o)
+}
+
+// DialConn is Dial over a connection made otherwise (`ctl --remote`: one
+// end of a socket pair whose other end is `ssh HOST sessiond proxy`'s
+// stdio); the client owns nc, closed with it.
+func DialConn(ctx context.Context, nc net.Conn, o ClientOptions) (*Client, error) {
 	st := newStream(nc, bufio.NewReaderSize(nc, 64<<10), o.Framing, clientMaxMessage, 0)
 	st.client = true
 	c := &Client{o: o}

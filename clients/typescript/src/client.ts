@@ -1,5 +1,6 @@
 import { EventEmitter } from "node:events";
 import { DEFAULT_LINK_LIMITS, Link } from "./link.js";
+import { spawnCommand } from "./command.js";
 import { Subscription, internal } from "./subscription.js";
 import { Holds } from "./holds.js";
 import { Streams } from "./streams.js";
@@ -85,7 +86,7 @@ export class SessiondClient extends EventEmitter {
   /** Connects and initializes; rejects when no daemon answers. */
   static async connect(opts: ClientOptions = {}): Promise<SessiondClient> {
     const c = new SessiondClient(opts);
-    if (opts.ensureDaemon) await c.startDaemon();
+    if (opts.ensureDaemon && !opts.transport) await c.startDaemon();
     c.link = await c.open();
     return c;
   }
@@ -147,11 +148,12 @@ export class SessiondClient extends EventEmitter {
 
   private async open(): Promise<Link> {
     const o = this.opts;
-    const link = await Link.open(this.socketPath, this.timeoutMs, {
+    const limits = {
       maxMessageBytes: o.maxMessageBytes ?? DEFAULT_LINK_LIMITS.maxMessageBytes,
       maxIncomingMessageBytes: o.maxIncomingMessageBytes ?? DEFAULT_LINK_LIMITS.maxIncomingMessageBytes,
       maxParamsDepth: o.maxParamsDepth ?? DEFAULT_LINK_LIMITS.maxParamsDepth,
-    });
+    };
+    const link = o.transport ? Link.over(await spawnCommand(o.transport), limits) : await Link.open(this.socketPath, this.timeoutMs, limits);
     this.streams.listen(link);
     // close() ends a connection still being initialized too.
     const onClosing = () => link.fail(new ClientClosedError());
@@ -213,7 +215,7 @@ export class SessiondClient extends EventEmitter {
         } catch (e) {
           if (!noDaemon(e)) throw e;
           foundNone = true;
-          if (!this.opts.ensureDaemon) throw e;
+          if (!this.opts.ensureDaemon || this.opts.transport) throw e;
           await this.startDaemon();
           if (this.closedByUser) throw new ClientClosedError();
           link = await this.open();

@@ -6,3 +6,4 @@ export { AbortError, BadAnswerError, ClientClosedError, ConnectionClosedError, I
 export * from "./generated/types.js";
 export { ensureDaemon, daemonAnswers, packagedBinary, stopDaemon } from "./ensure.js";
 export type { EnsureDaemonOptions, EnsureDaemonResult } from "./ensure.js";
+export type { CommandTransport } from "./command.js";

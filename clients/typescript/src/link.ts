@@ -1,4 +1,5 @@
-import { createConnection, type Socket } from "node:net";
+import { createConnection } from "node:net";
+import type { Duplex } from "node:stream";
 import {
   createMessageConnection,
   ErrorCodes,
@@ -6,7 +7,7 @@ import {
   ResponseError,
   AbstractMessageReader,
   Disposable,
-  SocketMessageWriter,
+  StreamMessageWriter,
   type DataCallback,
   type MessageReader,
   type Message,
@@ -52,7 +53,7 @@ export class SizedMessageReader extends AbstractMessageReader implements Message
   private callback: DataCallback | undefined;
   private stopped = false;
 
-  constructor(private socket: Socket, private max: number, private onTooLarge: (bytes: number) => void) {
+  constructor(private socket: Duplex, private max: number, private onTooLarge: (bytes: number) => void) {
     super();
     socket.on("error", (e) => this.fireError(e));
     socket.on("close", () => this.fireClose());
@@ -129,9 +130,10 @@ export class SizedMessageReader extends AbstractMessageReader implements Message
   }
 }
 
-/** One connection to the daemon: a socket and its JSON-RPC framing. */
+/** One connection to the daemon: a socket (or a transport command's
+ * stdio, command.ts) and its JSON-RPC framing. */
 export class Link {
-  readonly socket: Socket;
+  readonly socket: Duplex;
   readonly conn: MessageConnection;
   private pending = new Set<(e: Error) => void>();
   private closedErr: Error | undefined;
@@ -140,7 +142,7 @@ export class Link {
   private handled = 0; // of those, answers and notifications dispatched
   private closing = false;
 
-  private constructor(socket: Socket, private limits: LinkLimits) {
+  private constructor(socket: Duplex, private limits: LinkLimits) {
     this.socket = socket;
     const reader = new SizedMessageReader(socket, limits.maxIncomingMessageBytes,
       (bytes) => this.fail(new MessageTooLargeError("(incoming)", bytes, limits.maxIncomingMessageBytes, true)));
@@ -150,7 +152,7 @@ export class Link {
       this.received++;
       cb(msg);
     });
-    this.conn = createMessageConnection(reader, safeWriter(new SocketMessageWriter(socket), (e) => this.fail(e)));
+    this.conn = createMessageConnection(reader, safeWriter(new StreamMessageWriter(socket), (e) => this.fail(e)));
     // A frame the reader cannot parse (garbage) or a write that fails ends
     // the link: every pending call is rejected, nothing hangs.
     this.conn.onError(([err]) => this.fail(new Error(`protocol error: ${err?.message ?? err}`)));
@@ -180,6 +182,13 @@ export class Link {
         resolve(new Link(s, limits));
       });
     });
+  }
+
+  /** A link over a stream already connected to the daemon (a transport
+   * command's stdio): destroying it ends the link, and its end is the
+   * link's close. */
+  static over(stream: Duplex, limits: LinkLimits = DEFAULT_LINK_LIMITS): Link {
+    return new Link(stream, limits);
   }
 
   /** Registers a notification handler (counted, see peerClosed). */

@@ -36,6 +36,13 @@ export interface LagRetryOptions {
 export interface ClientOptions {
   /** Socket path; default resolved as the daemon does (resolveSocketPath). */
   socketPath?: string;
+  /** Connect by running a command instead of through the socket:
+   * `{command: ["ssh", HOST, "sessiond", "proxy"]}` drives the daemon of
+   * another machine. Every connection, reconnects included, runs the
+   * command again; its exit is a lost connection (reconnect as usual);
+   * close() kills it. socketPath and ensureDaemon are then unused (the
+   * proxy starts its daemon if none runs). */
+  transport?: import("./command.js").CommandTransport;
   /** Keep the daemon alive: connect() runs ensureDaemon() first, and
    * whenever a reconnect finds no daemon on the socket (refused, no
    * socket) it is started again before the next attempt (event

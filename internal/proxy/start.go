@@ -1,0 +1,178 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sessiond/sessiond/internal/config"
+)
+
+// startTimeout bounds how long a started daemon may take to accept.
+const startTimeout = 15 * time.Second
+
+// Errors of connecting.
+var (
+	// ErrNoDaemon: nothing accepts on the socket and no daemon could be
+	// started there.
+	ErrNoDaemon = errors.New("no daemon can be reached")
+)
+
+// flags are the serve flags the proxy passes on to a daemon it starts.
+type flags struct {
+	socket, stateDir, config string
+}
+
+func (f flags) serveArgs() []string {
+	args := []string{"serve", "--socket", f.socket}
+	if f.stateDir != "" {
+		args = append(args, "--state-dir", f.stateDir)
+	}
+	if f.config != "" {
+		args = append(args, "--config", f.config)
+	}
+	return args
+}
+
+// absent reports whether err means nobody accepts on the socket.
+func absent(err error) bool {
+	return errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// connect dials the socket; when nobody accepts there it starts a daemon
+// and dials until one accepts (the started one or another that won the
+// store's flock), or the started one failed otherwise, or startTimeout.
+func connect(ctx context.Context, f flags, bin string) (*net.UnixConn, error) {
+	c, err := dial(ctx, f.socket)
+	if err == nil || !absent(err) {
+		return c, err
+	}
+	// One starter at a time: proxies started together would each spawn a
+	// daemon; the store's flock lets one run, but a loser still waiting
+	// for it (2 s) would take over once the winner stops (`ctl shutdown`
+	// undone). The lock's holder spawns; the others find its daemon.
+	unlock, err := startLock(f)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if c, err := dial(ctx, f.socket); err == nil || !absent(err) {
+		return c, err
+	}
+	st, err := start(f, bin)
+	if err != nil {
+		return nil, err
+	}
+	exited := st.exited
+	deadline := time.Now().Add(startTimeout)
+	for delay := 10 * time.Millisecond; ; delay = min(delay*2, 200*time.Millisecond) {
+		c, err := dial(ctx, f.socket)
+		if err == nil || !absent(err) {
+			return c, err
+		}
+		select {
+		case res := <-exited:
+			// Ours lost the race for the store (it says so and exits):
+			// the winner accepts shortly. Anything else fails now.
+			if !st.lostRace() {
+				return nil, fmt.Errorf("%w: sessiond serve exited (%v) before accepting on %s; log %s", ErrNoDaemon, res, f.socket, st.logFile)
+			}
+			exited = nil
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%w: nothing accepts on %s %v after starting sessiond serve; log %s", ErrNoDaemon, f.socket, startTimeout, st.logFile)
+		}
+	}
+}
+
+func dial(ctx context.Context, path string) (*net.UnixConn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, err
+	}
+	return c.(*net.UnixConn), nil
+}
+
+// startLock takes <state-dir>/proxy-start.lock (flock, exclusive; the
+// kernel drops it if this process dies) and returns its release.
+func startLock(f flags) (func(), error) {
+	dir, err := config.StateDir(f.stateDir, os.Getenv)
+	if err != nil {
+		return nil, fmt.Errorf("%w: state dir: %w", ErrNoDaemon, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("%w: state dir: %w", ErrNoDaemon, err)
+	}
+	lf, err := os.OpenFile(filepath.Join(dir, "proxy-start.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("%w: start lock: %w", ErrNoDaemon, err)
+	}
+	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX); err != nil {
+		lf.Close()
+		return nil, fmt.Errorf("%w: start lock: %w", ErrNoDaemon, err)
+	}
+	return func() { lf.Close() }, nil
+}
+
+// started is a daemon this proxy spawned.
+type started struct {
+	exited  <-chan error // its Wait's result
+	logFile string
+	logFrom int64 // where its output begins in logFile
+}
+
+// start spawns `bin serve` detached (its own session, stdin /dev/null,
+// output appended to <state-dir>/sessiond.log) and reports its exit.
+func start(f flags, bin string) (*started, error) {
+	dir, err := config.StateDir(f.stateDir, os.Getenv)
+	if err != nil {
+		return nil, fmt.Errorf("%w: state dir: %w", ErrNoDaemon, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("%w: state dir: %w", ErrNoDaemon, err)
+	}
+	st := &started{logFile: filepath.Join(dir, "sessiond.log")}
+	out, err := os.OpenFile(st.logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("%w: log: %w", ErrNoDaemon, err)
+	}
+	defer out.Close()
+	if fi, err := out.Stat(); err == nil {
+		st.logFrom = fi.Size()
+	}
+	cmd := exec.Command(bin, f.serveArgs()...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%w: start %s: %w", ErrNoDaemon, bin, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	st.exited = exited
+	return st, nil
+}
+
+// lostRace reports whether the daemon's output since it started says it
+// lost the start race to another daemon (the store's flock, or the socket).
+func (st *started) lostRace() bool {
+	b, err := os.ReadFile(st.logFile)
+	if err != nil {
+		return false
+	}
+	if st.logFrom <= int64(len(b)) {
+		b = b[st.logFrom:]
+	}
+	s := string(b)
+	return strings.Contains(s, "store is locked by another sessiond") || strings.Contains(s, "another sessiond is accepting on this socket")
+}
