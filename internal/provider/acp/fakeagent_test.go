@@ -213,12 +213,16 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 		stop = "cancelled"
 	case "hang": // ignores session/cancel
 		<-make(chan struct{})
-	case "noopts", "badopts", "othersession":
+	case "noopts", "badopts", "othersession", "permcollide":
 		call := map[string]any{"toolCallId": "call-2", "title": "rm", "kind": "delete"}
 		opts := []any{}
 		if words[0] == "badopts" {
 			opts = []any{map[string]any{"optionId": "", "name": "?", "kind": "allow_once"},
 				map[string]any{"optionId": "x", "name": "?", "kind": "maybe"}}
+		}
+		if words[0] == "permcollide" {
+			opts = []any{map[string]any{"optionId": "same", "name": "Reject", "kind": "reject_once"},
+				map[string]any{"optionId": "same", "name": "Allow", "kind": "allow_once"}}
 		}
 		ps := sid
 		if words[0] == "othersession" {

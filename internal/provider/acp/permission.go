@@ -54,7 +54,13 @@ func (a *Adapter) onPermission(m *message) {
 	}
 	_, _ = decodeLenient(p.ToolCall, &tc)
 	ap := &approval{rawID: m.ID, toolCallID: tc.ToolCallID, optionIDs: map[string]string{}}
+	seen := map[string]bool{}
+	repeated := ""
 	for _, o := range p.Options {
+		if seen[o.OptionID] && repeated == "" {
+			repeated = o.OptionID
+		}
+		seen[o.OptionID] = true
 		if d, ok := permissionDecisions[o.Kind]; ok && o.OptionID != "" && ap.optionIDs[d] == "" {
 			ap.optionIDs[d] = o.OptionID
 		}
@@ -78,6 +84,10 @@ func (a *Adapter) onPermission(m *message) {
 	switch {
 	case dup:
 		refuse = "a permission request with this id is already open"
+	case repeated != "":
+		// One id for two options: the agent alone decides what it means,
+		// so no decision of ours can be relayed as the option it names.
+		refuse = fmt.Sprintf("request_permission repeats optionId %q; options must be told apart", capText(repeated, 80))
 	case p.SessionID != sid:
 		refuse = fmt.Sprintf("request_permission names session %q; this agent's session is %q", capText(p.SessionID, 80), sid)
 	case len(ap.options) == 0:

@@ -147,12 +147,14 @@ func TestCancelWhilePermissionPending(t *testing.T) {
 }
 
 // A permission request with no option the daemon can choose (none, or
-// only unknown kinds or empty ids), or for another session, is refused at
+// only unknown kinds or empty ids), with one optionId for two options, or
+// for another session, is refused at
 // once with invalid params naming why, journaled resolved deny by the
 // daemon; the turn goes on.
 func TestBadPermissionRequests(t *testing.T) {
 	for _, c := range []struct{ mode, why string }{
 		{"noopts", "offers no option"}, {"badopts", "offers no option"}, {"othersession", `names session "other"`},
+		{"permcollide", `repeats optionId "same"`},
 	} {
 		g := startAgent(t, "", nil)
 		g.lax = c.mode == "badopts" // an option kind the schema does not have
