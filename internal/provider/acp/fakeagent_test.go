@@ -249,6 +249,16 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 		f.update(sid, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "b2", "status": "failed",
 			"rawOutput": map[string]any{"exit_code": 3, "formatted_output": strings.Repeat("r", 100<<10)}})
 		f.update(sid, map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "image", "data": "AA==", "mimeType": "image/png"}})
+	case "bigids": // completed calls with long ids, then a permission for an open one
+		for i := range 40 {
+			cid := fmt.Sprintf("%d-%s", i, strings.Repeat("i", 200<<10))
+			f.update(sid, map[string]any{"sessionUpdate": "tool_call", "toolCallId": cid, "title": "ls", "kind": "execute", "status": "in_progress"})
+			f.update(sid, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": cid, "status": "completed"})
+		}
+		call := map[string]any{"toolCallId": "open-" + strings.Repeat("i", 200<<10), "title": "rm", "kind": "delete", "status": "pending"}
+		f.update(sid, mergeMap(map[string]any{"sessionUpdate": "tool_call"}, call))
+		r := f.ask("session/request_permission", map[string]any{"sessionId": sid, "toolCall": call, "options": permissionOptions()})
+		f.update(sid, chunk("agent_message_chunk", "outcome="+outcomeOf(r)))
 	case "garbage":
 		f.line("this is not json")
 		f.line("{broken")

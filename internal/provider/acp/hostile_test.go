@@ -281,3 +281,36 @@ func TestBoundedItems(t *testing.T) {
 		t.Fatalf("notices %v", n)
 	}
 }
+
+// Long toolCallIds are named by a digest (as long request ids are), and a
+// completed call is dropped from the turn: what a turn holds is bounded by
+// its open calls, whatever the agent's ids.
+func TestLongToolCallIDs(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.start(t)
+	ap := g.waitApproval(t, "bigids")
+	g.a.mu.Lock()
+	open, order := len(g.a.turn.tools), len(g.a.turn.toolOrder)
+	g.a.mu.Unlock()
+	if open != 1 || order != 1 {
+		t.Fatalf("the turn holds %d tools, %d in order; want only the open one", open, order)
+	}
+	if err := g.a.Respond(t.Context(), ap.RequestID, provider.Answer{Decision: "deny"}); err != nil {
+		t.Fatal(err)
+	}
+	evs := g.until(t, event.TurnCompleted)
+	started := map[string]bool{}
+	for _, d := range append(of(evs, event.ItemStarted), of(evs, event.ItemCompleted)...) {
+		id := data[event.ItemData](t, d).ItemID
+		if len(id) > 129 {
+			t.Fatalf("an itemId of %d bytes", len(id))
+		}
+		started[id] = true
+	}
+	if len(ap.ItemID) > 129 || !started[ap.ItemID] {
+		t.Fatalf("approval itemId %q is not the open call's (%d items)", capText(ap.ItemID, 40), len(started))
+	}
+	if got := answerOf(t, evs); got != "outcome=no" {
+		t.Fatalf("agent got %q", got)
+	}
+}

@@ -53,6 +53,7 @@ func (a *Adapter) onPermission(m *message) {
 		Kind       string `json:"kind"`
 	}
 	_, _ = decodeLenient(p.ToolCall, &tc)
+	tc.ToolCallID = toolKey(tc.ToolCallID)
 	ap := &approval{rawID: m.ID, toolCallID: tc.ToolCallID, optionIDs: map[string]string{}}
 	seen := map[string]bool{}
 	repeated := ""

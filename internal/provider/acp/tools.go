@@ -1,7 +1,10 @@
 package acp
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/sessiond/sessiond/internal/event"
@@ -62,6 +65,7 @@ func (a *Adapter) onToolCall(t *openTurn, u json.RawMessage) []event.Draft {
 		a.anomalyLocked("tool_call_without_id")
 		return nil
 	}
+	up.ToolCallID = toolKey(up.ToolCallID)
 	ds := append(closeThought(t), closeMessage(t)...)
 	tl := t.tools[up.ToolCallID]
 	fresh := tl == nil
@@ -99,10 +103,27 @@ func (a *Adapter) onToolCall(t *openTurn, u json.RawMessage) []event.Draft {
 		case tl.status == "failed":
 			st = event.ItemFailedStatus
 		}
+		// A completed call is dropped from the turn: what it holds stays
+		// bounded by the calls open (maxOpenTools), never those seen.
 		delete(t.tools, tl.id)
+		t.toolOrder = slices.DeleteFunc(t.toolOrder, func(id string) bool { return id == tl.id })
 		ds = append(ds, event.New(event.ItemCompleted, t.ours, tl.completed(st)))
 	}
 	return ds
+}
+
+// maxToolID is the longest toolCallId kept as is (as an itemId); a longer
+// one is named "h" + a digest of it, as a long request id is
+// (provider.MaxRequestKeyID): an agent's id is unbounded, and the itemId
+// is copied into every event of the call and held while it is open.
+const maxToolID = 128
+
+func toolKey(id string) string {
+	if len(id) <= maxToolID {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "h" + hex.EncodeToString(sum[:16])
 }
 
 // maxOpenTools bounds the tool calls one turn keeps open (a flood of
