@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -27,6 +28,7 @@ type fakeAgent struct {
 	nsess   int
 	cancel  chan struct{} // a session/cancel arrived for the running prompt
 	replies chan map[string]any
+	noread  atomic.Bool // stop reading stdin (the next line read is the last)
 }
 
 func runFakeAgent(mode string) {
@@ -35,6 +37,9 @@ func runFakeAgent(mode string) {
 		sc := bufio.NewScanner(os.Stdin)
 		sc.Buffer(make([]byte, 1<<20), 16<<20)
 		for sc.Scan() {
+			if f.noread.Load() {
+				select {} // reads no more: our stdin fills
+			}
 			var m map[string]any
 			if json.Unmarshal(sc.Bytes(), &m) == nil {
 				f.in <- m
@@ -259,6 +264,14 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 		f.update(sid, mergeMap(map[string]any{"sessionUpdate": "tool_call"}, call))
 		r := f.ask("session/request_permission", map[string]any{"sessionId": sid, "toolCall": call, "options": permissionOptions()})
 		f.update(sid, chunk("agent_message_chunk", "outcome="+outcomeOf(r)))
+	case "noread": // n requests, then stdin is no longer read, the prompt never answered
+		f.noread.Store(true)
+		n, _ := strconv.Atoi(words[1])
+		for i := range n {
+			f.write(map[string]any{"id": fmt.Sprintf("r-%d", i), "method": "fs/read_text_file", "params": map[string]any{"sessionId": sid, "path": "/etc/hostname"}})
+		}
+		f.update(sid, chunk("agent_message_chunk", "flooded"))
+		<-make(chan struct{})
 	case "garbage":
 		f.line("this is not json")
 		f.line("{broken")

@@ -2,6 +2,7 @@ package acp
 
 import (
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -312,5 +313,39 @@ func TestLongToolCallIDs(t *testing.T) {
 	}
 	if got := answerOf(t, evs); got != "outcome=no" {
 		t.Fatalf("agent got %q", got)
+	}
+}
+
+// An agent that floods requests and stops reading its stdin: our answers
+// wait in a bounded queue (the reader goes on reading); the queue full,
+// the agent is hung (Stuck). Interrupt cannot write session/cancel then,
+// yet arms the stuck-turn timer: the turn ends interrupted.
+func TestAgentStopsReading(t *testing.T) {
+	stuck := make(chan struct{})
+	var once sync.Once
+	g := startAgent(t, "", func(o *provider.Options, _ *Profile) {
+		o.InterruptTimeout = 50 * time.Millisecond
+		o.Stuck = func() { once.Do(func() { close(stuck) }) }
+	})
+	g.start(t)
+	if err := g.a.StartTurn(t.Context(), "t_1", "noread 5000"); err != nil {
+		t.Fatal(err)
+	}
+	evs := g.until(t, event.MessageDelta)
+	if d := data[event.DeltaData](t, evs[len(evs)-1]); d.Text != "flooded" {
+		t.Fatalf("delta %+v", d)
+	}
+	select {
+	case <-stuck:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the agent not reading its stdin was not reported stuck")
+	}
+	ok, err := g.a.Interrupt(t.Context())
+	if !ok || err == nil {
+		t.Fatalf("interrupt: %v %v", ok, err)
+	}
+	evs = g.until(t, event.TurnCompleted)
+	if tc := data[event.TurnCompletedData](t, evs[len(evs)-1]); tc.Status != event.StatusInterrupted {
+		t.Fatalf("turn.completed = %+v", tc)
 	}
 }

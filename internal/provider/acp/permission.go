@@ -101,9 +101,7 @@ func (a *Adapter) onPermission(m *message) {
 			a.emit(event.New(event.ApprovalResolved, turnID, event.ApprovalResolvedData{
 				RequestID: key, Decision: provider.DecisionDeny, By: "daemon", Reason: refuse}))
 		}
-		if err := a.respondError(m.ID, codeInvalidParams, refuse); err != nil {
-			a.log.Warn("answer agent permission request", "err", err)
-		}
+		a.respondErrorAsync(m.ID, codeInvalidParams, refuse)
 		return
 	}
 	ap.options = append(ap.options, provider.DecisionCancel)
@@ -147,9 +145,7 @@ func (a *Adapter) onPermission(m *message) {
 	if cancelled {
 		// After our session/cancel every permission request is answered cancelled.
 		a.anomaly("permission_after_cancel", "request_id", capText(key, 60))
-		if err := a.respond(m.ID, cancelledOutcome); err != nil {
-			a.log.Warn("answer agent permission request", "err", err)
-		}
+		a.respondAsync(m.ID, cancelledOutcome)
 	}
 }
 
@@ -230,9 +226,7 @@ func (a *Adapter) cancelApprovals(turnID, reason string) {
 	for i, k := range keys {
 		a.emit(event.New(event.ApprovalResolved, turnID, event.ApprovalResolvedData{
 			RequestID: k, Decision: provider.DecisionCancel, By: "daemon", Reason: reason}))
-		if err := a.respond(aps[i].rawID, cancelledOutcome); err != nil {
-			a.log.Debug("answer agent permission request cancelled", "request_id", k, "err", err)
-		}
+		a.respondAsync(aps[i].rawID, cancelledOutcome)
 	}
 }
 

@@ -63,15 +63,24 @@ func (a *Adapter) Interrupt(_ context.Context) (bool, error) {
 	t.interrupted = true
 	sid := a.threadID
 	a.mu.Unlock()
-	if err := a.notify("session/cancel", map[string]any{"sessionId": sid}); err != nil {
-		return false, fmt.Errorf("interrupt turn %s: %w", t.ours, err)
+	var err error
+	if a.hung.Load() {
+		err = fmt.Errorf("provider: session/cancel: the agent does not read its stdin: %w", provider.ErrTimeout)
+	} else {
+		err = a.notify("session/cancel", map[string]any{"sessionId": sid})
 	}
 	a.cancelApprovals(t.ours, "turn_cancelled")
+	// Armed even when session/cancel could not be written: the agent
+	// cannot end the turn then, so it ends here after InterruptTimeout and
+	// the host stops the child, as for an agent that ignores the cancel.
 	a.mu.Lock()
 	if a.turn == t && a.stuck == nil {
 		a.stuck = time.AfterFunc(a.o.InterruptTimeout, func() { a.onStuck(t) })
 	}
 	a.mu.Unlock()
+	if err != nil {
+		return true, fmt.Errorf("interrupt turn %s: %w", t.ours, err)
+	}
 	return true, nil
 }
 
