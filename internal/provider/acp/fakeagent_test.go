@@ -272,6 +272,12 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 		}
 		f.update(sid, chunk("agent_message_chunk", "flooded"))
 		<-make(chan struct{})
+	case "closeout": // one chunk, then stdout closed while the agent runs on
+		f.update(sid, chunk("agent_message_chunk", "bye"))
+		f.outMu.Lock()
+		os.Stdout.Close()
+		f.outMu.Unlock()
+		<-make(chan struct{})
 	case "garbage":
 		f.line("this is not json")
 		f.line("{broken")

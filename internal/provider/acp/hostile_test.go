@@ -3,6 +3,7 @@ package acp
 import (
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -347,5 +348,26 @@ func TestAgentStopsReading(t *testing.T) {
 	evs = g.until(t, event.TurnCompleted)
 	if tc := data[event.TurnCompletedData](t, evs[len(evs)-1]); tc.Status != event.StatusInterrupted {
 		t.Fatalf("turn.completed = %+v", tc)
+	}
+}
+
+// An agent closing its stdout mid-turn while it runs on: the reader ends
+// (Done, the turn's items completed interrupted) though the process lives;
+// the host takes Done as the provider gone and stops it
+// (host.TestStdoutClosedWhileRunningEvicts).
+func TestAgentClosesStdout(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.start(t)
+	if err := g.a.StartTurn(t.Context(), "t_1", "closeout"); err != nil {
+		t.Fatal(err)
+	}
+	g.until(t, event.MessageDelta)
+	select {
+	case <-g.a.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the reader did not end on the agent's stdout EOF")
+	}
+	if err := g.cmd.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("the agent is not running: %v", err)
 	}
 }
