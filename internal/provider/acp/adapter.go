@@ -60,20 +60,23 @@ type Adapter struct {
 	emitMu  sync.Mutex
 	stopped bool
 
-	mu        sync.Mutex
-	nextID    int64
-	calls     map[string]*call // our requests waiting for their answer
-	threadID  string
-	loading   string // the sessionId a session/load is replaying (its updates are not journaled)
-	started   bool
-	canLoad   bool
-	turn      *openTurn
-	approvals map[string]*approval // requestId -> pending session/request_permission
-	approvalN int64
-	warned    map[string]bool
-	garbage   int64 // lines that were no JSON-RPC message
-	stuck     *time.Timer
-	pause     *pauseReq // a live upgrade's Pause in progress (handoff.go)
+	mu       sync.Mutex
+	nextID   int64
+	calls    map[string]*call // our requests waiting for their answer
+	threadID string
+	loading  string // the sessionId a session/load is replaying (its updates are not journaled)
+	started  bool
+	canLoad  bool
+	turn     *openTurn
+	// afterCancel: the last turn was one we cancelled and no turn started
+	// since; a permission request now is answered cancelled at once.
+	afterCancel bool
+	approvals   map[string]*approval // requestId -> pending session/request_permission
+	approvalN   int64
+	warned      map[string]bool
+	garbage     int64 // lines that were no JSON-RPC message
+	stuck       *time.Timer
+	pause       *pauseReq // a live upgrade's Pause in progress (handoff.go)
 
 	// answers is the outbound queue of our answers to the agent's
 	// requests, written by writeLoop: the reader never waits on the

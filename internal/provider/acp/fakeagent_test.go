@@ -108,6 +108,14 @@ func (f *fakeAgent) handle(m map[string]any) {
 		f.update(sid, chunk("user_message_chunk", "earlier question"))
 		f.update(sid, chunk("agent_message_chunk", "earlier answer"))
 		f.update(sid, map[string]any{"sessionUpdate": "tool_call", "toolCallId": "old-1", "title": "ls", "kind": "execute", "status": "completed"})
+		if sid == "asks" { // a permission asked during the load (its answer is not awaited)
+			f.outMu.Lock()
+			f.nextID++
+			pid := f.nextID
+			f.outMu.Unlock()
+			f.write(map[string]any{"id": pid, "method": "session/request_permission", "params": map[string]any{"sessionId": sid,
+				"toolCall": map[string]any{"toolCallId": "load-1", "title": "rm", "kind": "delete"}, "options": permissionOptions()}})
+		}
 		f.result(id, map[string]any{})
 	case "session/prompt":
 		sid, _ := p["sessionId"].(string)
@@ -278,6 +286,13 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 		os.Stdout.Close()
 		f.outMu.Unlock()
 		<-make(chan struct{})
+	case "cancelstream": // runs to our cancel, answers it, then streams on and asks a permission
+		<-f.cancel
+		f.result(id, map[string]any{"stopReason": "cancelled"})
+		f.update(sid, chunk("agent_message_chunk", "still going"))
+		call := map[string]any{"toolCallId": "late-1", "title": "rm", "kind": "delete"}
+		f.ask("session/request_permission", map[string]any{"sessionId": sid, "toolCall": call, "options": permissionOptions()})
+		return
 	case "garbage":
 		f.line("this is not json")
 		f.line("{broken")

@@ -74,6 +74,9 @@ func (a *Adapter) onPermission(m *message) {
 	a.mu.Lock()
 	t := a.turn
 	sid := a.threadID
+	if a.loading != "" {
+		sid = a.loading // the session a session/load replays is the agent's session already
+	}
 	_, dup := a.approvals[key]
 	a.mu.Unlock()
 	turnID := ""
@@ -106,7 +109,7 @@ func (a *Adapter) onPermission(m *message) {
 	}
 	ap.options = append(ap.options, provider.DecisionCancel)
 	kind := approvalKinds[tc.Kind]
-	if t == nil {
+	if t == nil && !a.afterCancelled() {
 		a.anomaly("permission_outside_turn", "request_id", capText(key, 60))
 	}
 	// emitMu is held from the request's registration to its
@@ -122,7 +125,7 @@ func (a *Adapter) onPermission(m *message) {
 			ds = a.onToolCall(t, p.ToolCall) // a call first announced by its permission request
 		}
 	}
-	cancelled := t != nil && t.interrupted
+	cancelled := t != nil && t.interrupted || t == nil && a.afterCancel
 	if !cancelled {
 		a.approvalN++
 		ap.order = a.approvalN
@@ -147,6 +150,12 @@ func (a *Adapter) onPermission(m *message) {
 		a.anomaly("permission_after_cancel", "request_id", capText(key, 60))
 		a.respondAsync(m.ID, cancelledOutcome)
 	}
+}
+
+func (a *Adapter) afterCancelled() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.afterCancel
 }
 
 var cancelledOutcome = map[string]any{"outcome": map[string]any{"outcome": "cancelled"}}

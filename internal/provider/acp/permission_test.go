@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/provider"
@@ -202,5 +203,52 @@ func TestAnswerRacingCancel(t *testing.T) {
 		if got := answerOf(t, evs); strings.Contains(got, "SELECTED-AFTER-CANCEL") {
 			t.Fatalf("round %d: the agent got a selected answer after session/cancel", i)
 		}
+	}
+}
+
+// After our cancel and the prompt's answer, a permission the agent still
+// asks is answered cancelled at once (never relayed without a turn).
+func TestPermissionAfterCancelledTurn(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.start(t)
+	if err := g.a.StartTurn(t.Context(), "t_1", "cancelstream"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.a.Interrupt(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	g.until(t, event.TurnCompleted)
+	timeout := time.After(20 * time.Second)
+	for {
+		for _, m := range g.sentLines() {
+			if res, ok := m["result"].(map[string]any); ok && m["id"] != nil {
+				if o, _ := res["outcome"].(map[string]any); o["outcome"] == "cancelled" {
+					return
+				}
+			}
+		}
+		select {
+		case <-g.wrote:
+		case d := <-g.evs:
+			if d.Type == event.ApprovalRequested {
+				t.Fatalf("the late permission was relayed: %s", d.Data)
+			}
+		case <-timeout:
+			t.Fatalf("the late permission was not answered cancelled\nlog:\n%s", g.log())
+		}
+	}
+}
+
+// A permission asked during session/load names the session being loaded:
+// relayed, not refused as another session's.
+func TestPermissionDuringLoad(t *testing.T) {
+	g := startAgent(t, "", func(o *provider.Options, _ *Profile) { o.ThreadID = "asks" })
+	g.start(t)
+	evs := g.until(t, event.ApprovalRequested)
+	if r := of(evs, event.ApprovalResolved); len(r) != 0 {
+		t.Fatalf("refused: %s", r[0].Data)
+	}
+	if ap := data[event.ApprovalRequestedData](t, evs[len(evs)-1]); ap.ItemID != "load-1" {
+		t.Fatalf("approval.requested %+v", ap)
 	}
 }

@@ -25,7 +25,7 @@ func (a *Adapter) StartTurn(_ context.Context, turnID, text string) error {
 		return fmt.Errorf("turn %s (open: %s): %w", turnID, open, provider.ErrTurnRunning)
 	}
 	t := &openTurn{ours: turnID, tools: map[string]*tool{}}
-	a.turn = t
+	a.turn, a.afterCancel = t, false
 	sid := a.threadID
 	a.mu.Unlock()
 	key, err := a.send("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": text}}},
@@ -100,7 +100,7 @@ func (a *Adapter) onStuck(t *openTurn) {
 		a.mu.Unlock()
 		return
 	}
-	a.turn = nil
+	a.turn, a.afterCancel = nil, true
 	ds := a.closeItemsLocked(t)
 	a.mu.Unlock()
 	a.log.Warn("agent did not end a cancelled turn; stopping it", "turn_id", t.ours, "timeout", a.o.InterruptTimeout)
@@ -142,7 +142,7 @@ func (a *Adapter) endTurn(t *openTurn, raw json.RawMessage, rerr *RPCError) {
 		a.mu.Unlock()
 		return // ended already (stuck)
 	}
-	a.turn = nil
+	a.turn, a.afterCancel = nil, t.interrupted
 	if a.stuck != nil {
 		a.stuck.Stop()
 		a.stuck = nil
