@@ -87,8 +87,9 @@ type Adapter struct {
 }
 
 // maxQueuedAnswers bounds the answers waiting for the agent to read its
-// stdin; one more and the agent is hung (Options.Stuck).
-const maxQueuedAnswers = 256
+// stdin; one more and the agent is hung (Options.Stuck). Room for a
+// cancel answering every open permission at once, and as many more.
+const maxQueuedAnswers = 2 * maxOpenApprovals
 
 // openTurn is the turn whose session/prompt is unanswered.
 type openTurn struct {

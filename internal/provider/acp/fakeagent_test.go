@@ -293,6 +293,15 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 		call := map[string]any{"toolCallId": "late-1", "title": "rm", "kind": "delete"}
 		f.ask("session/request_permission", map[string]any{"sessionId": sid, "toolCall": call, "options": permissionOptions()})
 		return
+	case "permflood": // n permission requests, none awaited
+		n, _ := strconv.Atoi(words[1])
+		for i := range n {
+			f.write(map[string]any{"id": fmt.Sprintf("p-%d", i), "method": "session/request_permission", "params": map[string]any{"sessionId": sid,
+				"toolCall": map[string]any{"toolCallId": fmt.Sprintf("pc-%d", i), "title": "rm", "kind": "delete"}, "options": permissionOptions()}})
+		}
+		f.update(sid, chunk("agent_message_chunk", "sent"))
+		<-f.cancel
+		stop = "cancelled"
 	case "garbage":
 		f.line("this is not json")
 		f.line("{broken")

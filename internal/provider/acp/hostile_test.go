@@ -329,7 +329,7 @@ func TestAgentStopsReading(t *testing.T) {
 		o.Stuck = func() { once.Do(func() { close(stuck) }) }
 	})
 	g.start(t)
-	if err := g.a.StartTurn(t.Context(), "t_1", "noread 5000"); err != nil {
+	if err := g.a.StartTurn(t.Context(), "t_1", "noread 8000"); err != nil {
 		t.Fatal(err)
 	}
 	evs := g.until(t, event.MessageDelta)

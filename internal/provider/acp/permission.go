@@ -78,6 +78,7 @@ func (a *Adapter) onPermission(m *message) {
 		sid = a.loading // the session a session/load replays is the agent's session already
 	}
 	_, dup := a.approvals[key]
+	full := len(a.approvals) >= maxOpenApprovals
 	a.mu.Unlock()
 	turnID := ""
 	if t != nil {
@@ -88,6 +89,8 @@ func (a *Adapter) onPermission(m *message) {
 	switch {
 	case dup:
 		refuse = "a permission request with this id is already open"
+	case full:
+		refuse = fmt.Sprintf("request_permission: %d permission requests are open already", maxOpenApprovals)
 	case repeated != "":
 		// One id for two options: the agent alone decides what it means,
 		// so no decision of ours can be relayed as the option it names.
@@ -157,6 +160,10 @@ func (a *Adapter) afterCancelled() bool {
 	defer a.mu.Unlock()
 	return a.afterCancel
 }
+
+// maxOpenApprovals bounds the permission requests waiting for an answer;
+// one more is refused.
+const maxOpenApprovals = 1024
 
 var cancelledOutcome = map[string]any{"outcome": map[string]any{"outcome": "cancelled"}}
 

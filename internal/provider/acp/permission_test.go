@@ -2,6 +2,7 @@ package acp
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -251,4 +252,28 @@ func TestPermissionDuringLoad(t *testing.T) {
 	if ap := data[event.ApprovalRequestedData](t, evs[len(evs)-1]); ap.ItemID != "load-1" {
 		t.Fatalf("approval.requested %+v", ap)
 	}
+}
+
+// Permission requests waiting for an answer are bounded: past
+// maxOpenApprovals one is refused (-32602, resolved deny by the daemon).
+func TestPermissionFlood(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.start(t)
+	if err := g.a.StartTurn(t.Context(), "t_1", fmt.Sprintf("permflood %d", maxOpenApprovals+10)); err != nil {
+		t.Fatal(err)
+	}
+	evs := g.until(t, event.MessageDelta)
+	refused := 0
+	for _, d := range of(evs, event.ApprovalResolved) {
+		if rd := data[event.ApprovalResolvedData](t, d); rd.By == "daemon" && strings.Contains(rd.Reason, "are open already") {
+			refused++
+		}
+	}
+	if n := len(of(evs, event.ApprovalRequested)); n != maxOpenApprovals || refused != 10 {
+		t.Fatalf("%d relayed, %d refused", n, refused)
+	}
+	if _, err := g.a.Interrupt(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	g.until(t, event.TurnCompleted)
 }
