@@ -102,6 +102,7 @@ type openTurn struct {
 	thought     *thought  // the open reasoning item
 	tools       map[string]*tool
 	toolOrder   []string
+	toolBytes   int // what the open tools hold (tool.size)
 }
 
 // New is the acp protocol's provider.New for a profile without settings.

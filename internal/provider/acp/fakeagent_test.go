@@ -302,6 +302,12 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 		f.update(sid, chunk("agent_message_chunk", "sent"))
 		<-f.cancel
 		stop = "cancelled"
+	case "fattools": // 40 open calls of about 60 KB each, never completed
+		for i := range 40 {
+			f.update(sid, map[string]any{"sessionUpdate": "tool_call", "toolCallId": fmt.Sprintf("f%d", i), "title": "ls", "kind": "execute",
+				"status": "in_progress", "rawInput": map[string]any{"command": strings.Repeat("x", 60<<10)}})
+		}
+		f.update(sid, chunk("agent_message_chunk", "done"))
 	case "garbage":
 		f.line("this is not json")
 		f.line("{broken")

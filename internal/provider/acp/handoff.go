@@ -249,8 +249,10 @@ func Adopt(o provider.Options, p provider.Paused) (provider.Adapter, error) {
 			t.thought.text.WriteString(ht.ThoughtText)
 		}
 		for _, h := range ht.Tools {
-			t.tools[h.ID] = h.tool()
+			tl := h.tool()
+			t.tools[h.ID] = tl
 			t.toolOrder = append(t.toolOrder, h.ID)
+			t.toolBytes += tl.size()
 		}
 		a.turn = t
 		a.calls[ht.PromptID] = &call{method: "session/prompt", onResult: func(r json.RawMessage, rerr *RPCError) { a.endTurn(t, r, rerr) }}

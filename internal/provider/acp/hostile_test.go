@@ -371,3 +371,23 @@ func TestAgentClosesStdout(t *testing.T) {
 		t.Fatalf("the agent is not running: %v", err)
 	}
 }
+
+// The bytes a turn's open tool calls hold are bounded: past the budget a
+// fresh call is dropped (logged), the turn goes on.
+func TestOpenToolCallsBudget(t *testing.T) {
+	old := maxTurnToolBytes
+	maxTurnToolBytes = 1 << 20
+	t.Cleanup(func() { maxTurnToolBytes = old })
+	g := startAgent(t, "", nil)
+	g.start(t)
+	evs := g.turn(t, "t_1", "fattools")
+	if n := len(of(evs, event.ItemStarted)); n == 0 || n >= 40 {
+		t.Fatalf("%d calls opened of 40 (budget 1 MiB)", n)
+	}
+	if !strings.Contains(g.log(), "open_tool_calls_over_budget") {
+		t.Fatal("not logged")
+	}
+	if got := answerOf(t, evs); got != "done" {
+		t.Fatalf("text %q", got)
+	}
+}
