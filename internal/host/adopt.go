@@ -98,7 +98,7 @@ func (h *Host) adoptOne(s HandoffSession) error {
 	h.sessions[s.ID] = e
 	h.armMapLocked(e, max(s.ReleaseAt.Sub(h.clock.Now()), 0))
 	h.wg.Add(1)
-	go h.watch(e, child)
+	go h.watch(e, child, a.Done())
 	h.log.Info("session adopted", "session_id", s.ID, "fence", s.Fence, "pid", s.Child.PID,
 		"thread_id", s.ThreadID, "unparsed_bytes", len(s.Adapter.Unparsed), "release_at", s.ReleaseAt)
 	return nil

@@ -162,7 +162,7 @@ func (h *Host) launchLocked(ctx context.Context, e *entry, prov Provider, fence 
 	e.stopper = e.adapter
 	h.mu.Unlock()
 	h.wg.Add(1)
-	go h.watch(e, child)
+	go h.watch(e, child, e.adapter.Done())
 	res, err := e.adapter.Start(ctx)
 	return res, fresh, err
 }
@@ -175,6 +175,35 @@ func (h *Host) adapterOptions(e *entry, child *proc.Child, fence uint64, threadI
 		OnThreadID: func(id string) { h.learnThread(e, child, id) },
 		Stuck:      func() { h.stopStuck(e, child) }, InterruptTimeout: h.o.StepTimeout,
 		RequestIDPrefix: fmt.Sprintf("f%d-", fence), // unique per child: the fence grows with each
+	}
+}
+
+// outputEnded evicts e when its child's stdout ended while the child
+// runs, unless the session is already being torn down (a drain closes
+// stdout too) or no longer runs that child.
+func (h *Host) outputEnded(e *entry, child *proc.Child) {
+	select {
+	case <-child.Exited():
+		return
+	default:
+	}
+	h.mu.Lock()
+	live := e.pid == child.Identity().PID && e.state == StateLive
+	if live {
+		h.beginStopMapLocked(e) // a send blocked on it must not hold the lock
+	}
+	h.mu.Unlock()
+	if !live {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.child != child || e.state != StateLive {
+		return
+	}
+	h.log.Warn("provider closed its stdout but still runs; stopping it", "session_id", e.id, "pid", child.Identity().PID)
+	if _, err := h.evictLocked(context.Background(), e, evictExited); err != nil {
+		h.scheduleRetryLocked(e, evictExited)
 	}
 }
 
@@ -250,10 +279,18 @@ func (h *Host) spec(rec store.Record, prov Provider, fence uint64) proc.Spec {
 	}
 }
 
-// watch learns the child's exit and runs the session's teardown.
-func (h *Host) watch(e *entry, child *proc.Child) {
+// watch learns the child's exit and runs the session's teardown. The
+// adapter's reader ending (out: its Done) with the child still running is
+// the provider gone too: it closed its stdout, so nothing it does reaches
+// the session any more; it is evicted (the ladder stops the child).
+func (h *Host) watch(e *entry, child *proc.Child, out <-chan struct{}) {
 	defer h.wg.Done()
-	<-child.Exited()
+	select {
+	case <-child.Exited():
+	case <-out:
+		h.outputEnded(e, child)
+		<-child.Exited()
+	}
 	h.mu.Lock()
 	if e.state == StateLive {
 		e.state = StateExited // a starting or evicting entry sees the exit itself

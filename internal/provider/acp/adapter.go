@@ -21,6 +21,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sessiond/sessiond/internal/event"
@@ -59,21 +60,36 @@ type Adapter struct {
 	emitMu  sync.Mutex
 	stopped bool
 
-	mu        sync.Mutex
-	nextID    int64
-	calls     map[string]*call // our requests waiting for their answer
-	threadID  string
-	loading   string // the sessionId a session/load is replaying (its updates are not journaled)
-	started   bool
-	canLoad   bool
-	turn      *openTurn
-	approvals map[string]*approval // requestId -> pending session/request_permission
-	approvalN int64
-	warned    map[string]bool
-	garbage   int64 // lines that were no JSON-RPC message
-	stuck     *time.Timer
-	pause     *pauseReq // a live upgrade's Pause in progress (handoff.go)
+	mu       sync.Mutex
+	nextID   int64
+	calls    map[string]*call // our requests waiting for their answer
+	threadID string
+	loading  string // the sessionId a session/load is replaying (its updates are not journaled)
+	started  bool
+	canLoad  bool
+	turn     *openTurn
+	// afterCancel: the last turn was one we cancelled and no turn started
+	// since; a permission request now is answered cancelled at once.
+	afterCancel bool
+	approvals   map[string]*approval // requestId -> pending session/request_permission
+	approvalN   int64
+	warned      map[string]bool
+	garbage     int64 // lines that were no JSON-RPC message
+	stuck       *time.Timer
+	pause       *pauseReq // a live upgrade's Pause in progress (handoff.go)
+
+	// answers is the outbound queue of our answers to the agent's
+	// requests, written by writeLoop: the reader never waits on the
+	// agent's stdin (a nil line is a barrier: flushed closes it). hung
+	// is set once the queue was full (the agent does not read its stdin).
+	answers chan queued
+	hung    atomic.Bool
 }
+
+// maxQueuedAnswers bounds the answers waiting for the agent to read its
+// stdin; one more and the agent is hung (Options.Stuck). Room for a
+// cancel answering every open permission at once, and as many more.
+const maxQueuedAnswers = 2 * maxOpenApprovals
 
 // openTurn is the turn whose session/prompt is unanswered.
 type openTurn struct {
@@ -86,6 +102,7 @@ type openTurn struct {
 	thought     *thought  // the open reasoning item
 	tools       map[string]*tool
 	toolOrder   []string
+	toolBytes   int // what the open tools hold (tool.size)
 }
 
 // New is the acp protocol's provider.New for a profile without settings.
@@ -99,7 +116,7 @@ func NewFor(p Profile) provider.New {
 // NewAdapter returns an adapter and starts its reader on o.Out.
 func NewAdapter(o provider.Options, p Profile) *Adapter {
 	a := newAdapter(o, p)
-	go a.readLoop()
+	a.run()
 	return a
 }
 
@@ -124,8 +141,15 @@ func newAdapter(o provider.Options, p Profile) *Adapter {
 		o: o, p: p, log: o.Logger, out: provider.NewActivityReader(o.Out), stdin: provider.NewStdin(o.In, o.RequestTimeout),
 		done: make(chan struct{}), stopping: make(chan struct{}),
 		calls: map[string]*call{}, approvals: map[string]*approval{}, warned: map[string]bool{},
+		answers: make(chan queued, maxQueuedAnswers),
 	}
 	return a
+}
+
+// run starts the reader and the answers' writer.
+func (a *Adapter) run() {
+	go a.readLoop()
+	go a.writeLoop()
 }
 
 // Done is closed once the reader finished and everything read was emitted.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -27,6 +28,7 @@ type fakeAgent struct {
 	nsess   int
 	cancel  chan struct{} // a session/cancel arrived for the running prompt
 	replies chan map[string]any
+	noread  atomic.Bool // stop reading stdin (the next line read is the last)
 }
 
 func runFakeAgent(mode string) {
@@ -35,6 +37,9 @@ func runFakeAgent(mode string) {
 		sc := bufio.NewScanner(os.Stdin)
 		sc.Buffer(make([]byte, 1<<20), 16<<20)
 		for sc.Scan() {
+			if f.noread.Load() {
+				select {} // reads no more: our stdin fills
+			}
 			var m map[string]any
 			if json.Unmarshal(sc.Bytes(), &m) == nil {
 				f.in <- m
@@ -103,6 +108,14 @@ func (f *fakeAgent) handle(m map[string]any) {
 		f.update(sid, chunk("user_message_chunk", "earlier question"))
 		f.update(sid, chunk("agent_message_chunk", "earlier answer"))
 		f.update(sid, map[string]any{"sessionUpdate": "tool_call", "toolCallId": "old-1", "title": "ls", "kind": "execute", "status": "completed"})
+		if sid == "asks" { // a permission asked during the load (its answer is not awaited)
+			f.outMu.Lock()
+			f.nextID++
+			pid := f.nextID
+			f.outMu.Unlock()
+			f.write(map[string]any{"id": pid, "method": "session/request_permission", "params": map[string]any{"sessionId": sid,
+				"toolCall": map[string]any{"toolCallId": "load-1", "title": "rm", "kind": "delete"}, "options": permissionOptions()}})
+		}
 		f.result(id, map[string]any{})
 	case "session/prompt":
 		sid, _ := p["sessionId"].(string)
@@ -213,12 +226,16 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 		stop = "cancelled"
 	case "hang": // ignores session/cancel
 		<-make(chan struct{})
-	case "noopts", "badopts", "othersession":
+	case "noopts", "badopts", "othersession", "permcollide":
 		call := map[string]any{"toolCallId": "call-2", "title": "rm", "kind": "delete"}
 		opts := []any{}
 		if words[0] == "badopts" {
 			opts = []any{map[string]any{"optionId": "", "name": "?", "kind": "allow_once"},
 				map[string]any{"optionId": "x", "name": "?", "kind": "maybe"}}
+		}
+		if words[0] == "permcollide" {
+			opts = []any{map[string]any{"optionId": "same", "name": "Reject", "kind": "reject_once"},
+				map[string]any{"optionId": "same", "name": "Allow", "kind": "allow_once"}}
 		}
 		ps := sid
 		if words[0] == "othersession" {
@@ -245,6 +262,52 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 		f.update(sid, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "b2", "status": "failed",
 			"rawOutput": map[string]any{"exit_code": 3, "formatted_output": strings.Repeat("r", 100<<10)}})
 		f.update(sid, map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "image", "data": "AA==", "mimeType": "image/png"}})
+	case "bigids": // completed calls with long ids, then a permission for an open one
+		for i := range 40 {
+			cid := fmt.Sprintf("%d-%s", i, strings.Repeat("i", 200<<10))
+			f.update(sid, map[string]any{"sessionUpdate": "tool_call", "toolCallId": cid, "title": "ls", "kind": "execute", "status": "in_progress"})
+			f.update(sid, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": cid, "status": "completed"})
+		}
+		call := map[string]any{"toolCallId": "open-" + strings.Repeat("i", 200<<10), "title": "rm", "kind": "delete", "status": "pending"}
+		f.update(sid, mergeMap(map[string]any{"sessionUpdate": "tool_call"}, call))
+		r := f.ask("session/request_permission", map[string]any{"sessionId": sid, "toolCall": call, "options": permissionOptions()})
+		f.update(sid, chunk("agent_message_chunk", "outcome="+outcomeOf(r)))
+	case "noread": // n requests, then stdin is no longer read, the prompt never answered
+		f.noread.Store(true)
+		n, _ := strconv.Atoi(words[1])
+		for i := range n {
+			f.write(map[string]any{"id": fmt.Sprintf("r-%d", i), "method": "fs/read_text_file", "params": map[string]any{"sessionId": sid, "path": "/etc/hostname"}})
+		}
+		f.update(sid, chunk("agent_message_chunk", "flooded"))
+		<-make(chan struct{})
+	case "closeout": // one chunk, then stdout closed while the agent runs on
+		f.update(sid, chunk("agent_message_chunk", "bye"))
+		f.outMu.Lock()
+		os.Stdout.Close()
+		f.outMu.Unlock()
+		<-make(chan struct{})
+	case "cancelstream": // runs to our cancel, answers it, then streams on and asks a permission
+		<-f.cancel
+		f.result(id, map[string]any{"stopReason": "cancelled"})
+		f.update(sid, chunk("agent_message_chunk", "still going"))
+		call := map[string]any{"toolCallId": "late-1", "title": "rm", "kind": "delete"}
+		f.ask("session/request_permission", map[string]any{"sessionId": sid, "toolCall": call, "options": permissionOptions()})
+		return
+	case "permflood": // n permission requests, none awaited
+		n, _ := strconv.Atoi(words[1])
+		for i := range n {
+			f.write(map[string]any{"id": fmt.Sprintf("p-%d", i), "method": "session/request_permission", "params": map[string]any{"sessionId": sid,
+				"toolCall": map[string]any{"toolCallId": fmt.Sprintf("pc-%d", i), "title": "rm", "kind": "delete"}, "options": permissionOptions()}})
+		}
+		f.update(sid, chunk("agent_message_chunk", "sent"))
+		<-f.cancel
+		stop = "cancelled"
+	case "fattools": // 40 open calls of about 60 KB each, never completed
+		for i := range 40 {
+			f.update(sid, map[string]any{"sessionUpdate": "tool_call", "toolCallId": fmt.Sprintf("f%d", i), "title": "ls", "kind": "execute",
+				"status": "in_progress", "rawInput": map[string]any{"command": strings.Repeat("x", 60<<10)}})
+		}
+		f.update(sid, chunk("agent_message_chunk", "done"))
 	case "garbage":
 		f.line("this is not json")
 		f.line("{broken")

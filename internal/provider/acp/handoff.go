@@ -111,6 +111,12 @@ func (a *Adapter) Pause(ctx context.Context) (provider.Paused, error) {
 		a.Resume()
 		return provider.Paused{}, fmt.Errorf("acp: pause: %w", context.Cause(ctx))
 	}
+	if err := a.flushAnswers(ctx); err != nil {
+		// Our answers queued before the pause are the agent's before the
+		// next image reads a line: none is lost in the handover.
+		a.Resume()
+		return provider.Paused{}, fmt.Errorf("acp: pause: answers the agent has not read: %w: %w", provider.ErrNoHandover, err)
+	}
 	a.mu.Lock()
 	for key, c := range a.calls {
 		if c.method != "session/prompt" || a.turn == nil || a.turn.promptID != key {
@@ -243,8 +249,10 @@ func Adopt(o provider.Options, p provider.Paused) (provider.Adapter, error) {
 			t.thought.text.WriteString(ht.ThoughtText)
 		}
 		for _, h := range ht.Tools {
-			t.tools[h.ID] = h.tool()
+			tl := h.tool()
+			t.tools[h.ID] = tl
 			t.toolOrder = append(t.toolOrder, h.ID)
+			t.toolBytes += tl.size()
 		}
 		a.turn = t
 		a.calls[ht.PromptID] = &call{method: "session/prompt", onResult: func(r json.RawMessage, rerr *RPCError) { a.endTurn(t, r, rerr) }}
@@ -258,6 +266,6 @@ func Adopt(o provider.Options, p provider.Paused) (provider.Adapter, error) {
 		a.approvals[h.Key] = &approval{rawID: h.RawID, turnID: h.TurnID, toolCallID: h.ToolCallID, optionIDs: h.OptionIDs,
 			options: h.Options, order: h.Order}
 	}
-	go a.readLoop()
+	a.run()
 	return a, nil
 }

@@ -2,6 +2,8 @@ package acp
 
 import (
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -279,5 +281,113 @@ func TestBoundedItems(t *testing.T) {
 	}
 	if n := of(evs, event.ProviderNotice); len(n) != 1 || data[event.NoticeData](t, n[0]).Code != "non_text_content" {
 		t.Fatalf("notices %v", n)
+	}
+}
+
+// Long toolCallIds are named by a digest (as long request ids are), and a
+// completed call is dropped from the turn: what a turn holds is bounded by
+// its open calls, whatever the agent's ids.
+func TestLongToolCallIDs(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.start(t)
+	ap := g.waitApproval(t, "bigids")
+	g.a.mu.Lock()
+	open, order := len(g.a.turn.tools), len(g.a.turn.toolOrder)
+	g.a.mu.Unlock()
+	if open != 1 || order != 1 {
+		t.Fatalf("the turn holds %d tools, %d in order; want only the open one", open, order)
+	}
+	if err := g.a.Respond(t.Context(), ap.RequestID, provider.Answer{Decision: "deny"}); err != nil {
+		t.Fatal(err)
+	}
+	evs := g.until(t, event.TurnCompleted)
+	started := map[string]bool{}
+	for _, d := range append(of(evs, event.ItemStarted), of(evs, event.ItemCompleted)...) {
+		id := data[event.ItemData](t, d).ItemID
+		if len(id) > 129 {
+			t.Fatalf("an itemId of %d bytes", len(id))
+		}
+		started[id] = true
+	}
+	if len(ap.ItemID) > 129 || !started[ap.ItemID] {
+		t.Fatalf("approval itemId %q is not the open call's (%d items)", capText(ap.ItemID, 40), len(started))
+	}
+	if got := answerOf(t, evs); got != "outcome=no" {
+		t.Fatalf("agent got %q", got)
+	}
+}
+
+// An agent that floods requests and stops reading its stdin: our answers
+// wait in a bounded queue (the reader goes on reading); the queue full,
+// the agent is hung (Stuck). Interrupt cannot write session/cancel then,
+// yet arms the stuck-turn timer: the turn ends interrupted.
+func TestAgentStopsReading(t *testing.T) {
+	stuck := make(chan struct{})
+	var once sync.Once
+	g := startAgent(t, "", func(o *provider.Options, _ *Profile) {
+		o.InterruptTimeout = 50 * time.Millisecond
+		o.Stuck = func() { once.Do(func() { close(stuck) }) }
+	})
+	g.start(t)
+	if err := g.a.StartTurn(t.Context(), "t_1", "noread 8000"); err != nil {
+		t.Fatal(err)
+	}
+	evs := g.until(t, event.MessageDelta)
+	if d := data[event.DeltaData](t, evs[len(evs)-1]); d.Text != "flooded" {
+		t.Fatalf("delta %+v", d)
+	}
+	select {
+	case <-stuck:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the agent not reading its stdin was not reported stuck")
+	}
+	ok, err := g.a.Interrupt(t.Context())
+	if !ok || err == nil {
+		t.Fatalf("interrupt: %v %v", ok, err)
+	}
+	evs = g.until(t, event.TurnCompleted)
+	if tc := data[event.TurnCompletedData](t, evs[len(evs)-1]); tc.Status != event.StatusInterrupted {
+		t.Fatalf("turn.completed = %+v", tc)
+	}
+}
+
+// An agent closing its stdout mid-turn while it runs on: the reader ends
+// (Done, the turn's items completed interrupted) though the process lives;
+// the host takes Done as the provider gone and stops it
+// (host.TestStdoutClosedWhileRunningEvicts).
+func TestAgentClosesStdout(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.start(t)
+	if err := g.a.StartTurn(t.Context(), "t_1", "closeout"); err != nil {
+		t.Fatal(err)
+	}
+	g.until(t, event.MessageDelta)
+	select {
+	case <-g.a.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the reader did not end on the agent's stdout EOF")
+	}
+	if err := g.cmd.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("the agent is not running: %v", err)
+	}
+}
+
+// The bytes a turn's open tool calls hold are bounded: past the budget a
+// fresh call is dropped (logged), the turn goes on.
+func TestOpenToolCallsBudget(t *testing.T) {
+	old := maxTurnToolBytes
+	maxTurnToolBytes = 1 << 20
+	t.Cleanup(func() { maxTurnToolBytes = old })
+	g := startAgent(t, "", nil)
+	g.start(t)
+	evs := g.turn(t, "t_1", "fattools")
+	if n := len(of(evs, event.ItemStarted)); n == 0 || n >= 40 {
+		t.Fatalf("%d calls opened of 40 (budget 1 MiB)", n)
+	}
+	if !strings.Contains(g.log(), "open_tool_calls_over_budget") {
+		t.Fatal("not logged")
+	}
+	if got := answerOf(t, evs); got != "done" {
+		t.Fatalf("text %q", got)
 	}
 }

@@ -53,8 +53,15 @@ func (a *Adapter) onPermission(m *message) {
 		Kind       string `json:"kind"`
 	}
 	_, _ = decodeLenient(p.ToolCall, &tc)
+	tc.ToolCallID = toolKey(tc.ToolCallID)
 	ap := &approval{rawID: m.ID, toolCallID: tc.ToolCallID, optionIDs: map[string]string{}}
+	seen := map[string]bool{}
+	repeated := ""
 	for _, o := range p.Options {
+		if seen[o.OptionID] && repeated == "" {
+			repeated = o.OptionID
+		}
+		seen[o.OptionID] = true
 		if d, ok := permissionDecisions[o.Kind]; ok && o.OptionID != "" && ap.optionIDs[d] == "" {
 			ap.optionIDs[d] = o.OptionID
 		}
@@ -67,7 +74,11 @@ func (a *Adapter) onPermission(m *message) {
 	a.mu.Lock()
 	t := a.turn
 	sid := a.threadID
+	if a.loading != "" {
+		sid = a.loading // the session a session/load replays is the agent's session already
+	}
 	_, dup := a.approvals[key]
+	full := len(a.approvals) >= maxOpenApprovals
 	a.mu.Unlock()
 	turnID := ""
 	if t != nil {
@@ -78,6 +89,12 @@ func (a *Adapter) onPermission(m *message) {
 	switch {
 	case dup:
 		refuse = "a permission request with this id is already open"
+	case full:
+		refuse = fmt.Sprintf("request_permission: %d permission requests are open already", maxOpenApprovals)
+	case repeated != "":
+		// One id for two options: the agent alone decides what it means,
+		// so no decision of ours can be relayed as the option it names.
+		refuse = fmt.Sprintf("request_permission repeats optionId %q; options must be told apart", capText(repeated, 80))
 	case p.SessionID != sid:
 		refuse = fmt.Sprintf("request_permission names session %q; this agent's session is %q", capText(p.SessionID, 80), sid)
 	case len(ap.options) == 0:
@@ -90,14 +107,12 @@ func (a *Adapter) onPermission(m *message) {
 			a.emit(event.New(event.ApprovalResolved, turnID, event.ApprovalResolvedData{
 				RequestID: key, Decision: provider.DecisionDeny, By: "daemon", Reason: refuse}))
 		}
-		if err := a.respondError(m.ID, codeInvalidParams, refuse); err != nil {
-			a.log.Warn("answer agent permission request", "err", err)
-		}
+		a.respondErrorAsync(m.ID, codeInvalidParams, refuse)
 		return
 	}
 	ap.options = append(ap.options, provider.DecisionCancel)
 	kind := approvalKinds[tc.Kind]
-	if t == nil {
+	if t == nil && !a.afterCancelled() {
 		a.anomaly("permission_outside_turn", "request_id", capText(key, 60))
 	}
 	// emitMu is held from the request's registration to its
@@ -113,7 +128,7 @@ func (a *Adapter) onPermission(m *message) {
 			ds = a.onToolCall(t, p.ToolCall) // a call first announced by its permission request
 		}
 	}
-	cancelled := t != nil && t.interrupted
+	cancelled := t != nil && t.interrupted || t == nil && a.afterCancel
 	if !cancelled {
 		a.approvalN++
 		ap.order = a.approvalN
@@ -136,11 +151,19 @@ func (a *Adapter) onPermission(m *message) {
 	if cancelled {
 		// After our session/cancel every permission request is answered cancelled.
 		a.anomaly("permission_after_cancel", "request_id", capText(key, 60))
-		if err := a.respond(m.ID, cancelledOutcome); err != nil {
-			a.log.Warn("answer agent permission request", "err", err)
-		}
+		a.respondAsync(m.ID, cancelledOutcome)
 	}
 }
+
+func (a *Adapter) afterCancelled() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.afterCancel
+}
+
+// maxOpenApprovals bounds the permission requests waiting for an answer;
+// one more is refused.
+const maxOpenApprovals = 1024
 
 var cancelledOutcome = map[string]any{"outcome": map[string]any{"outcome": "cancelled"}}
 
@@ -219,9 +242,7 @@ func (a *Adapter) cancelApprovals(turnID, reason string) {
 	for i, k := range keys {
 		a.emit(event.New(event.ApprovalResolved, turnID, event.ApprovalResolvedData{
 			RequestID: k, Decision: provider.DecisionCancel, By: "daemon", Reason: reason}))
-		if err := a.respond(aps[i].rawID, cancelledOutcome); err != nil {
-			a.log.Debug("answer agent permission request cancelled", "request_id", k, "err", err)
-		}
+		a.respondAsync(aps[i].rawID, cancelledOutcome)
 	}
 }
 

@@ -2,9 +2,11 @@ package acp
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/provider"
@@ -147,12 +149,14 @@ func TestCancelWhilePermissionPending(t *testing.T) {
 }
 
 // A permission request with no option the daemon can choose (none, or
-// only unknown kinds or empty ids), or for another session, is refused at
+// only unknown kinds or empty ids), with one optionId for two options, or
+// for another session, is refused at
 // once with invalid params naming why, journaled resolved deny by the
 // daemon; the turn goes on.
 func TestBadPermissionRequests(t *testing.T) {
 	for _, c := range []struct{ mode, why string }{
 		{"noopts", "offers no option"}, {"badopts", "offers no option"}, {"othersession", `names session "other"`},
+		{"permcollide", `repeats optionId "same"`},
 	} {
 		g := startAgent(t, "", nil)
 		g.lax = c.mode == "badopts" // an option kind the schema does not have
@@ -201,4 +205,75 @@ func TestAnswerRacingCancel(t *testing.T) {
 			t.Fatalf("round %d: the agent got a selected answer after session/cancel", i)
 		}
 	}
+}
+
+// After our cancel and the prompt's answer, a permission the agent still
+// asks is answered cancelled at once (never relayed without a turn).
+func TestPermissionAfterCancelledTurn(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.start(t)
+	if err := g.a.StartTurn(t.Context(), "t_1", "cancelstream"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.a.Interrupt(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	g.until(t, event.TurnCompleted)
+	timeout := time.After(20 * time.Second)
+	for {
+		for _, m := range g.sentLines() {
+			if res, ok := m["result"].(map[string]any); ok && m["id"] != nil {
+				if o, _ := res["outcome"].(map[string]any); o["outcome"] == "cancelled" {
+					return
+				}
+			}
+		}
+		select {
+		case <-g.wrote:
+		case d := <-g.evs:
+			if d.Type == event.ApprovalRequested {
+				t.Fatalf("the late permission was relayed: %s", d.Data)
+			}
+		case <-timeout:
+			t.Fatalf("the late permission was not answered cancelled\nlog:\n%s", g.log())
+		}
+	}
+}
+
+// A permission asked during session/load names the session being loaded:
+// relayed, not refused as another session's.
+func TestPermissionDuringLoad(t *testing.T) {
+	g := startAgent(t, "", func(o *provider.Options, _ *Profile) { o.ThreadID = "asks" })
+	g.start(t)
+	evs := g.until(t, event.ApprovalRequested)
+	if r := of(evs, event.ApprovalResolved); len(r) != 0 {
+		t.Fatalf("refused: %s", r[0].Data)
+	}
+	if ap := data[event.ApprovalRequestedData](t, evs[len(evs)-1]); ap.ItemID != "load-1" {
+		t.Fatalf("approval.requested %+v", ap)
+	}
+}
+
+// Permission requests waiting for an answer are bounded: past
+// maxOpenApprovals one is refused (-32602, resolved deny by the daemon).
+func TestPermissionFlood(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.start(t)
+	if err := g.a.StartTurn(t.Context(), "t_1", fmt.Sprintf("permflood %d", maxOpenApprovals+10)); err != nil {
+		t.Fatal(err)
+	}
+	evs := g.until(t, event.MessageDelta)
+	refused := 0
+	for _, d := range of(evs, event.ApprovalResolved) {
+		if rd := data[event.ApprovalResolvedData](t, d); rd.By == "daemon" && strings.Contains(rd.Reason, "are open already") {
+			refused++
+		}
+	}
+	if n := len(of(evs, event.ApprovalRequested)); n != maxOpenApprovals || refused != 10 {
+		t.Fatalf("%d relayed, %d refused", n, refused)
+	}
+	if _, err := g.a.Interrupt(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	g.until(t, event.TurnCompleted)
 }

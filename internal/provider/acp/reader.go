@@ -87,9 +87,7 @@ func (a *Adapter) handleAgentRequest(m *message) {
 	a.anomaly("unserved_method:"+capText(m.Method, 80), "method", capText(m.Method, 80))
 	a.noticeOnce("method:"+m.Method, "info", "unserved_method",
 		"the agent called "+capText(m.Method, 80)+", which sessiond does not serve; it was answered method-not-found")
-	if err := a.respondError(m.ID, codeMethodNotFound, "sessiond does not serve "+capText(m.Method, 80)); err != nil {
-		a.log.Warn("answer agent request", "method", capText(m.Method, 80), "err", err)
-	}
+	a.respondErrorAsync(m.ID, codeMethodNotFound, "sessiond does not serve "+capText(m.Method, 80))
 }
 
 // handleNotification: session/update by kind (tables.go); $/cancel_request

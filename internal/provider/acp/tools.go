@@ -1,7 +1,10 @@
 package acp
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/sessiond/sessiond/internal/event"
@@ -62,6 +65,7 @@ func (a *Adapter) onToolCall(t *openTurn, u json.RawMessage) []event.Draft {
 		a.anomalyLocked("tool_call_without_id")
 		return nil
 	}
+	up.ToolCallID = toolKey(up.ToolCallID)
 	ds := append(closeThought(t), closeMessage(t)...)
 	tl := t.tools[up.ToolCallID]
 	fresh := tl == nil
@@ -70,14 +74,23 @@ func (a *Adapter) onToolCall(t *openTurn, u json.RawMessage) []event.Draft {
 			a.anomalyLocked("too_many_open_tool_calls", "max", maxOpenTools)
 			return ds
 		}
+		if t.toolBytes >= maxTurnToolBytes {
+			a.anomalyLocked("open_tool_calls_over_budget", "max_bytes", maxTurnToolBytes)
+			return ds
+		}
 		tl = &tool{id: up.ToolCallID}
 		t.tools[tl.id] = tl
 		t.toolOrder = append(t.toolOrder, tl.id)
+	}
+	before := 0 // a fresh call's bytes are all new
+	if !fresh {
+		before = tl.size()
 	}
 	tl.merge(&up)
 	if r := rawOf(u); r != nil {
 		tl.raw = r
 	}
+	t.toolBytes += tl.size() - before
 	if fresh {
 		tl.kind = itemKind(tl.acpKind)
 		ds = append(ds, event.New(event.ItemStarted, t.ours, event.ItemData{ItemID: tl.id, Kind: tl.kind, Title: tl.title,
@@ -99,10 +112,52 @@ func (a *Adapter) onToolCall(t *openTurn, u json.RawMessage) []event.Draft {
 		case tl.status == "failed":
 			st = event.ItemFailedStatus
 		}
+		// A completed call is dropped from the turn: what it holds stays
+		// bounded by the calls open (maxOpenTools), never those seen.
 		delete(t.tools, tl.id)
+		t.toolBytes -= tl.size()
+		t.toolOrder = slices.DeleteFunc(t.toolOrder, func(id string) bool { return id == tl.id })
 		ds = append(ds, event.New(event.ItemCompleted, t.ours, tl.completed(st)))
 	}
 	return ds
+}
+
+// maxToolID is the longest toolCallId kept as is (as an itemId); a longer
+// one is named "h" + a digest of it, as a long request id is
+// (provider.MaxRequestKeyID): an agent's id is unbounded, and the itemId
+// is copied into every event of the call and held while it is open.
+const maxToolID = 128
+
+func toolKey(id string) string {
+	if len(id) <= maxToolID {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "h" + hex.EncodeToString(sum[:16])
+}
+
+// maxTurnToolBytes bounds the bytes a turn's open tool calls hold (each
+// field capped on its own): no call opens past it (dropped, logged once).
+var maxTurnToolBytes = 64 << 20
+
+// size is about the bytes tl holds.
+func (tl *tool) size() int {
+	n := len(tl.id) + len(tl.acpKind) + len(tl.kind) + len(tl.title) + len(tl.status) + len(tl.rawInput) +
+		len(tl.contentOut) + len(tl.output) + len(tl.raw)
+	if tl.rawOut != nil {
+		n += len(*tl.rawOut)
+	}
+	for _, d := range tl.diffs {
+		for _, v := range d {
+			if s, ok := v.(string); ok {
+				n += len(s)
+			}
+		}
+	}
+	for _, l := range tl.locations {
+		n += len(l.Path)
+	}
+	return n
 }
 
 // maxOpenTools bounds the tool calls one turn keeps open (a flood of

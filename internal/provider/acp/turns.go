@@ -25,7 +25,7 @@ func (a *Adapter) StartTurn(_ context.Context, turnID, text string) error {
 		return fmt.Errorf("turn %s (open: %s): %w", turnID, open, provider.ErrTurnRunning)
 	}
 	t := &openTurn{ours: turnID, tools: map[string]*tool{}}
-	a.turn = t
+	a.turn, a.afterCancel = t, false
 	sid := a.threadID
 	a.mu.Unlock()
 	key, err := a.send("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": text}}},
@@ -63,15 +63,24 @@ func (a *Adapter) Interrupt(_ context.Context) (bool, error) {
 	t.interrupted = true
 	sid := a.threadID
 	a.mu.Unlock()
-	if err := a.notify("session/cancel", map[string]any{"sessionId": sid}); err != nil {
-		return false, fmt.Errorf("interrupt turn %s: %w", t.ours, err)
+	var err error
+	if a.hung.Load() {
+		err = fmt.Errorf("provider: session/cancel: the agent does not read its stdin: %w", provider.ErrTimeout)
+	} else {
+		err = a.notify("session/cancel", map[string]any{"sessionId": sid})
 	}
 	a.cancelApprovals(t.ours, "turn_cancelled")
+	// Armed even when session/cancel could not be written: the agent
+	// cannot end the turn then, so it ends here after InterruptTimeout and
+	// the host stops the child, as for an agent that ignores the cancel.
 	a.mu.Lock()
 	if a.turn == t && a.stuck == nil {
 		a.stuck = time.AfterFunc(a.o.InterruptTimeout, func() { a.onStuck(t) })
 	}
 	a.mu.Unlock()
+	if err != nil {
+		return true, fmt.Errorf("interrupt turn %s: %w", t.ours, err)
+	}
 	return true, nil
 }
 
@@ -91,7 +100,7 @@ func (a *Adapter) onStuck(t *openTurn) {
 		a.mu.Unlock()
 		return
 	}
-	a.turn = nil
+	a.turn, a.afterCancel = nil, true
 	ds := a.closeItemsLocked(t)
 	a.mu.Unlock()
 	a.log.Warn("agent did not end a cancelled turn; stopping it", "turn_id", t.ours, "timeout", a.o.InterruptTimeout)
@@ -133,7 +142,7 @@ func (a *Adapter) endTurn(t *openTurn, raw json.RawMessage, rerr *RPCError) {
 		a.mu.Unlock()
 		return // ended already (stuck)
 	}
-	a.turn = nil
+	a.turn, a.afterCancel = nil, t.interrupted
 	if a.stuck != nil {
 		a.stuck.Stop()
 		a.stuck = nil

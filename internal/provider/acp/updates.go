@@ -217,7 +217,7 @@ func (a *Adapter) closeItemsLocked(t *openTurn) []event.Draft {
 		}
 		ds = append(ds, event.New(event.ItemCompleted, t.ours, tl.completed(st)))
 	}
-	t.tools, t.toolOrder = map[string]*tool{}, nil
+	t.tools, t.toolOrder, t.toolBytes = map[string]*tool{}, nil, 0
 	return ds
 }
 

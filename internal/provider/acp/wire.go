@@ -179,6 +179,89 @@ func (a *Adapter) notify(method string, params any) error {
 	return nil
 }
 
+// answer queues a reply to a request of the agent for writeLoop, never
+// waiting on the agent's stdin (the reader calls it). A full queue means
+// the agent has stopped reading: it is hung, and the host is told to stop
+// it (Options.Stuck), once.
+func (a *Adapter) answer(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		a.log.Warn("marshal answer", "err", err)
+		return
+	}
+	if a.hung.Load() {
+		return
+	}
+	select {
+	case a.answers <- queued{line: append(b, '\n')}:
+		return
+	default:
+	}
+	if a.hung.Swap(true) {
+		return
+	}
+	a.log.Warn("the agent does not read its stdin; stopping it", "queued_answers", maxQueuedAnswers)
+	if a.o.Stuck != nil {
+		a.o.Stuck()
+	}
+}
+
+// queued is a line for writeLoop, or (line nil) a barrier it closes once
+// every line before it was written.
+type queued struct {
+	line    []byte
+	flushed chan struct{}
+}
+
+// writeLoop writes the queued answers in order until the reader ended.
+func (a *Adapter) writeLoop() {
+	for {
+		select {
+		case q := <-a.answers:
+			if q.line == nil {
+				close(q.flushed)
+				continue
+			}
+			if err := a.stdin.WriteLine(q.line); err != nil {
+				a.log.Debug("answer agent request", "err", err)
+			}
+		case <-a.done:
+			return
+		}
+	}
+}
+
+// flushAnswers waits until every answer queued so far is written.
+func (a *Adapter) flushAnswers(ctx context.Context) error {
+	q := queued{flushed: make(chan struct{})}
+	select {
+	case a.answers <- q:
+	case <-a.done:
+		return provider.ErrExited
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	select {
+	case <-q.flushed:
+		return nil
+	case <-a.done:
+		return provider.ErrExited
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// respondAsync answers a request of the agent through the queue.
+func (a *Adapter) respondAsync(id json.RawMessage, result any) {
+	a.answer(outResult{JSONRPC: "2.0", ID: id, Result: result})
+}
+
+// respondErrorAsync answers a request of the agent with an error through
+// the queue.
+func (a *Adapter) respondErrorAsync(id json.RawMessage, code int, msg string) {
+	a.answer(outError{JSONRPC: "2.0", ID: id, Error: RPCError{Code: code, Message: msg}})
+}
+
 // respond answers a request of the agent.
 func (a *Adapter) respond(id json.RawMessage, result any) error {
 	return a.write(outResult{JSONRPC: "2.0", ID: id, Result: result})

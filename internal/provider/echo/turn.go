@@ -16,6 +16,7 @@ import (
 type directives struct {
 	sleep      time.Duration
 	crash      bool
+	closeOut   bool // after the first delta, close stdout and go on running
 	approve    bool
 	orphan     bool
 	forget     bool
@@ -52,6 +53,8 @@ func parseDirectives(text string) directives {
 			}
 		case "/crash":
 			d.crash = true
+		case "/closeout":
+			d.closeOut = true
 		case "/approve":
 			d.approve = true
 		case "/orphan":
@@ -216,6 +219,11 @@ func (s *server) runTurn(th *thread, tu *activeTurn, text string) {
 			continue
 		}
 		s.w.send(msg, d.floodN == 0)
+		if d.closeOut && i == 0 {
+			s.log.Warn("closing stdout mid-turn (/closeout)", "turn_id", tu.id)
+			s.w.closeOut()
+			return
+		}
 		if d.crash && i == 0 {
 			s.w.flush()
 			s.log.Warn("crashing mid-turn (/crash)", "turn_id", tu.id)

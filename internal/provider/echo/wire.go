@@ -39,11 +39,28 @@ const (
 // flushed per message, except floods, which flush at the end of the turn.
 type writer struct {
 	mu  sync.Mutex
+	out io.Writer
 	bw  *bufio.Writer
 	err error
 }
 
-func newWriter(w io.Writer) *writer { return &writer{bw: bufio.NewWriterSize(w, 64<<10)} }
+func newWriter(w io.Writer) *writer { return &writer{out: w, bw: bufio.NewWriterSize(w, 64<<10)} }
+
+// closeOut flushes and closes the output (when it can be closed): nothing
+// more is written.
+func (w *writer) closeOut() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err == nil {
+		w.err = w.bw.Flush()
+	}
+	if c, ok := w.out.(io.Closer); ok {
+		_ = c.Close()
+	}
+	if w.err == nil {
+		w.err = io.ErrClosedPipe
+	}
+}
 
 // send writes one message as a line; flush pushes it out at once.
 func (w *writer) send(v any, flush bool) {
