@@ -266,3 +266,68 @@ test("phones that never read cost the relay at most the documented bound each (R
     r.kill("SIGKILL");
   }
 });
+
+/** A raw phone that never reads and writes masked 125-byte pings, 2000 a
+ * batch, while its own output is under 8 MB, until stop() says so or cap
+ * pings went out. Resolves with how many it wrote. */
+async function pingFlood(url: string, token: string, stop: () => boolean, cap: number): Promise<{ ws: WebSocket; sent: number }> {
+  const ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` }, autoPong: false });
+  await new Promise((res, rej) => {
+    ws.once("open", res);
+    ws.once("error", rej);
+  });
+  ws.on("error", () => undefined);
+  const sock = (ws as unknown as { _socket: import("node:net").Socket })._socket;
+  sock.pause();
+  const payload = Buffer.alloc(125, 0x61);
+  let sent = 0;
+  while (!stop() && sent < cap && ws.readyState === ws.OPEN) {
+    for (let i = 0; i < 2000; i++) ws.ping(payload);
+    sent += 2000;
+    if (ws.bufferedAmount >= 8e6) await new Promise((r) => { sock.once("drain", r); sock.once("close", r); });
+    else await new Promise((r) => setImmediate(r));
+  }
+  return { ws, sent };
+}
+
+test("a phone that floods pings and never reads is closed 1008 (its pongs count against maxBufferedBytes); the relay stays bounded, answers new phones, and SIGTERM ends it", T, async () => {
+  const r = await relayProcess([]);
+  try {
+    const warm = await Phone.connect(r.url, r.token);
+    await warm.call("agentSession.list");
+    await warm.drop();
+    const before = rss(r.pid);
+    let peak = before;
+    let flooded = false;
+    const floodLog = r.until("phone closed: ping flood").then(() => (flooded = true));
+    const { ws, sent } = await pingFlood(r.url, r.token, () => {
+      peak = Math.max(peak, rss(r.pid));
+      return flooded;
+    }, 400_000);
+    await floodLog; // the relay reads the rest of what was sent
+    peak = Math.max(peak, rss(r.pid));
+    const line = r.lines.find((l) => l.msg === "phone closed: ping flood")!;
+    assert.ok(Number(line.fields.pings) > 1024, JSON.stringify(line.fields));
+    const bound = (16 << 20) + (6 << 20);
+    console.log(`relay RSS growth under a ping flood: ${((peak - before) / 2 ** 20).toFixed(1)} MiB (${sent} pings sent; bound ${bound >> 20} MiB)`);
+    assert.ok(peak - before <= bound, `${peak - before} bytes over ${bound}`);
+    ws.terminate();
+    // Not wedged: a new phone is answered.
+    const next = await Phone.connect(r.url, r.token);
+    assert.ok(Array.isArray((await next.call<{ sessions: unknown[] }>("agentSession.list")).sessions));
+    // SIGTERM while another phone floods.
+    let batches = 0;
+    const second = pingFlood(r.url, r.token, () => {
+      if (++batches === 3) r.kill("SIGTERM");
+      return false;
+    }, 40_000);
+    const { code, ms, out } = await r.exited;
+    console.log(`relay exited ${ms} ms after SIGTERM under a ping flood`);
+    assert.equal(code, 0, out);
+    assert.match(out, /SIGTERM: stopped/);
+    (await second).ws.terminate();
+    await next.closed;
+  } finally {
+    r.kill("SIGKILL");
+  }
+});
