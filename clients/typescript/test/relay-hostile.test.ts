@@ -141,6 +141,35 @@ test("heartbeat: phones that stop answering pings are terminated, freeing their 
   }
 });
 
+test("heartbeat: only a pong carrying the nonce of the relay's ping counts; a phone sending unsolicited or wrong pongs is terminated", T, async () => {
+  const { relay, sink } = await relayWith({ pingIntervalMs: 50, pingTimeoutMs: 200 });
+  const live = await Phone.connect(relay.url, relay.token); // ws answers pings with their payload
+  try {
+    const ws = new WebSocket(relay.url, { headers: { authorization: `Bearer ${relay.token}` }, autoPong: false });
+    await new Promise((res, rej) => {
+      ws.once("open", res);
+      ws.once("error", rej);
+    });
+    const pings: Buffer[] = [];
+    ws.pong("unsolicited");
+    ws.on("ping", (data: Buffer) => {
+      pings.push(data);
+      // Never the relay's nonce: unsolicited pongs and a wrong payload.
+      ws.pong();
+      ws.pong("x");
+      ws.pong(Buffer.from(data).reverse());
+    });
+    await sink.until("phone closed: no pong");
+    await new Promise((r) => (ws.readyState === ws.CLOSED ? r(0) : ws.once("close", r)));
+    assert.equal(pings[0]!.length, 16, "the relay's ping carries a 16-byte nonce");
+    assert.ok(Array.isArray((await live.call<{ sessions: unknown[] }>("agentSession.list")).sessions), "a phone that answers stays");
+    assert.equal(sink.logs.filter((l) => l.msg === "phone closed: no pong").length, 1);
+  } finally {
+    await live.drop();
+    await relay.close();
+  }
+});
+
 test("past maxStreamsPerPhone an attach is refused -32019 phone_streams", T, async () => {
   const { relay } = await relayWith({ maxStreamsPerPhone: 2 });
   const p = await Phone.connect(relay.url, relay.token);
