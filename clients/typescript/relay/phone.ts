@@ -291,6 +291,12 @@ export class Phone {
       return this.error(null, -32600, `id must be a string, a number or null, not ${Array.isArray(id) ? "an array" : typeof id}`,
         { reason: "invalid_request", field: "id" });
     }
+    if (typeof id === "number" && !Number.isSafeInteger(id)) {
+      // 1e400 parses as Infinity (stringified null), 2^100 loses digits:
+      // neither could be echoed as sent, so the call is not run.
+      return this.error(null, -32600, "a numeric id must be an integer of at most 2^53-1 (send a string id otherwise)",
+        { reason: "invalid_request", field: "id" });
+    }
     if (typeof id === "string" && id.length > MAX_ID_LENGTH) {
       return this.error(null, -32600, `id is ${id.length} characters, over the relay's limit of ${MAX_ID_LENGTH}`,
         { reason: "invalid_request", field: "id", limit: MAX_ID_LENGTH });
@@ -424,6 +430,10 @@ export class Phone {
   }
 
   private async attachNow(p: Json): Promise<unknown> {
+    if (p.afterSeq !== undefined && !(Number.isSafeInteger(p.afterSeq) && (p.afterSeq as number) >= 0)) {
+      throw new RelayError(-32602, "afterSeq must be a non-negative integer of at most 2^53-1",
+        { reason: "invalid_params", field: "afterSeq" });
+    }
     const c = await this.own();
     const sessionId = p.sessionId as string;
     const session = await c.get(sessionId);

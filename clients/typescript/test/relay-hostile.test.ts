@@ -87,6 +87,32 @@ test("an id that is not a string, a number or null is refused -32600 naming it; 
   }
 });
 
+test("numeric ids that are not safe integers are refused -32600 before the call runs; afterSeq must be a safe non-negative integer", T, async () => {
+  const { relay } = await relayWith({});
+  const p = await Phone.connect(relay.url, relay.token);
+  try {
+    const before = (await direct.list()).sessions.length;
+    for (const id of ["1e400", "123456789012345678901234567890", "1.5", "-1e300"]) {
+      await assert.rejects(p.raw(`{"jsonrpc":"2.0","id":${id},"method":"agentSession.create","params":{"provider":"echo","cwd":${JSON.stringify(d.dir)}}}`),
+        (e: unknown) => invalidId(e) && /integer/.test((e as Error).message), id);
+    }
+    assert.equal((await direct.list()).sessions.length, before, "no call ran");
+    const { sessionId } = await direct.create({ provider: "echo", cwd: d.dir });
+    for (const afterSeq of [1e400, -1, 1.5, "3", 2 ** 60]) {
+      const frame = `{"jsonrpc":"2.0","id":7,"method":"agentSession.attach","params":{"sessionId":"${sessionId}","afterSeq":${typeof afterSeq === "string" ? JSON.stringify(afterSeq) : afterSeq === 1e400 ? "1e400" : String(afterSeq)}}}`;
+      p.ws.send(frame);
+      const err = await new Promise<Record<string, unknown>>((res) => p.ws.once("message", (b) => res(JSON.parse(b.toString()) as Record<string, unknown>)));
+      const e = err.error as { code: number; data: { field: string } } | undefined;
+      assert.equal(e?.code, -32602, `${String(afterSeq)}: ${JSON.stringify(err)}`);
+      assert.equal(e?.data.field, "afterSeq");
+    }
+    assert.equal((await p.call<{ lastSeq: number }>("agentSession.attach", { sessionId, afterSeq: 0 })).lastSeq >= 1, true);
+  } finally {
+    await p.drop();
+    await relay.close();
+  }
+});
+
 test("an exception in a frame's handling is logged and answered -32603; the relay and the phone stay", T, async () => {
   const sink = logSink();
   const { relay } = await relayWith({}, {
