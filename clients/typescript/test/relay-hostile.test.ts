@@ -113,6 +113,30 @@ test("numeric ids that are not safe integers are refused -32600 before the call 
   }
 });
 
+test("processes creating the token file at once all get the one token, none an error", T, async () => {
+  const tokenJs = join(dirname(fileURLToPath(import.meta.url)), "..", "relay", "token.js");
+  const script = `import { loadOrCreateToken } from ${JSON.stringify(tokenJs)};
+const go = () => { try { const r = loadOrCreateToken(process.argv[1]); console.log(JSON.stringify(r)); } catch (e) { console.log(JSON.stringify({ error: e.message })); } };
+process.stdin.once("data", go);`;
+  for (let round = 0; round < 8; round++) {
+    const file = join(mkdtempSync(join(dir, "tok-")), "relay", "token");
+    const procs = Array.from({ length: 10 }, () => 0).map(() => spawn(process.execPath, ["--input-type=module", "-e", script, file], { stdio: ["pipe", "pipe", "inherit"] }));
+    const outs = procs.map((p) => new Promise<string>((res) => {
+      let o = "";
+      p.stdout!.setEncoding("utf8").on("data", (s: string) => (o += s));
+      p.on("exit", () => res(o));
+    }));
+    // Every process is up and waiting; then all go at once.
+    await Promise.all(procs.map((p) => new Promise((r) => p.once("spawn", r))));
+    for (const p of procs) p.stdin!.end("go\n");
+    const results = (await Promise.all(outs)).map((o) => JSON.parse(o) as { token?: string; created?: boolean; error?: string });
+    for (const r of results) assert.equal(r.error, undefined, JSON.stringify(results));
+    assert.equal(new Set(results.map((r) => r.token)).size, 1, JSON.stringify(results));
+    assert.equal(results.filter((r) => r.created).length, 1, JSON.stringify(results));
+    assert.equal(readFileSync(file, "utf8").trim(), results[0]!.token);
+  }
+});
+
 test("an exception in a frame's handling is logged and answered -32603; the relay and the phone stay", T, async () => {
   const sink = logSink();
   const { relay } = await relayWith({}, {
