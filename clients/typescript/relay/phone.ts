@@ -369,7 +369,7 @@ export class Phone {
         if (typeof p.holdToken !== "string" || p.holdToken === "") {
           throw new RelayError(-32602, "release needs the holdToken the hold returned", { reason: "invalid_params", field: "holdToken" });
         }
-        const r = await this.sh.holds.release(p as { sessionId: string; holderId: string; holdToken: string });
+        const r = await this.sh.holds.release({ ...(p as { sessionId: string; holderId: string; holdToken: string }), holderId: phoneHolder(p.holderId) });
         if (r.released) this.sh.ledger.drop(holdKey(p));
         return r;
       }
@@ -416,7 +416,7 @@ export class Phone {
     }
     const taken = this.sh.ledger.take(this.identity, holdKey(p), Date.now() + (typeof ttlMs === "number" ? ttlMs : holdTtlMs), holdToken);
     try {
-      const r = await this.sh.holds.hold({ ...p, ttlMs });
+      const r = await this.sh.holds.hold({ ...p, holderId: phoneHolder(p.holderId), ttlMs });
       taken.given(r.holdToken);
       return r;
     } catch (e) {
@@ -489,6 +489,17 @@ export class Phone {
         params: { subscriptionId, sessionId: sub.sessionId, reason, message: (e as Error).message } }));
     }
   }
+}
+
+/** Prefix of every holder id a phone names, on the daemon: a phone's
+ * holderId "x" is "phone:x" there, so no phone can name (and re-home,
+ * cut short with a small ttl, or release) a holder of another surface,
+ * the desktop's "desktop-chat:1" say. */
+export const PHONE_HOLDER_PREFIX = "phone:";
+
+function phoneHolder(v: unknown): string {
+  if (typeof v !== "string") throw new RelayError(-32602, "holderId must be a string", { reason: "invalid_params", field: "holderId" });
+  return PHONE_HOLDER_PREFIX + v;
 }
 
 function holdKey(p: Json): string {
