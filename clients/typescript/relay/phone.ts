@@ -46,13 +46,6 @@ let phones = 0;
  * 1008 (ping flood). */
 export const MAX_PINGS_PER_INTERVAL = 1024;
 
-/** What a reply may take on the relay, counted while its call is in
- * flight: a page of events or sessions (the daemon cuts pages at 1 MiB)
- * takes about 4 MiB as it passes (the bytes read, the parsed page, its
- * JSON, its frame), else a small answer. */
-const REPLY_BYTES: Record<string, number> = { "agentSession.read": 4 << 20, "agentSession.list": 4 << 20 };
-const SMALL_REPLY_BYTES = 16 << 10;
-
 /** Longest string id the relay echoes back (characters). */
 const MAX_ID_LENGTH = 1024;
 
@@ -70,10 +63,6 @@ export class Phone {
   private subs = new Map<string, Subscription>();
   private closed = false;
   private inFlight = 0;
-  /** Bytes the replies of calls in flight may take (REPLY_BYTES). */
-  private replyBytes = 0;
-  /** A call was refused for the output budget (logged once). */
-  private overBudget = false;
   /** Attaches under way (counted against maxStreamsPerPhone). */
   private attaching = 0;
   /** Notifications (requests without an id) of session methods, which
@@ -354,34 +343,12 @@ export class Phone {
       return this.error(id, -32019, `${this.inFlight} calls of this phone are being answered, the relay's limit (maxInFlight ${max})`,
         { reason: "limit_exceeded", limit: "phone_calls", max });
     }
-    // Replies on their way count against the phone's output budget:
-    // what is unread (bufferedAmount) plus what its calls in flight may
-    // bring back stays under half of maxBufferedBytes, else the call is
-    // refused (a phone that sends 64 reads and never reads would hold 64
-    // pages on the relay).
-    const bytes = REPLY_BYTES[method] ?? SMALL_REPLY_BYTES;
-    const budget = this.sh.limits.maxBufferedBytes / 2;
-    if (this.inFlight > 0 && this.ws.bufferedAmount + this.replyBytes + bytes > budget) {
-      if (!this.overBudget) this.sh.log("phone calls refused: output budget", { phone: this.id, buffered_bytes: this.ws.bufferedAmount, reply_bytes: this.replyBytes, max: budget });
-      this.overBudget = true;
-      return this.error(id, -32019, `this phone's unread output and replies on their way would pass ${budget} bytes (half of maxBufferedBytes): read them first`,
-        { reason: "limit_exceeded", limit: "phone_bytes", max: budget });
-    }
     this.inFlight++;
-    this.replyBytes += bytes;
-    let counted = true;
-    const uncount = () => {
-      if (counted) this.replyBytes -= bytes;
-      counted = false;
-    };
     const params = (msg.params ?? {}) as Json;
     try {
       if (this.sh.daemonDown) throw daemonUnavailable();
-      const result = await this.forward(method as MethodName, params);
-      uncount(); // from here on in bufferedAmount
-      this.reply(id, { result });
+      this.reply(id, { result: await this.forward(method as MethodName, params) });
     } catch (e) {
-      uncount();
       if (e instanceof ConnectionClosedError) e = daemonUnavailable();
       if (e instanceof SessiondError || e instanceof RelayError) this.error(id, e.code, e.message, e.data);
       else if (e instanceof InvalidParamsError) this.error(id, -32602, e.message, { reason: "invalid_params" });

@@ -316,7 +316,7 @@ async function relayProcess(args: string[]): Promise<{ pid: number; url: string;
 
 // The documented bound (README "The relay's limits"): a phone that never
 // reads costs the relay at most maxBufferedBytes, plus per stream it has
-// attached maxBufferedBytes/16 and one page (1 MiB), plus 8 MiB.
+// attached maxBufferedBytes/32 and one page (1 MiB), plus 6 MiB.
 test("phones that never read cost the relay at most the documented bound each (RSS measured); SIGTERM then ends it", T, async () => {
   const maxBuffered = 4 << 20;
   const phones = 6;
@@ -353,7 +353,7 @@ test("phones that never read cost the relay at most the documented bound each (R
     }
     await live.drop();
     const per = (peak - before) / phones;
-    const bound = maxBuffered + (maxBuffered / 16 + (1 << 20)) + (8 << 20);
+    const bound = maxBuffered + (maxBuffered / 32 + (1 << 20)) + (6 << 20);
     console.log(`relay RSS per never-reading phone: ${(per / 2 ** 20).toFixed(1)} MiB (bound ${(bound / 2 ** 20).toFixed(1)} MiB, maxBufferedBytes ${maxBuffered >> 20} MiB)`);
     assert.ok(per <= bound, `${per} bytes per phone, over ${bound}`);
     assert.equal(r.lines.filter((l) => l.msg === "phone closed: not reading").length, 0, "the pump waits: no phone passed maxBufferedBytes");
@@ -434,39 +434,5 @@ test("a phone that floods pings and never reads is closed 1008 (its pongs count 
     await next.closed;
   } finally {
     r.kill("SIGKILL");
-  }
-});
-
-test("a phone with no stream that sends 64 reads of ~1 MiB pages and never reads costs at most maxBufferedBytes + 8 MiB: replies in flight count", T, async () => {
-  const { sessionId } = await direct.create({ provider: "echo", cwd: d.dir });
-  await direct.hold({ sessionId, holderId: "desk" });
-  const sub = await direct.attach(sessionId);
-  const { turnId } = await direct.send({ sessionId, text: "/flood 1500 10000" }); // ~15 MB of journal
-  await untilTurnCompleted(sub, turnId);
-  sub.close();
-  const r = await relayProcess([]);
-  try {
-    const warm = await Phone.connect(r.url, r.token);
-    await warm.call("agentSession.read", { sessionId, afterSeq: 0, limit: 4096 });
-    await warm.drop();
-    const before = rss(r.pid);
-    const p = await Phone.connect(r.url, r.token);
-    p.reading(false);
-    for (let i = 0; i < 64; i++) p.ws.send(JSON.stringify({ jsonrpc: "2.0", id: i + 1, method: "agentSession.read", params: { sessionId, afterSeq: 0, limit: 4096 } }));
-    await r.until("phone calls refused: output budget");
-    const live = await Phone.connect(r.url, r.token);
-    let peak = rss(r.pid);
-    for (let i = 0; i < 50; i++) {
-      await live.call("agentSession.get", { sessionId });
-      peak = Math.max(peak, rss(r.pid));
-    }
-    await live.drop();
-    const bound = (16 << 20) + (8 << 20);
-    console.log(`relay RSS for a never-reading phone with 64 reads sent: ${((peak - before) / 2 ** 20).toFixed(1)} MiB (bound ${bound >> 20} MiB)`);
-    assert.ok(peak - before <= bound, `${peak - before} bytes, over ${bound}`);
-    await p.drop();
-  } finally {
-    r.kill("SIGKILL");
-    await direct.release({ sessionId, holderId: "desk" });
   }
 });
