@@ -137,28 +137,3 @@ test("ensureDaemon fails at once, with the exit code and the log, when the daemo
     rmSync(dir, { recursive: true, force: true });
   }
 });
-
-test("a stale start.lock holding a live unrelated pid (1, our own, a reused pid, an old lock) is taken over: the daemon starts", T, async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), "sdlk-"));
-  cleanup(t, dir);
-  writeFileSync(join(dir, "none.toml"), "");
-  const env = { ...process.env, SESSIOND_CONFIG: join(dir, "none.toml") };
-  const stat = readFileSync("/proc/1/stat", "utf8");
-  const start1 = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
-  const locks = [
-    "1", // an older client's lock naming init
-    String(process.pid), // our own pid, no take of ours
-    JSON.stringify({ pid: 1, start: String(Number(start1) + 1), at: Date.now(), nonce: "x" }), // pid 1 reused
-    JSON.stringify({ pid: 1, start: start1, at: Date.now() - 3_600_000, nonce: "y" }), // older than the start timeout
-  ];
-  for (const [i, lock] of locks.entries()) {
-    const stateDir = join(dir, `state${i}`);
-    const socketPath = join(dir, `run${i}`, "s.sock");
-    execFileSync("mkdir", ["-p", stateDir]);
-    writeFileSync(join(stateDir, "start.lock"), lock);
-    const r = await ensureDaemon({ binary: sessiondBinary(), socketPath, stateDir, env, timeoutMs: 20_000 });
-    assert.equal(r.started, true, lock);
-    assert.equal(existsSync(join(stateDir, "start.lock")), false, "released after the start");
-    await shutdown(socketPath);
-  }
-});
