@@ -17,16 +17,6 @@ export interface PhoneShared {
   clientOpts: ClientOptions;
   limits: RelayLimits;
   log: (msg: string, fields: Json) => void;
-  /** The relay's daemon connection is down (it reconnects): calls are
-   * answered daemon_unavailable at once. */
-  daemonDown: boolean;
-}
-
-/** The relay's own error while it has no daemon connection: -32029
- * daemon_unavailable, data.retryable (outside the daemon's codes). */
-export function daemonUnavailable(): RelayError {
-  return new RelayError(-32029, "sessiond is not answering the relay right now (it reconnects): retry later",
-    { reason: "daemon_unavailable", retryable: true });
 }
 
 /** The notification that ends one relayed stream:
@@ -183,8 +173,7 @@ export class Phone {
 
   private own(): Promise<SessiondClient> {
     if (!this.client) {
-      // A failed connect names the local socket: never told the phone.
-      const c = SessiondClient.connect(this.sh.clientOpts).catch(() => Promise.reject(daemonUnavailable()));
+      const c = SessiondClient.connect(this.sh.clientOpts);
       this.client = c;
       // A stream the phone does not take paused at its high-water mark:
       // logged the first time per phone.
@@ -346,10 +335,8 @@ export class Phone {
     this.inFlight++;
     const params = (msg.params ?? {}) as Json;
     try {
-      if (this.sh.daemonDown) throw daemonUnavailable();
       this.reply(id, { result: await this.forward(method as MethodName, params) });
     } catch (e) {
-      if (e instanceof ConnectionClosedError) e = daemonUnavailable();
       if (e instanceof SessiondError || e instanceof RelayError) this.error(id, e.code, e.message, e.data);
       else if (e instanceof InvalidParamsError) this.error(id, -32602, e.message, { reason: "invalid_params" });
       else if (e instanceof MessageTooLargeError) this.error(id, -32600, e.message, { reason: "message_too_large", limit: e.limit });

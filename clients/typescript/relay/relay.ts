@@ -62,15 +62,8 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   } catch (e) {
     throw new DaemonUnavailableError(resolveSocketPath(opts.socketPath), e, created ? { token, tokenFile } : undefined);
   }
-  const shared: PhoneShared = { holds, ledger: new HoldLedger(limits), clientOpts, limits, log, daemonDown: false };
-  holds.on("disconnected", (e: Error) => {
-    shared.daemonDown = true;
-    log("daemon connection lost", { error: e.message });
-  });
-  holds.on("reconnected", () => {
-    shared.daemonDown = false;
-    log("daemon connection restored", { holds: holds.heldCount });
-  });
+  holds.on("reconnected", () => log("daemon connection restored", { holds: holds.heldCount }));
+  const shared: PhoneShared = { holds, ledger: new HoldLedger(limits), clientOpts, limits, log };
   const http: Server = createServer((_, res) => res.writeHead(426).end("websocket only\n"));
   const wss = new WebSocketServer({ noServer: true, maxPayload: limits.maxMessageBytes + FRAME_MARGIN, autoPong: false });
   const socks = new Set<Duplex>(); // close() ends them all, mid-handshake too
