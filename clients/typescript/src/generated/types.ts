@@ -486,6 +486,7 @@ export interface TurnCompletedData {
   providerTurnId?: string;
   reason?: string;
   status: "completed" | "interrupted" | "failed";
+  stopReason?: string;
 }
 /**
  * This interface was referenced by `SessiondWireTypes`'s JSON-Schema
