@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import type { WebSocket, RawData } from "ws";
 import { SessiondClient, type ClientOptions } from "../src/client.js";
 import { ConnectionClosedError, InvalidParamsError, MessageTooLargeError, SessiondError, StreamLostError } from "../src/errors.js";
@@ -26,7 +26,15 @@ export const STREAM_LOST = "relay.streamLost";
 /** WebSocket close code of a phone whose unread output passed the limit. */
 export const CLOSE_NOT_READING = 1008;
 
+/** How long a phone closed for not reading has to take the close frame
+ * before its socket is terminated. */
+const CLOSE_GRACE_MS = 1000;
+
 let phones = 0;
+
+/** Pings a phone may send per pingIntervalMs: past it the phone is closed
+ * 1008 (ping flood). */
+export const MAX_PINGS_PER_INTERVAL = 1024;
 
 /** Longest string id the relay echoes back (characters). */
 const MAX_ID_LENGTH = 1024;
@@ -55,6 +63,15 @@ export class Phone {
 
   private pingTimer: NodeJS.Timeout | undefined;
   private pongTimer: NodeJS.Timeout | undefined;
+  /** The nonce of the relay's heartbeat ping that waits for its pong. */
+  private pingNonce: Buffer | undefined;
+  /** A pong to the phone is written and not yet gone to the kernel; the
+   * latest ping since (answered once it has), and how many came. */
+  private pongOut = false;
+  private pingOwed: Buffer | undefined;
+  /** Pings of the phone in the window that began at pingWindow. */
+  private pings = 0;
+  private pingWindow = 0;
   /** Pumps waiting for the phone to take its output down to half of
    * maxBufferedBytes, and whether a ping is out to tell when. */
   private drainWaiters: Array<() => void> = [];
@@ -72,24 +89,86 @@ export class Phone {
     });
   }
 
-  /** Pings the phone every pingIntervalMs; one that has not answered
-   * within pingTimeoutMs is terminated (its "close" ends the rest). */
+  /** Pings the phone every pingIntervalMs with a nonce; one that has not
+   * answered that ping (a pong carrying the nonce) within pingTimeoutMs is
+   * terminated (its "close" ends the rest). A pong that answers no ping of
+   * the relay's (unsolicited, or an earlier nonce) counts for nothing. */
   private heartbeat(): void {
     const { pingIntervalMs, pingTimeoutMs } = this.sh.limits;
-    this.ws.on("pong", () => {
+    this.ws.on("pong", (data: Buffer) => {
+      if (this.pingNonce === undefined || !data.equals(this.pingNonce)) return;
+      this.pingNonce = undefined;
       clearTimeout(this.pongTimer);
       this.pongTimer = undefined;
     });
+    this.ws.on("ping", (data: Buffer) => this.onPing(data));
     this.pingTimer = setInterval(() => {
       if (this.closed || this.pongTimer) return;
+      this.pingNonce = randomBytes(16);
       this.pongTimer = setTimeout(() => {
         if (this.closed) return;
         this.sh.log("phone closed: no pong", { phone: this.id, ping_timeout_ms: pingTimeoutMs });
         this.end();
         this.ws.terminate();
       }, pingTimeoutMs);
-      this.ws.ping();
+      this.ws.ping(this.pingNonce);
     }, pingIntervalMs);
+  }
+
+  /** The phone's pings are answered here (the server runs with autoPong
+   * off): one pong at a time, counted in bufferedAmount like every other
+   * frame; pings that come while it is not out yet wait for it, and are
+   * answered by one pong for the latest (RFC 6455 5.5.3), so pongs a
+   * phone does not read never pile up. More than MAX_PINGS_PER_INTERVAL
+   * pings in a pingIntervalMs is a flood: closed 1008. */
+  private onPing(data: Buffer, owed = false): void {
+    if (this.closed) return;
+    if (!owed) {
+      const now = Date.now();
+      if (now - this.pingWindow >= this.sh.limits.pingIntervalMs) {
+        this.pingWindow = now;
+        this.pings = 0;
+      }
+      if (++this.pings > MAX_PINGS_PER_INTERVAL) {
+        this.closeNotReading("phone closed: ping flood", `over ${MAX_PINGS_PER_INTERVAL} pings in ${this.sh.limits.pingIntervalMs} ms`,
+          { pings: this.pings, ping_interval_ms: this.sh.limits.pingIntervalMs });
+        return;
+      }
+    }
+    if (this.pongOut) {
+      this.pingOwed = data;
+      return;
+    }
+    if (!this.fits(data.length + 2)) return;
+    this.pongOut = true;
+    this.ws.pong(data, false, () => {
+      this.pongOut = false;
+      const owed = this.pingOwed;
+      this.pingOwed = undefined;
+      if (owed) this.onPing(owed, true);
+    });
+  }
+
+  /** Whether bytes more fit under maxBufferedBytes; if not, the phone is
+   * closed 1008 (not reading). */
+  private fits(bytes: number): boolean {
+    const max = this.sh.limits.maxBufferedBytes;
+    if (this.ws.bufferedAmount + bytes <= max) return true;
+    this.closeNotReading("phone closed: not reading", `over ${max} bytes of unread output (maxBufferedBytes)`,
+      { buffered_bytes: this.ws.bufferedAmount, max_buffered_bytes: max });
+    return false;
+  }
+
+  /** Closes a phone that does not take its output: 1008, logged once; its
+   * frames are read no more, and since the close frame cannot reach a
+   * phone that does not read, the socket is terminated after CLOSE_GRACE_MS. */
+  private closeNotReading(msg: string, reason: string, fields: Json): void {
+    if (this.closed) return;
+    this.sh.log(msg, { phone: this.id, ...fields });
+    this.end();
+    this.ws.close(CLOSE_NOT_READING, reason);
+    this.ws.pause();
+    setTimeout(() => this.ws.terminate(), CLOSE_GRACE_MS).unref();
   }
 
   private own(): Promise<SessiondClient> {
@@ -131,13 +210,7 @@ export class Phone {
    * maxBufferedBytes: then the phone is closed (1008), logged once. */
   private send(frame: string): boolean {
     if (this.closed || this.ws.readyState !== this.ws.OPEN) return false;
-    const max = this.sh.limits.maxBufferedBytes;
-    if (this.ws.bufferedAmount + Buffer.byteLength(frame) > max) {
-      this.sh.log("phone closed: not reading", { phone: this.id, buffered_bytes: this.ws.bufferedAmount, max_buffered_bytes: max });
-      this.end();
-      this.ws.close(CLOSE_NOT_READING, `over ${max} bytes of unread output (maxBufferedBytes)`);
-      return false;
-    }
+    if (!this.fits(Buffer.byteLength(frame))) return false;
     this.ws.send(frame);
     return true;
   }
@@ -218,6 +291,12 @@ export class Phone {
       return this.error(null, -32600, `id must be a string, a number or null, not ${Array.isArray(id) ? "an array" : typeof id}`,
         { reason: "invalid_request", field: "id" });
     }
+    if (typeof id === "number" && !Number.isSafeInteger(id)) {
+      // 1e400 parses as Infinity (stringified null), 2^100 loses digits:
+      // neither could be echoed as sent, so the call is not run.
+      return this.error(null, -32600, "a numeric id must be an integer of at most 2^53-1 (send a string id otherwise)",
+        { reason: "invalid_request", field: "id" });
+    }
     if (typeof id === "string" && id.length > MAX_ID_LENGTH) {
       return this.error(null, -32600, `id is ${id.length} characters, over the relay's limit of ${MAX_ID_LENGTH}`,
         { reason: "invalid_request", field: "id", limit: MAX_ID_LENGTH });
@@ -277,7 +356,7 @@ export class Phone {
         if (typeof p.holdToken !== "string" || p.holdToken === "") {
           throw new RelayError(-32602, "release needs the holdToken the hold returned", { reason: "invalid_params", field: "holdToken" });
         }
-        const r = await this.sh.holds.release(p as { sessionId: string; holderId: string; holdToken: string });
+        const r = await this.sh.holds.release({ ...(p as { sessionId: string; holderId: string; holdToken: string }), holderId: phoneHolder(p.holderId) });
         if (r.released) this.sh.ledger.drop(holdKey(p));
         return r;
       }
@@ -324,7 +403,7 @@ export class Phone {
     }
     const taken = this.sh.ledger.take(this.identity, holdKey(p), Date.now() + (typeof ttlMs === "number" ? ttlMs : holdTtlMs), holdToken);
     try {
-      const r = await this.sh.holds.hold({ ...p, ttlMs });
+      const r = await this.sh.holds.hold({ ...p, holderId: phoneHolder(p.holderId), ttlMs });
       taken.given(r.holdToken);
       return r;
     } catch (e) {
@@ -351,6 +430,10 @@ export class Phone {
   }
 
   private async attachNow(p: Json): Promise<unknown> {
+    if (p.afterSeq !== undefined && !(Number.isSafeInteger(p.afterSeq) && (p.afterSeq as number) >= 0)) {
+      throw new RelayError(-32602, "afterSeq must be a non-negative integer of at most 2^53-1",
+        { reason: "invalid_params", field: "afterSeq" });
+    }
     const c = await this.own();
     const sessionId = p.sessionId as string;
     const session = await c.get(sessionId);
@@ -393,6 +476,17 @@ export class Phone {
         params: { subscriptionId, sessionId: sub.sessionId, reason, message: (e as Error).message } }));
     }
   }
+}
+
+/** Prefix of every holder id a phone names, on the daemon: a phone's
+ * holderId "x" is "phone:x" there, so no phone can name (and re-home,
+ * cut short with a small ttl, or release) a holder of another surface,
+ * the desktop's "desktop-chat:1" say. */
+export const PHONE_HOLDER_PREFIX = "phone:";
+
+function phoneHolder(v: unknown): string {
+  if (typeof v !== "string") throw new RelayError(-32602, "holderId must be a string", { reason: "invalid_params", field: "holderId" });
+  return PHONE_HOLDER_PREFIX + v;
 }
 
 function holdKey(p: Json): string {

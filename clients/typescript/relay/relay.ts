@@ -65,7 +65,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   holds.on("reconnected", () => log("daemon connection restored", { holds: holds.heldCount }));
   const shared: PhoneShared = { holds, ledger: new HoldLedger(limits), clientOpts, limits, log };
   const http: Server = createServer((_, res) => res.writeHead(426).end("websocket only\n"));
-  const wss = new WebSocketServer({ noServer: true, maxPayload: limits.maxMessageBytes + FRAME_MARGIN });
+  const wss = new WebSocketServer({ noServer: true, maxPayload: limits.maxMessageBytes + FRAME_MARGIN, autoPong: false });
   const socks = new Set<Duplex>(); // close() ends them all, mid-handshake too
   let phones = 0; // accepted upgrades whose socket is still open
   let refusing = false; // maxPhones refusal logged, until below it again

@@ -1,5 +1,5 @@
 import { randomBytes, createHash, timingSafeEqual } from "node:crypto";
-import { mkdirSync, readFileSync, writeFileSync, chmodSync, lstatSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync, chmodSync, lstatSync, linkSync, unlinkSync } from "node:fs";
 import { dirname } from "node:path";
 
 /** Shortest token a token file may hold. */
@@ -65,9 +65,21 @@ export function loadOrCreateToken(path: string): { token: string; created: boole
   }
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   checkDir(path); // made by another meanwhile (mkdir -p does not say)
+  // Written whole to a temp file, then linked into place: the token file
+  // never exists half-written, and of racing starts one creates it and the
+  // others (EEXIST) read the winner's.
   const token = randomBytes(32).toString("base64url");
-  writeFileSync(path, token + "\n", { mode: 0o600, flag: "wx" });
-  chmodSync(path, 0o600);
+  const tmp = `${path}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`;
+  writeFileSync(tmp, token + "\n", { mode: 0o600, flag: "wx" });
+  try {
+    chmodSync(tmp, 0o600);
+    linkSync(tmp, path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "EEXIST") return loadOrCreateToken(path);
+    throw e;
+  } finally {
+    unlinkSync(tmp);
+  }
   return { token, created: true };
 }
 

@@ -87,6 +87,56 @@ test("an id that is not a string, a number or null is refused -32600 naming it; 
   }
 });
 
+test("numeric ids that are not safe integers are refused -32600 before the call runs; afterSeq must be a safe non-negative integer", T, async () => {
+  const { relay } = await relayWith({});
+  const p = await Phone.connect(relay.url, relay.token);
+  try {
+    const before = (await direct.list()).sessions.length;
+    for (const id of ["1e400", "123456789012345678901234567890", "1.5", "-1e300"]) {
+      await assert.rejects(p.raw(`{"jsonrpc":"2.0","id":${id},"method":"agentSession.create","params":{"provider":"echo","cwd":${JSON.stringify(d.dir)}}}`),
+        (e: unknown) => invalidId(e) && /integer/.test((e as Error).message), id);
+    }
+    assert.equal((await direct.list()).sessions.length, before, "no call ran");
+    const { sessionId } = await direct.create({ provider: "echo", cwd: d.dir });
+    for (const afterSeq of [1e400, -1, 1.5, "3", 2 ** 60]) {
+      const frame = `{"jsonrpc":"2.0","id":7,"method":"agentSession.attach","params":{"sessionId":"${sessionId}","afterSeq":${typeof afterSeq === "string" ? JSON.stringify(afterSeq) : afterSeq === 1e400 ? "1e400" : String(afterSeq)}}}`;
+      p.ws.send(frame);
+      const err = await new Promise<Record<string, unknown>>((res) => p.ws.once("message", (b) => res(JSON.parse(b.toString()) as Record<string, unknown>)));
+      const e = err.error as { code: number; data: { field: string } } | undefined;
+      assert.equal(e?.code, -32602, `${String(afterSeq)}: ${JSON.stringify(err)}`);
+      assert.equal(e?.data.field, "afterSeq");
+    }
+    assert.equal((await p.call<{ lastSeq: number }>("agentSession.attach", { sessionId, afterSeq: 0 })).lastSeq >= 1, true);
+  } finally {
+    await p.drop();
+    await relay.close();
+  }
+});
+
+test("processes creating the token file at once all get the one token, none an error", T, async () => {
+  const tokenJs = join(dirname(fileURLToPath(import.meta.url)), "..", "relay", "token.js");
+  const script = `import { loadOrCreateToken } from ${JSON.stringify(tokenJs)};
+const go = () => { try { const r = loadOrCreateToken(process.argv[1]); console.log(JSON.stringify(r)); } catch (e) { console.log(JSON.stringify({ error: e.message })); } };
+process.stdin.once("data", go);`;
+  for (let round = 0; round < 8; round++) {
+    const file = join(mkdtempSync(join(dir, "tok-")), "relay", "token");
+    const procs = Array.from({ length: 10 }, () => 0).map(() => spawn(process.execPath, ["--input-type=module", "-e", script, file], { stdio: ["pipe", "pipe", "inherit"] }));
+    const outs = procs.map((p) => new Promise<string>((res) => {
+      let o = "";
+      p.stdout!.setEncoding("utf8").on("data", (s: string) => (o += s));
+      p.on("exit", () => res(o));
+    }));
+    // Every process is up and waiting; then all go at once.
+    await Promise.all(procs.map((p) => new Promise((r) => p.once("spawn", r))));
+    for (const p of procs) p.stdin!.end("go\n");
+    const results = (await Promise.all(outs)).map((o) => JSON.parse(o) as { token?: string; created?: boolean; error?: string });
+    for (const r of results) assert.equal(r.error, undefined, JSON.stringify(results));
+    assert.equal(new Set(results.map((r) => r.token)).size, 1, JSON.stringify(results));
+    assert.equal(results.filter((r) => r.created).length, 1, JSON.stringify(results));
+    assert.equal(readFileSync(file, "utf8").trim(), results[0]!.token);
+  }
+});
+
 test("an exception in a frame's handling is logged and answered -32603; the relay and the phone stay", T, async () => {
   const sink = logSink();
   const { relay } = await relayWith({}, {
@@ -135,6 +185,35 @@ test("heartbeat: phones that stop answering pings are terminated, freeing their 
     while ((await direct.status()).connections !== base) await new Promise((r) => setImmediate(r));
     assert.equal(sink.logs.filter((l) => l.msg === "phone closed: no pong").length, 2, "logged once per phone");
     assert.ok(Array.isArray((await live.call<{ sessions: unknown[] }>("agentSession.list")).sessions), "the live phone stays");
+  } finally {
+    await live.drop();
+    await relay.close();
+  }
+});
+
+test("heartbeat: only a pong carrying the nonce of the relay's ping counts; a phone sending unsolicited or wrong pongs is terminated", T, async () => {
+  const { relay, sink } = await relayWith({ pingIntervalMs: 50, pingTimeoutMs: 200 });
+  const live = await Phone.connect(relay.url, relay.token); // ws answers pings with their payload
+  try {
+    const ws = new WebSocket(relay.url, { headers: { authorization: `Bearer ${relay.token}` }, autoPong: false });
+    await new Promise((res, rej) => {
+      ws.once("open", res);
+      ws.once("error", rej);
+    });
+    const pings: Buffer[] = [];
+    ws.pong("unsolicited");
+    ws.on("ping", (data: Buffer) => {
+      pings.push(data);
+      // Never the relay's nonce: unsolicited pongs and a wrong payload.
+      ws.pong();
+      ws.pong("x");
+      ws.pong(Buffer.from(data).reverse());
+    });
+    await sink.until("phone closed: no pong");
+    await new Promise((r) => (ws.readyState === ws.CLOSED ? r(0) : ws.once("close", r)));
+    assert.equal(pings[0]!.length, 16, "the relay's ping carries a 16-byte nonce");
+    assert.ok(Array.isArray((await live.call<{ sessions: unknown[] }>("agentSession.list")).sessions), "a phone that answers stays");
+    assert.equal(sink.logs.filter((l) => l.msg === "phone closed: no pong").length, 1);
   } finally {
     await live.drop();
     await relay.close();
@@ -262,6 +341,71 @@ test("phones that never read cost the relay at most the documented bound each (R
       p.reading(true);
       await p.closed;
     }
+  } finally {
+    r.kill("SIGKILL");
+  }
+});
+
+/** A raw phone that never reads and writes masked 125-byte pings, 2000 a
+ * batch, while its own output is under 8 MB, until stop() says so or cap
+ * pings went out. Resolves with how many it wrote. */
+async function pingFlood(url: string, token: string, stop: () => boolean, cap: number): Promise<{ ws: WebSocket; sent: number }> {
+  const ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` }, autoPong: false });
+  await new Promise((res, rej) => {
+    ws.once("open", res);
+    ws.once("error", rej);
+  });
+  ws.on("error", () => undefined);
+  const sock = (ws as unknown as { _socket: import("node:net").Socket })._socket;
+  sock.pause();
+  const payload = Buffer.alloc(125, 0x61);
+  let sent = 0;
+  while (!stop() && sent < cap && ws.readyState === ws.OPEN) {
+    for (let i = 0; i < 2000; i++) ws.ping(payload);
+    sent += 2000;
+    if (ws.bufferedAmount >= 8e6) await new Promise((r) => { sock.once("drain", r); sock.once("close", r); });
+    else await new Promise((r) => setImmediate(r));
+  }
+  return { ws, sent };
+}
+
+test("a phone that floods pings and never reads is closed 1008 (its pongs count against maxBufferedBytes); the relay stays bounded, answers new phones, and SIGTERM ends it", T, async () => {
+  const r = await relayProcess([]);
+  try {
+    const warm = await Phone.connect(r.url, r.token);
+    await warm.call("agentSession.list");
+    await warm.drop();
+    const before = rss(r.pid);
+    let peak = before;
+    let flooded = false;
+    const floodLog = r.until("phone closed: ping flood").then(() => (flooded = true));
+    const { ws, sent } = await pingFlood(r.url, r.token, () => {
+      peak = Math.max(peak, rss(r.pid));
+      return flooded;
+    }, 400_000);
+    await floodLog; // the relay reads the rest of what was sent
+    peak = Math.max(peak, rss(r.pid));
+    const line = r.lines.find((l) => l.msg === "phone closed: ping flood")!;
+    assert.ok(Number(line.fields.pings) > 1024, JSON.stringify(line.fields));
+    const bound = (16 << 20) + (6 << 20);
+    console.log(`relay RSS growth under a ping flood: ${((peak - before) / 2 ** 20).toFixed(1)} MiB (${sent} pings sent; bound ${bound >> 20} MiB)`);
+    assert.ok(peak - before <= bound, `${peak - before} bytes over ${bound}`);
+    ws.terminate();
+    // Not wedged: a new phone is answered.
+    const next = await Phone.connect(r.url, r.token);
+    assert.ok(Array.isArray((await next.call<{ sessions: unknown[] }>("agentSession.list")).sessions));
+    // SIGTERM while another phone floods.
+    let batches = 0;
+    const second = pingFlood(r.url, r.token, () => {
+      if (++batches === 3) r.kill("SIGTERM");
+      return false;
+    }, 40_000);
+    const { code, ms, out } = await r.exited;
+    console.log(`relay exited ${ms} ms after SIGTERM under a ping flood`);
+    assert.equal(code, 0, out);
+    assert.match(out, /SIGTERM: stopped/);
+    (await second).ws.terminate();
+    await next.closed;
   } finally {
     r.kill("SIGKILL");
   }

@@ -126,7 +126,7 @@ test("holds: at most maxHoldsPerPhone per phone and maxHolds in all; a ttl over 
     const r = await a.call<{ released: boolean }>("agentSession.release", { sessionId: id, holderId: "a:1", holdToken: tokens["a:1"] });
     assert.equal(r.released, true);
     await a.call("agentSession.hold", { sessionId: id, holderId: "a:4" });
-    assert.deepEqual((await direct.get(id)).holders.sort(), ["a:2", "a:3", "a:4", "b:1", "b:2"]);
+    assert.deepEqual((await direct.get(id)).holders.sort(), ["phone:a:2", "phone:a:3", "phone:a:4", "phone:b:1", "phone:b:2"]);
   } finally {
     await a.drop();
     await b.drop();

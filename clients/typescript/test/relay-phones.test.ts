@@ -50,7 +50,7 @@ test("a phone cannot release or cut short another phone's hold without its holdT
     // Re-holding it with a short ttl would end it early: refused, naming the conflict.
     await assert.rejects(b.call("agentSession.hold", { sessionId: id, holderId: "a:1", ttlMs: 1 }),
       (e: unknown) => e instanceof RpcError && e.data.reason === "holder_conflict" && e.data.holderId === "a:1");
-    assert.deepEqual((await direct.get(id)).holders, ["a:1"]);
+    assert.deepEqual((await direct.get(id)).holders, ["phone:a:1"]);
     // Phone a, reconnected under its name, re-homes its hold; with the
     // holdToken any phone may take it over.
     const a2 = await Phone.connect(relay.url, relay.token, "phone-a");
@@ -63,6 +63,26 @@ test("a phone cannot release or cut short another phone's hold without its holdT
   } finally {
     await a.drop();
     await b.drop();
+  }
+});
+
+test("a phone cannot name another surface's holder: the desktop's hold with no ttl survives a phone's hold of its holderId with ttlMs 1", T, async () => {
+  const { sessionId: id } = await direct.create({ provider: "echo", cwd: d.dir });
+  await direct.hold({ sessionId: id, holderId: "desktop-chat:1" });
+  const p = await Phone.connect(relay.url, relay.token, "mallory");
+  try {
+    const h = await p.call<{ holdToken: string; holders: string[] }>("agentSession.hold", { sessionId: id, holderId: "desktop-chat:1", ttlMs: 1 });
+    assert.deepEqual(h.holders.sort(), ["desktop-chat:1", "phone:desktop-chat:1"]);
+    // Its ttl runs out; the desktop's hold stays.
+    while ((await direct.get(id)).holders.length > 1) await new Promise((r) => setImmediate(r));
+    assert.deepEqual((await direct.get(id)).holders, ["desktop-chat:1"]);
+    const r = await p.call<{ released: boolean }>("agentSession.release", { sessionId: id, holderId: "desktop-chat:1", holdToken: h.holdToken });
+    assert.equal(r.released, false);
+    assert.deepEqual((await direct.get(id)).holders, ["desktop-chat:1"]);
+    assert.equal(direct.heldCount >= 1, true);
+  } finally {
+    await p.drop();
+    await direct.release({ sessionId: id, holderId: "desktop-chat:1" });
   }
 });
 
@@ -103,7 +123,7 @@ test("phone params that cannot be forwarded are refused alone; the shared hold c
     await assert.rejects(p.raw(grow), reason("message_too_large"));
     // The shared connection never dropped: no re-hold, the hold is there,
     // and the phones go on.
-    assert.deepEqual((await direct.get(id)).holders, ["o:1"]);
+    assert.deepEqual((await direct.get(id)).holders, ["phone:o:1"]);
     const h = await p.call<{ holdToken: string }>("agentSession.hold", { sessionId: id, holderId: "n:3", ttlMs: 600_000 });
     assert.ok(h.holdToken);
     assert.equal(logs.filter((l) => l.msg === "daemon connection restored").length, 0, "the relay's hold connection never reconnected");

@@ -109,7 +109,7 @@ test("a phone that drops mid-turn resumes from its cursor; its hold outlives it;
   await p1.drop();
 
   const info = await direct.get(id);
-  assert.deepEqual(info.holders, ["phone:1"], "the hold outlives the phone's connection");
+  assert.deepEqual(info.holders, ["phone:phone:1"], "the hold outlives the phone's connection");
 
   const p2 = await Phone.connect(relay.url, relay.token, "phone-1");
   try {
@@ -136,7 +136,7 @@ test("a phone's hold is dropped once its ttl runs out", T, async () => {
   await p.call("agentSession.hold", { sessionId: id, holderId: "phone:ttl", ttlMs: 1500 });
   const sub = await direct.attach(id);
   await p.drop();
-  assert.deepEqual((await direct.get(id)).holders, ["phone:ttl"], "kept within the ttl");
+  assert.deepEqual((await direct.get(id)).holders, ["phone:phone:ttl"], "kept within the ttl");
   // The ttl ends the hold; the release clock then evicts the session.
   for await (const e of sub) {
     if (e.type === "session.ended") {
@@ -170,7 +170,7 @@ test("after a daemon restart a phone's release with the holdToken it got release
     await d.start();
     await back;
     // The relay re-holds it on its own connection, under a new holdToken.
-    while (!(await direct.get(id)).holders.includes("phone:A")) await new Promise((r) => setTimeout(r, 20));
+    while (!(await direct.get(id)).holders.includes("phone:phone:A")) await new Promise((r) => setTimeout(r, 20));
     const r = await p.call<{ released: boolean; holders: string[] }>("agentSession.release",
       { sessionId: id, holderId: "phone:A", holdToken: h.holdToken });
     assert.equal(r.released, true, "the phone's token releases the re-homed hold");
@@ -180,7 +180,7 @@ test("after a daemon restart a phone's release with the holdToken it got release
     const h3 = await p.call<{ holdToken: string }>("agentSession.hold", { sessionId: id, holderId: "phone:A" });
     const stale = await p.call<{ released: boolean }>("agentSession.release", { sessionId: id, holderId: "phone:A", holdToken: h2.holdToken });
     assert.equal(stale.released, false);
-    assert.deepEqual((await direct.get(id)).holders, ["phone:A"]);
+    assert.deepEqual((await direct.get(id)).holders, ["phone:phone:A"]);
     await p.call("agentSession.release", { sessionId: id, holderId: "phone:A", holdToken: h3.holdToken });
   } finally {
     await p.drop();
