@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -48,8 +49,11 @@ func TestCodexCtlSend(t *testing.T) {
 	var answer []string
 	for answer == nil && sc.Scan() {
 		lines = append(lines, sc.Text())
-		if f := strings.Fields(sc.Text()); len(f) == 7 && f[0] == "answer:" {
-			answer = f
+		// answer: BIN ctl [--socket S] respond ID REQUEST approve|…
+		if f := strings.Fields(sc.Text()); len(f) >= 7 && f[0] == "answer:" {
+			if i := slices.Index(f, "respond"); i >= 3 && i+4 == len(f) {
+				answer = f[i-3:]
+			}
 		}
 	}
 	if answer == nil {
