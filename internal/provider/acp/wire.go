@@ -267,11 +267,6 @@ func (a *Adapter) respond(id json.RawMessage, result any) error {
 	return a.write(outResult{JSONRPC: "2.0", ID: id, Result: result})
 }
 
-// respondError answers a request of the agent with an error.
-func (a *Adapter) respondError(id json.RawMessage, code int, msg string) error {
-	return a.write(outError{JSONRPC: "2.0", ID: id, Error: RPCError{Code: code, Message: msg}})
-}
-
 // handleResponse routes a response to its call (reader goroutine).
 func (a *Adapter) handleResponse(m *message) {
 	key, _ := provider.RequestKey(m.ID) // ours are numbers: a string "1" is not our 1
