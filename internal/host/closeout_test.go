@@ -18,6 +18,7 @@ func TestStdoutClosedWhileRunningEvicts(t *testing.T) {
 	ctx := context.Background()
 	id := f.create("echo")
 	f.hold(id, "h", "c1")
+	e := f.h.lookup(id)
 	sr, err := f.h.Send(ctx, api.SendParams{SessionID: id, Text: "/closeout"})
 	if err != nil {
 		t.Fatal(err)
@@ -28,6 +29,11 @@ func TestStdoutClosedWhileRunningEvicts(t *testing.T) {
 		t.Fatalf("turn.completed %+v %s", tc, tc.Data)
 	}
 	f.waitFor(id, 0, isType(event.ProviderExited))
+	// lease.released is journaled by the teardown's fifth step, under the
+	// session lock; the entry is forgotten by the sixth. Taking the lock
+	// waits for the teardown to end.
+	e.mu.Lock()
+	e.mu.Unlock()
 	if f.h.lookup(id) != nil {
 		t.Fatal("the session is still in the map")
 	}
