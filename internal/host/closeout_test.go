@@ -32,7 +32,9 @@ func TestStdoutClosedWhileRunningEvicts(t *testing.T) {
 	// lease.released is journaled by the teardown's fifth step, under the
 	// session lock; the entry is forgotten by the sixth. Taking the lock
 	// waits for the teardown to end.
-	e.mu.Lock()
+	if err := e.mu.LockCtx(ctx); err != nil {
+		t.Fatal(err)
+	}
 	e.mu.Unlock()
 	if f.h.lookup(id) != nil {
 		t.Fatal("the session is still in the map")
