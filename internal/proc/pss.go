@@ -27,7 +27,7 @@ const maxPSSKiB = math.MaxInt64 / 1024
 // processes adds up to what they really hold, where RSS counts a shared
 // page once per process. The error names the pid and the file.
 func PSS(pid int) (int64, error) {
-	path := filepath.Join(procPath(), strconv.Itoa(pid), "smaps_rollup")
+	path := filepath.Join("/proc", strconv.Itoa(pid), "smaps_rollup")
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, fmt.Errorf("%w: pid %d: %w", ErrPSS, pid, err)
