@@ -55,14 +55,14 @@ func parsePSS(b []byte) (int64, error) {
 			continue
 		}
 		if len(f) != 3 || !bytes.Equal(f[2], []byte("kB")) {
-			return 0, fmt.Errorf("Pss line %q: want \"Pss: N kB\"", sc.Bytes())
+			return 0, fmt.Errorf("the Pss line %q: want \"Pss: N kB\"", sc.Bytes())
 		}
 		kib, err := strconv.ParseUint(string(f[1]), 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("Pss line %q: %w", sc.Bytes(), err)
+			return 0, fmt.Errorf("the Pss line %q: %w", sc.Bytes(), err)
 		}
 		if kib > maxPSSKiB {
-			return 0, fmt.Errorf("Pss %d kB is over the limit of %d kB", kib, int64(maxPSSKiB))
+			return 0, fmt.Errorf("the Pss value %d kB is over the limit of %d kB", kib, int64(maxPSSKiB))
 		}
 		return int64(kib) * 1024, nil
 	}
