@@ -20,6 +20,7 @@ import (
 
 // TestE2ECtlTop: `ctl top --once` prints one table of the live sessions
 // with the provider child's pid, its RSS and CPU from /proc (gopsutil),
+// its PSS (smaps_rollup),
 // the turns the journal holds and events/s; a stored session is not in it.
 func TestE2ECtlTop(t *testing.T) {
 	d := daemontest.Start(t, daemontest.Options{})
@@ -58,13 +59,13 @@ func TestE2ECtlTop(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	if len(lines) != 3 || lines[0]+"\n" != ctl.TopHeading ||
-		!regexp.MustCompile(`^ID\s+PROVIDER\s+PID\s+PROCS\s+RSS\s+MEM\s+CPU%\s+TURNS\s+TURN\s+EVENTS/S\s+TITLE$`).MatchString(lines[1]) {
+		!regexp.MustCompile(`^ID\s+PROVIDER\s+PID\s+PROCS\s+RSS\s+PSS\s+MEM\s+CPU%\s+TURNS\s+TURN\s+EVENTS/S\s+TITLE$`).MatchString(lines[1]) {
 		t.Fatalf("top --once: want what is summed, a header and one live session:\n%s", out)
 	}
 	row := regexp.MustCompile(`^` + regexp.QuoteMeta(live.SessionID) + `\s+echo\s+` + strconv.Itoa(h.PID) +
-		`\s+1\s+\d+(\.\d)?[KMG]\s+\d+(\.\d)?[KMG]\s+\d+\.\d\s+2\s+-\s+\d+\.\d\s+-$`)
+		`\s+1\s+\d+(\.\d)?[KMG]\s+\d+(\.\d)?[KMG]\s+\d+(\.\d)?[KMG]\s+\d+\.\d\s+2\s+-\s+\d+\.\d\s+-$`)
 	if !row.MatchString(lines[2]) {
-		t.Fatalf("row %q: want id, echo, pid %d, 1 process, RSS, MEM, CPU, 2 turns, no turn running, events/s", lines[2], h.PID)
+		t.Fatalf("row %q: want id, echo, pid %d, 1 process, RSS, PSS, MEM, CPU, 2 turns, no turn running, events/s", lines[2], h.PID)
 	}
 
 	code, out, errOut = runCtl(t, d.Socket, dir, "--json", "top", "--once", "--interval", "100ms")
@@ -72,13 +73,14 @@ func TestE2ECtlTop(t *testing.T) {
 		SessionID string `json:"sessionId"`
 		PID       int    `json:"pid"`
 		RSS       uint64 `json:"rssBytes"`
+		PSS       uint64 `json:"pssBytes"`
 		Turns     int    `json:"turns"`
 	}
 	if code != 0 || json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 1 {
 		t.Fatalf("--json top --once: exit %d %q %s", code, out, errOut)
 	}
-	if r := rows[0]; r.SessionID != live.SessionID || r.PID != h.PID || r.RSS == 0 || r.Turns != 2 {
-		t.Fatalf("row %+v: want %s pid %d, RSS > 0, 2 turns", r, live.SessionID, h.PID)
+	if r := rows[0]; r.SessionID != live.SessionID || r.PID != h.PID || r.RSS == 0 || r.PSS == 0 || r.PSS > r.RSS || r.Turns != 2 {
+		t.Fatalf("row %+v: want %s pid %d, 0 < PSS <= RSS, 2 turns", r, live.SessionID, h.PID)
 	}
 }
 

@@ -57,6 +57,9 @@ func printSession(tw *tabwriter.Writer, s api.SessionInfo, u *treeUsage) {
 		fmt.Fprintf(tw, "processes\t%d (from %s)\n", u.Procs, u.Source)
 		fmt.Fprintf(tw, "memory\t%s (from %s)\n", bytesText(u.Memory), u.Source)
 		fmt.Fprintf(tw, "rss\t%s (summed over the processes)\n", bytesText(u.RSS))
+		if u.pssOK {
+			fmt.Fprintf(tw, "pss\t%s (summed over the processes, shared pages divided between their processes)\n", bytesText(u.PSS))
+		}
 	}
 	if s.Cgroup != "" {
 		fmt.Fprintf(tw, "cgroup\t%s\n", tty.Safe(s.Cgroup))

@@ -31,7 +31,7 @@ const (
 
 func init() {
 	registerCtl(&ctlCommand{
-		name: "top", usage: "[--interval D] [--once]", summary: "refreshing table of live sessions (pid, RSS, CPU of the provider's process tree, turns, events/s)",
+		name: "top", usage: "[--interval D] [--once]", summary: "refreshing table of live sessions (pid, RSS, PSS, CPU of the provider's process tree, turns, events/s)",
 		flags: func(fs *flag.FlagSet) {
 			fs.DurationVar(&topFlags.interval, "interval", 2*time.Second,
 				fmt.Sprintf("refresh interval, %v to %v; CPU and events/s are measured over it", minTopInterval, maxTopInterval))
@@ -42,13 +42,14 @@ func init() {
 }
 
 // TopRow is one live session in one frame (also the --json shape). RSS,
-// CPU, Memory and Procs are the session's whole process tree (treeUsage).
+// PSS, CPU, Memory and Procs are the session's whole process tree (treeUsage).
 type TopRow struct {
 	SessionID    string  `json:"sessionId"`
 	Provider     string  `json:"provider"`
 	Title        string  `json:"title"`
 	PID          int     `json:"pid"`
 	RSS          uint64  `json:"rssBytes"`    // summed over the tree
+	PSS          uint64  `json:"pssBytes"`    // summed over the tree (smaps_rollup); 0 where it cannot be read
 	Memory       uint64  `json:"memoryBytes"` // the cgroup's memory.current, else RSS summed
 	Procs        int     `json:"processes"`   // the tree: the cgroup's members, else root + descendants + tagged
 	UsageFrom    string  `json:"usageFrom"`   // cgroup | proc
@@ -57,6 +58,7 @@ type TopRow struct {
 	TurnRunning  bool    `json:"turnRunning"`
 	EventsPerSec float64 `json:"eventsPerSec"`
 	Gone         bool    `json:"gone,omitempty"` // the provider child could not be read
+	pssOK        bool
 	cpu          map[int]float64
 	lastSeq      uint64
 }
@@ -141,6 +143,7 @@ func (st *topState) sample(e *ctlEnv, c *rpc.Client) (topState, error) {
 		_, _, r.Gone = procFigures(s.PID)
 		if u, ok := sessionUsage(s, ps); ok {
 			r.RSS, r.cpu, r.Memory, r.Procs, r.UsageFrom = u.RSS, u.cpu, u.Memory, u.Procs, u.Source
+			r.PSS, r.pssOK = u.PSS, u.pssOK
 		}
 		out.rows[s.SessionID] = r
 	}
@@ -221,22 +224,25 @@ func printTop(e *ctlEnv, rows []TopRow, clear bool) int {
 }
 
 // TopHeading says what the figures are, above the table.
-const TopHeading = "RSS, CPU% and MEM are summed over each session's PROCS processes: " +
+const TopHeading = "RSS, PSS, CPU% and MEM are summed over each session's PROCS processes: " +
 	"its cgroup (cgroup mode), else the provider, its descendants and the processes tagged with the session\n"
 
 func writeTopTable(w io.Writer, rows []TopRow) {
 	var t table
-	t.add("ID", "PROVIDER", "PID", "PROCS", "RSS", "MEM", "CPU%", "TURNS", "TURN", "EVENTS/S", "TITLE")
+	t.add("ID", "PROVIDER", "PID", "PROCS", "RSS", "PSS", "MEM", "CPU%", "TURNS", "TURN", "EVENTS/S", "TITLE")
 	for _, r := range rows {
-		rss, cpu := "-", "-"
+		rss, pss, cpu := "-", "-", "-"
 		if !r.Gone {
 			rss, cpu = bytesText(r.RSS), fmt.Sprintf("%.1f", r.CPU)
+			if r.pssOK {
+				pss = bytesText(r.PSS)
+			}
 		}
 		turn := "-"
 		if r.TurnRunning {
 			turn = "running"
 		}
-		t.add(tty.Safe(r.SessionID), fit(r.Provider, providerCells), fmt.Sprint(r.PID), fmt.Sprint(r.Procs), rss,
+		t.add(tty.Safe(r.SessionID), fit(r.Provider, providerCells), fmt.Sprint(r.PID), fmt.Sprint(r.Procs), rss, pss,
 			bytesText(r.Memory), cpu, fmt.Sprint(r.Turns), turn, fmt.Sprintf("%.1f", r.EventsPerSec), dash(fit(r.Title, titleCells)))
 	}
 	io.WriteString(w, TopHeading)

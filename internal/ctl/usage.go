@@ -17,13 +17,20 @@ import (
 // below), else the provider child, its descendants and every process
 // tagged with the session (SESSIOND_SESSION_ID under this daemon's state
 // id: a child that left the tree by a double fork or setsid). RSS and CPU
-// are summed over those processes (gopsutil); Memory is the cgroup's
-// memory.current where the memory controller is on, else the RSS sum.
+// are summed over those processes (gopsutil), PSS too (/proc/PID/smaps_rollup:
+// each shared page divided between the processes mapping it, so the PSS
+// of several sessions adds up where their RSS counts shared pages once per
+// process); Memory is the cgroup's memory.current where the memory
+// controller is on, else the RSS sum.
 type treeUsage struct {
 	Memory uint64 `json:"memoryBytes"`
 	Procs  int    `json:"processes"`
 	Source string `json:"source"` // cgroup | proc
 	RSS    uint64 `json:"rssBytes"`
+	PSS    uint64 `json:"pssBytes"`
+	// pssOK: the PSS of at least one member could be read (not on macOS,
+	// nor for another user's processes).
+	pssOK bool
 	// cpu is each member's user+system seconds, by pid: a frame's CPU%
 	// is the growth of each member that was there the frame before, plus
 	// all of each new one's.
@@ -97,6 +104,10 @@ func sessionUsage(s api.SessionInfo, ps procSnapshot) (treeUsage, bool) {
 		u.Procs++
 		u.RSS += rss
 		u.cpu[pid] = cpu
+		if pss, err := proc.PSS(pid); err == nil {
+			u.PSS += uint64(pss)
+			u.pssOK = true
+		}
 	}
 	u.Memory = u.RSS
 	if src == "cgroup" {

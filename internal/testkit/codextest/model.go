@@ -32,6 +32,9 @@ type Reply struct {
 type ExecCall struct {
 	CallID string
 	Cmd    string
+	// Sandboxed asks for the default sandbox instead of escalated
+	// permissions: codex runs it without an approval, inside its sandbox.
+	Sandboxed bool
 }
 
 // Text is a reply streaming text in the given deltas.
@@ -152,8 +155,12 @@ func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
 		out++
 	}
 	if rep.Exec != nil {
-		args, _ := json.Marshal(map[string]any{"cmd": rep.Exec.Cmd, "sandbox_permissions": "require_escalated",
-			"justification": "the test asks for it"})
+		call := map[string]any{"cmd": rep.Exec.Cmd, "sandbox_permissions": "require_escalated",
+			"justification": "the test asks for it"}
+		if rep.Exec.Sandboxed {
+			call = map[string]any{"cmd": rep.Exec.Cmd}
+		}
+		args, _ := json.Marshal(call)
 		item := map[string]any{"type": "function_call", "id": "fc_" + rep.Exec.CallID, "call_id": rep.Exec.CallID,
 			"name": "exec_command", "arguments": string(args)}
 		s.Send("response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": out, "item": item})
