@@ -80,6 +80,14 @@ func chunk(kind, text string) map[string]any {
 func (f *fakeAgent) handle(m map[string]any) {
 	id := m["id"]
 	p, _ := m["params"].(map[string]any)
+	if phase, ok := strings.CutPrefix(f.mode, "closeout:"); ok && m["method"] == phase {
+		// stdout closed as the request of that phase arrives, unanswered;
+		// the agent runs on (reading its stdin) until it is stopped.
+		f.outMu.Lock()
+		os.Stdout.Close()
+		f.outMu.Unlock()
+		return
+	}
 	switch m["method"] {
 	case "initialize":
 		switch f.mode {

@@ -114,7 +114,7 @@ func (a *Adapter) send(method string, params any, c *call) (string, error) {
 	select {
 	case <-a.done:
 		a.forget(key)
-		return key, fmt.Errorf("provider: %s: %w", method, provider.ErrExited)
+		return key, fmt.Errorf("provider: %s: %s: %w", method, stdoutEnded, provider.ErrExited)
 	default:
 	}
 	if err := a.write(outRequest{JSONRPC: "2.0", ID: id, Method: method, Params: params}); err != nil {
@@ -129,6 +129,10 @@ func (a *Adapter) forget(key string) {
 	delete(a.calls, key)
 	a.mu.Unlock()
 }
+
+// stdoutEnded is why a request fails once the reader ended: the agent
+// exited, or closed its stdout and may run on (the host stops it).
+const stdoutEnded = "the agent's stdout ended (it exited or closed it)"
 
 // request sends method and waits for its response, ctx, the request
 // timeout, BeginStop or the agent's exit. An error answer is *RPCError.
@@ -156,7 +160,7 @@ func (a *Adapter) request(ctx context.Context, method string, params any, onResu
 			return answered(m)
 		default:
 		}
-		return nil, fmt.Errorf("provider: %s: the agent exited before answering: %w", method, provider.ErrExited)
+		return nil, fmt.Errorf("provider: %s: %s before its answer: %w", method, stdoutEnded, provider.ErrExited)
 	case <-a.stopping:
 		select {
 		case m := <-c.resp: // answered just before
