@@ -144,7 +144,10 @@ func (f *fakeAgent) handle(m map[string]any) {
 	default:
 		if id != nil && m["method"] == nil {
 			m["cancelSeen"] = f.cancel != nil && f.cancelled() // in wire order: did session/cancel come first?
-			f.replies <- m
+			select {
+			case f.replies <- m:
+			default: // answers to requests nobody awaits (a flood)
+			}
 		}
 	}
 }
@@ -327,6 +330,20 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 			got = append(got, answerText(f.ask(m, map[string]any{"sessionId": sid, "path": "/etc/hostname", "command": "ls"})))
 		}
 		f.update(sid, chunk("agent_message_chunk", strings.Join(got, ";")))
+	case "manynames": // n distinct unknown notifications, m distinct unserved methods (one of 100 KB), not awaited
+		n, _ := strconv.Atoi(words[1])
+		m, _ := strconv.Atoi(words[2])
+		for i := range n {
+			f.write(map[string]any{"method": fmt.Sprintf("vendor/n%d", i), "params": map[string]any{}})
+		}
+		for i := range m {
+			name := fmt.Sprintf("vendor/m%d", i)
+			if i == 0 {
+				name += "\n" + strings.Repeat("L", 100<<10)
+			}
+			f.write(map[string]any{"id": fmt.Sprintf("q-%d", i), "method": name, "params": map[string]any{}})
+		}
+		f.update(sid, chunk("agent_message_chunk", "done"))
 	case "kinds":
 		for range 2 {
 			f.update(sid, map[string]any{"sessionUpdate": "current_mode_update", "currentModeId": "code"})

@@ -391,3 +391,51 @@ func TestOpenToolCallsBudget(t *testing.T) {
 		t.Fatalf("text %q", got)
 	}
 }
+
+// An agent making up names: 20,000 distinct unknown notifications and
+// 1,000 distinct unserved methods (one with a 100 KB name and a newline)
+// journal at most maxNoticeKeys notices plus one notices_capped, remember
+// at most that many keys, log a bounded number of lines (rate-limited,
+// with the count suppressed) and never show a name past maxNameBytes.
+func TestDistinctNamesBounded(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.lax = true // vendor methods are no part of the schema
+	g.start(t)
+	evs := g.turn(t, "t_1", "manynames 20000 1000")
+	if got := answerOf(t, evs); got != "done" {
+		t.Fatalf("text %q", got)
+	}
+	ns := of(evs, event.ProviderNotice)
+	capped := 0
+	for _, d := range ns {
+		n := data[event.NoticeData](t, d)
+		if n.Code == "notices_capped" {
+			capped++
+		}
+		if len(n.Message) > 2*maxNameBytes+200 || strings.Contains(n.Message, "\n") {
+			t.Fatalf("a notice of %d bytes: %.200q", len(n.Message), n.Message)
+		}
+	}
+	if len(ns) != maxNoticeKeys+1 || capped != 1 {
+		t.Fatalf("%d notices (%d notices_capped) for 21,000 names; want %d + 1", len(ns), capped, maxNoticeKeys)
+	}
+	g.a.mu.Lock()
+	warned, logs, over := len(g.a.warned), len(g.a.logs), g.a.noticesOver
+	g.a.mu.Unlock()
+	if warned > maxNoticeKeys || logs > maxLogKinds+1 || over != 21000-maxNoticeKeys {
+		t.Fatalf("remembered %d notice keys, %d log kinds; %d over the cap", warned, logs, over)
+	}
+	l := g.log()
+	lines := strings.Split(l, "\n")
+	if len(lines) > maxLogKinds+200 {
+		t.Fatalf("%d log lines for 21,000 names", len(lines))
+	}
+	for _, line := range lines {
+		if len(line) > 4096 {
+			t.Fatalf("a log line of %d bytes: %.200s", len(line), line)
+		}
+	}
+	if !strings.Contains(l, "suppressed=") || !strings.Contains(l, "kind="+overflowKind) {
+		t.Fatalf("no rate-limited line with its suppressed count, or no overflow kind:\n%.3000s", l)
+	}
+}

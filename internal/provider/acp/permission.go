@@ -85,24 +85,24 @@ func (a *Adapter) onPermission(m *message) {
 		turnID = t.ours
 	}
 	ap.turnID = turnID
-	var refuse string
+	var refuse, why string // why: the kind of refusal (one notice per kind)
 	switch {
 	case dup:
-		refuse = "a permission request with this id is already open"
+		refuse, why = "a permission request with this id is already open", "duplicate_id"
 	case full:
-		refuse = fmt.Sprintf("request_permission: %d permission requests are open already", maxOpenApprovals)
+		refuse, why = fmt.Sprintf("request_permission: %d permission requests are open already", maxOpenApprovals), "too_many_open"
 	case repeated != "":
 		// One id for two options: the agent alone decides what it means,
 		// so no decision of ours can be relayed as the option it names.
-		refuse = fmt.Sprintf("request_permission repeats optionId %q; options must be told apart", capText(repeated, 80))
+		refuse, why = fmt.Sprintf("request_permission repeats optionId %q; options must be told apart", capText(repeated, 80)), "repeated_option"
 	case p.SessionID != sid:
-		refuse = fmt.Sprintf("request_permission names session %q; this agent's session is %q", capText(p.SessionID, 80), sid)
+		refuse, why = fmt.Sprintf("request_permission names session %q; this agent's session is %q", capText(p.SessionID, 80), sid), "other_session"
 	case len(ap.options) == 0:
-		refuse = fmt.Sprintf("request_permission offers no option sessiond can choose (options: %s)", capText(string(mustJSON(p.Options)), 300))
+		refuse, why = fmt.Sprintf("request_permission offers no option sessiond can choose (options: %s)", capText(string(mustJSON(p.Options)), 300)), "no_option"
 	}
 	if refuse != "" {
 		a.anomaly("permission_refused", "request_id", capText(key, 60), "reason", refuse)
-		a.noticeOnce("permission_refused:"+refuse, "warning", "bad_permission_request", "the agent's permission request was refused: "+refuse)
+		a.noticeOnce("permission_refused:"+why, "warning", "bad_permission_request", "the agent's permission request was refused: "+refuse)
 		if !dup {
 			a.emit(event.New(event.ApprovalResolved, turnID, event.ApprovalResolvedData{
 				RequestID: key, Decision: provider.DecisionDeny, By: "daemon", Reason: refuse}))

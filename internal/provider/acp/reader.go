@@ -84,10 +84,11 @@ func (a *Adapter) handleAgentRequest(m *message) {
 		a.onPermission(m)
 		return
 	}
-	a.anomaly("unserved_method:"+capText(m.Method, 80), "method", capText(m.Method, 80))
-	a.noticeOnce("method:"+m.Method, "info", "unserved_method",
-		"the agent called "+capText(m.Method, 80)+", which sessiond does not serve; it was answered method-not-found")
-	a.respondErrorAsync(m.ID, codeMethodNotFound, "sessiond does not serve "+capText(m.Method, 80))
+	name := agentName(m.Method)
+	a.anomaly("unserved_method:"+name, "method", name)
+	a.noticeOnce("method:"+name, "info", "unserved_method",
+		"the agent called "+name+", which sessiond does not serve; it was answered method-not-found")
+	a.respondErrorAsync(m.ID, codeMethodNotFound, "sessiond does not serve "+name)
 }
 
 // handleNotification: session/update by kind (tables.go); $/cancel_request
@@ -103,9 +104,9 @@ func (a *Adapter) handleNotification(m *message) {
 		_ = json.Unmarshal(m.Params, &p)
 		a.onWithdrawn(p.RequestID)
 	default:
-		a.anomaly("unknown_notification", "method", capText(m.Method, 80))
-		a.noticeOnce("notification:"+m.Method, "info", "unknown_notification",
-			"the agent sent an unknown notification "+capText(m.Method, 80))
+		name := agentName(m.Method)
+		a.anomaly("unknown_notification", "method", name)
+		a.noticeOnce("notification:"+name, "info", "unknown_notification", "the agent sent an unknown notification "+name)
 	}
 }
 
