@@ -85,14 +85,20 @@ type Adapter struct {
 	// requests, written by writeLoop: the reader never waits on the
 	// agent's stdin (a nil line is a barrier: flushed closes it). hung
 	// is set once the queue was full (the agent does not read its stdin).
-	answers chan queued
-	hung    atomic.Bool
+	answers     chan queued
+	queuedBytes atomic.Int64 // the bytes of the lines in answers
+	hung        atomic.Bool
 }
 
 // maxQueuedAnswers bounds the answers waiting for the agent to read its
 // stdin; one more and the agent is hung (Options.Stuck). Room for a
 // cancel answering every open permission at once, and as many more.
 const maxQueuedAnswers = 2 * maxOpenApprovals
+
+// maxQueuedAnswerBytes bounds the bytes of those answers (an answer
+// echoes the agent's request id): one more and the agent is hung, as when
+// the count is reached; a single answer over it is queued only alone.
+const maxQueuedAnswerBytes = 1 << 20
 
 // openTurn is the turn whose session/prompt is unanswered.
 type openTurn struct {

@@ -283,11 +283,17 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 		f.update(sid, mergeMap(map[string]any{"sessionUpdate": "tool_call"}, call))
 		r := f.ask("session/request_permission", map[string]any{"sessionId": sid, "toolCall": call, "options": permissionOptions()})
 		f.update(sid, chunk("agent_message_chunk", "outcome="+outcomeOf(r)))
-	case "noread": // n requests, then stdin is no longer read, the prompt never answered
+	case "noread": // n requests (ids padded to size bytes), then stdin is no longer read, the prompt never answered
 		f.noread.Store(true)
 		n, _ := strconv.Atoi(words[1])
+		size := 0
+		if len(words) > 2 {
+			size, _ = strconv.Atoi(words[2])
+		}
 		for i := range n {
-			f.write(map[string]any{"id": fmt.Sprintf("r-%d", i), "method": "fs/read_text_file", "params": map[string]any{"sessionId": sid, "path": "/etc/hostname"}})
+			rid := fmt.Sprintf("r-%d-", i)
+			rid += strings.Repeat("p", max(0, size-len(rid)))
+			f.write(map[string]any{"id": rid, "method": "fs/read_text_file", "params": map[string]any{"sessionId": sid, "path": "/etc/hostname"}})
 		}
 		f.update(sid, chunk("agent_message_chunk", "flooded"))
 		<-make(chan struct{})
@@ -343,6 +349,11 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 			}
 			f.write(map[string]any{"id": fmt.Sprintf("q-%d", i), "method": name, "params": map[string]any{}})
 		}
+		f.update(sid, chunk("agent_message_chunk", "done"))
+	case "longid": // a permission request and an fs request, each with a 4 KB id
+		f.write(map[string]any{"id": "p-" + strings.Repeat("i", 4<<10), "method": "session/request_permission", "params": map[string]any{"sessionId": sid,
+			"toolCall": map[string]any{"toolCallId": "l1", "title": "rm", "kind": "delete"}, "options": permissionOptions()}})
+		f.write(map[string]any{"id": strings.Repeat("9", 4<<10), "method": "fs/read_text_file", "params": map[string]any{"sessionId": sid, "path": "/x"}})
 		f.update(sid, chunk("agent_message_chunk", "done"))
 	case "kinds":
 		for range 2 {

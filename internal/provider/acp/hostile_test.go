@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"bytes"
 	"strings"
 	"sync"
 	"syscall"
@@ -437,5 +438,70 @@ func TestDistinctNamesBounded(t *testing.T) {
 	}
 	if !strings.Contains(l, "suppressed=") || !strings.Contains(l, "kind="+overflowKind) {
 		t.Fatalf("no rate-limited line with its suppressed count, or no overflow kind:\n%.3000s", l)
+	}
+}
+
+// The answers waiting for an agent that stopped reading are bounded in
+// bytes too: 1,500 requests with ids of 1,000 bytes (fewer than
+// maxQueuedAnswers, more than maxQueuedAnswerBytes) make the agent hung.
+func TestAgentStopsReadingBytes(t *testing.T) {
+	stuck := make(chan struct{})
+	var once sync.Once
+	g := startAgent(t, "", func(o *provider.Options, _ *Profile) {
+		o.Stuck = func() { once.Do(func() { close(stuck) }) }
+	})
+	g.start(t)
+	if err := g.a.StartTurn(t.Context(), "t_1", "noread 1500 1000"); err != nil {
+		t.Fatal(err)
+	}
+	g.until(t, event.MessageDelta)
+	select {
+	case <-stuck:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("1500 answers of about 1 KB queued (%d bytes) and the agent is not reported stuck", g.a.queuedBytes.Load())
+	}
+	if n := g.a.queuedBytes.Load(); n > maxQueuedAnswerBytes {
+		t.Fatalf("%d bytes queued, over %d", n, maxQueuedAnswerBytes)
+	}
+	if l := g.log(); !strings.Contains(l, "max_bytes=1048576") {
+		t.Fatalf("log:\n%.2000s", l)
+	}
+}
+
+// A request id over maxAgentIDBytes is refused (invalid request naming the
+// size and the limit), journaled once; no approval is opened and nothing
+// of it is kept.
+func TestLongRequestIDs(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.start(t)
+	evs := g.turn(t, "t_1", "longid")
+	if got := answerOf(t, evs); got != "done" {
+		t.Fatalf("text %q", got)
+	}
+	if n := len(of(evs, event.ApprovalRequested)); n != 0 {
+		t.Fatalf("%d approvals for ids over the limit", n)
+	}
+	if err := g.a.flushAnswers(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	refused := 0
+	g.mu.Lock()
+	for _, l := range g.sent {
+		if bytes.Contains(l, []byte(`"code":-32600`)) && bytes.Contains(l, []byte("is over 1024 bytes")) && len(l) > 4<<10 {
+			refused++ // the id echoed: the agent can match it
+		}
+	}
+	g.mu.Unlock()
+	if refused != 2 {
+		t.Fatalf("%d refusals of long ids", refused)
+	}
+	if ns := of(evs, event.ProviderNotice); len(ns) != 1 || data[event.NoticeData](t, ns[0]).Code != "request_id_too_long" {
+		t.Fatalf("notices %s", types(evs))
+	}
+	if g.a.Busy() {
+		t.Fatal("an approval is open")
+	}
+	if n := g.a.queuedBytes.Load(); n != 0 {
+		t.Fatalf("every answer written, yet %d bytes counted queued", n)
 	}
 }

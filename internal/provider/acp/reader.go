@@ -58,6 +58,8 @@ func (a *Adapter) handleLine(line []byte) {
 		a.anomaly("bad_field", "field", capText(bad.Field, 60), "value", bad.Value)
 	}
 	switch {
+	case m.Method != "" && m.hasID() && len(m.ID) > maxAgentIDBytes:
+		a.refuseLongID(&m)
 	case m.Method != "" && m.hasID():
 		a.handleAgentRequest(&m)
 	case m.Method != "":
@@ -67,6 +69,22 @@ func (a *Adapter) handleLine(line []byte) {
 	default:
 		a.anomaly("message_without_method_or_id", "line", capText(string(line), 120))
 	}
+}
+
+// maxAgentIDBytes bounds an agent's request id (its JSON text): our answer
+// echoes it and a pending permission keeps it, so it is held for the agent.
+const maxAgentIDBytes = 1024
+
+// refuseLongID answers a request whose id is over maxAgentIDBytes with
+// invalid-request naming the size and the limit (echoing the id: the only
+// way the agent can match the answer), logged and journaled once; nothing
+// of it is kept.
+func (a *Adapter) refuseLongID(m *message) {
+	name := agentName(m.Method)
+	a.anomaly("request_id_too_long", "method", name, "id_bytes", len(m.ID), "max_bytes", maxAgentIDBytes)
+	msg := fmt.Sprintf("request id of %d bytes (method %s) is over %d bytes", len(m.ID), name, maxAgentIDBytes)
+	a.noticeOnce("request_id_too_long", "warning", "request_id_too_long", "the agent's request was refused: "+msg)
+	a.respondErrorAsync(m.ID, codeInvalidRequest, msg)
 }
 
 // Garbage is how many lines the agent wrote that were no JSON-RPC message.

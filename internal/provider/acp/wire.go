@@ -53,6 +53,7 @@ func (e *RPCError) Error() string {
 
 // JSON-RPC and ACP error codes.
 const (
+	codeInvalidRequest   = -32600
 	codeInvalidParams    = -32602
 	codeMethodNotFound   = -32601
 	codeInternalError    = -32603
@@ -184,9 +185,9 @@ func (a *Adapter) notify(method string, params any) error {
 }
 
 // answer queues a reply to a request of the agent for writeLoop, never
-// waiting on the agent's stdin (the reader calls it). A full queue means
-// the agent has stopped reading: it is hung, and the host is told to stop
-// it (Options.Stuck), once.
+// waiting on the agent's stdin (the reader calls it). A full queue (by
+// count or bytes) means the agent has stopped reading: it is hung, and
+// the host is told to stop it (Options.Stuck), once.
 func (a *Adapter) answer(v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -196,15 +197,21 @@ func (a *Adapter) answer(v any) {
 	if a.hung.Load() {
 		return
 	}
-	select {
-	case a.answers <- queued{line: append(b, '\n')}:
-		return
-	default:
+	line := append(b, '\n')
+	n := int64(len(line))
+	if q := a.queuedBytes.Add(n); q <= maxQueuedAnswerBytes || q == n { // one answer over the bound goes alone
+		select {
+		case a.answers <- queued{line: line}:
+			return
+		default:
+		}
 	}
+	a.queuedBytes.Add(-n)
 	if a.hung.Swap(true) {
 		return
 	}
-	a.log.Warn("the agent does not read its stdin; stopping it", "queued_answers", maxQueuedAnswers)
+	a.log.Warn("the agent does not read its stdin; stopping it", "queued_answers", len(a.answers), "queued_bytes", a.queuedBytes.Load(),
+		"max_answers", maxQueuedAnswers, "max_bytes", maxQueuedAnswerBytes)
 	if a.o.Stuck != nil {
 		a.o.Stuck()
 	}
@@ -229,6 +236,7 @@ func (a *Adapter) writeLoop() {
 			if err := a.stdin.WriteLine(q.line); err != nil {
 				a.log.Debug("answer agent request", "err", err)
 			}
+			a.queuedBytes.Add(-int64(len(q.line)))
 		case <-a.done:
 			return
 		}
