@@ -73,13 +73,16 @@ type Adapter struct {
 	afterCancel bool
 	approvals   map[string]*approval // requestId -> pending session/request_permission
 	approvalN   int64
-	warned      map[string]bool     // notice keys journaled (at most maxNoticeKeys; notices.go)
-	noticesOver int64               // new notice keys past maxNoticeKeys
-	logs        map[string]*logRate // anomaly kinds logged (at most maxLogKinds + 1)
-	now         func() time.Time
-	garbage     int64 // lines that were no JSON-RPC message
-	stuck       *time.Timer
-	pause       *pauseReq // a live upgrade's Pause in progress (handoff.go)
+	// approvalBytes is what approvals hold (approval.size + key), at most
+	// maxApprovalBytes.
+	approvalBytes int
+	warned        map[string]bool     // notice keys journaled (at most maxNoticeKeys; notices.go)
+	noticesOver   int64               // new notice keys past maxNoticeKeys
+	logs          map[string]*logRate // anomaly kinds logged (at most maxLogKinds + 1)
+	now           func() time.Time
+	garbage       int64 // lines that were no JSON-RPC message
+	stuck         *time.Timer
+	pause         *pauseReq // a live upgrade's Pause in progress (handoff.go)
 
 	// answers is the outbound queue of our answers to the agent's
 	// requests, written by writeLoop: the reader never waits on the

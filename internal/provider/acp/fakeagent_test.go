@@ -325,6 +325,35 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 				"status": "in_progress", "rawInput": map[string]any{"command": strings.Repeat("x", 60<<10)}})
 		}
 		f.update(sid, chunk("agent_message_chunk", "done"))
+	case "fatupdates": // 40 small open calls, each then updated with 64 KB of output; the turn stays open
+		for i := range 40 {
+			f.update(sid, map[string]any{"sessionUpdate": "tool_call", "toolCallId": fmt.Sprintf("u%d", i), "title": "ls", "kind": "execute",
+				"status": "in_progress"})
+		}
+		for i := range 40 {
+			f.update(sid, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": fmt.Sprintf("u%d", i), "status": "in_progress",
+				"content": []any{map[string]any{"type": "content", "content": map[string]any{"type": "text", "text": strings.Repeat("o", 64<<10)}}}})
+		}
+		f.update(sid, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "u39", "status": "completed"})
+		f.update(sid, chunk("agent_message_chunk", "done"))
+		<-f.cancel
+		stop = "cancelled"
+	case "permbytes": // n permission requests with 1000-byte ids and optionIds, none awaited
+		n, _ := strconv.Atoi(words[1])
+		for i := range n {
+			pad := strings.Repeat("p", 990)
+			opts := []any{map[string]any{"optionId": fmt.Sprintf("y%d%s", i, pad), "name": "Allow", "kind": "allow_once"},
+				map[string]any{"optionId": fmt.Sprintf("a%d%s", i, pad), "name": "Always", "kind": "allow_always"},
+				map[string]any{"optionId": fmt.Sprintf("n%d%s", i, pad), "name": "Reject", "kind": "reject_once"}}
+			if i == 0 {
+				opts = append(opts, map[string]any{"optionId": strings.Repeat("L", 2000), "name": "Long", "kind": "allow_once"})
+			}
+			f.write(map[string]any{"id": fmt.Sprintf("p-%d-%s", i, pad), "method": "session/request_permission", "params": map[string]any{"sessionId": sid,
+				"toolCall": map[string]any{"toolCallId": fmt.Sprintf("pc-%d", i), "title": "rm", "kind": "delete"}, "options": opts}})
+		}
+		f.update(sid, chunk("agent_message_chunk", "sent"))
+		<-f.cancel
+		stop = "cancelled"
 	case "garbage":
 		f.line("this is not json")
 		f.line("{broken")

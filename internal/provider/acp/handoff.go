@@ -265,8 +265,10 @@ func Adopt(o provider.Options, p provider.Paused) (provider.Adapter, error) {
 		}
 	}
 	for _, h := range st.Approvals {
-		a.approvals[h.Key] = &approval{rawID: h.RawID, turnID: h.TurnID, toolCallID: h.ToolCallID, optionIDs: h.OptionIDs,
+		ap := &approval{rawID: h.RawID, turnID: h.TurnID, toolCallID: h.ToolCallID, optionIDs: h.OptionIDs,
 			options: h.Options, order: h.Order}
+		a.approvals[h.Key] = ap
+		a.approvalBytes += ap.size() + len(h.Key)
 	}
 	a.run()
 	return a, nil

@@ -505,3 +505,41 @@ func TestLongRequestIDs(t *testing.T) {
 		t.Fatalf("every answer written, yet %d bytes counted queued", n)
 	}
 }
+
+// The turn's tool call budget holds for updates too: 40 small open calls
+// each updated with 64 KB of output stay within 1 MiB (an update past it
+// is dropped, logged), what is counted is what is held, and a call
+// completed past the budget still completes.
+func TestToolUpdatesBudget(t *testing.T) {
+	old := maxTurnToolBytes
+	maxTurnToolBytes = 1 << 20
+	t.Cleanup(func() { maxTurnToolBytes = old })
+	g := startAgent(t, "", nil)
+	g.start(t)
+	if err := g.a.StartTurn(t.Context(), "t_1", "fatupdates"); err != nil {
+		t.Fatal(err)
+	}
+	evs := g.until(t, event.MessageDelta)
+	if n := len(of(evs, event.ItemStarted)); n != 40 {
+		t.Fatalf("%d calls opened of 40", n)
+	}
+	if c := of(evs, event.ItemCompleted); len(c) != 1 || data[event.ItemData](t, c[0]).ItemID != "u39" {
+		t.Fatalf("completed: %s", types(evs))
+	}
+	g.a.mu.Lock()
+	counted, held := g.a.turn.toolBytes, 0
+	for _, tl := range g.a.turn.tools {
+		held += tl.size()
+	}
+	g.a.mu.Unlock()
+	if counted != held || held > maxTurnToolBytes {
+		t.Fatalf("the open calls hold %d bytes, counted %d (budget %d)", held, counted, maxTurnToolBytes)
+	}
+	if !strings.Contains(g.log(), "open_tool_calls_over_budget") {
+		t.Fatal("not logged")
+	}
+	if _, err := g.a.Interrupt(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	g.until(t, event.TurnCompleted)
+}

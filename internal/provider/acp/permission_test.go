@@ -277,3 +277,49 @@ func TestPermissionFlood(t *testing.T) {
 	}
 	g.until(t, event.TurnCompleted)
 }
+
+// The open permission requests are bounded in bytes too: requests of
+// about 4 KB (1000-byte ids and optionIds) are refused past
+// maxApprovalBytes, long before maxOpenApprovals, naming the bytes and
+// the limit; an optionId over maxOptionIDBytes is refused naming both.
+// What is counted is what is held, and a cancel gives it all back.
+func TestPermissionBytes(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.start(t)
+	if err := g.a.StartTurn(t.Context(), "t_1", "permbytes 400"); err != nil {
+		t.Fatal(err)
+	}
+	evs := g.until(t, event.MessageDelta)
+	heavy, long := 0, 0
+	for _, d := range of(evs, event.ApprovalResolved) {
+		rd := data[event.ApprovalResolvedData](t, d)
+		switch {
+		case rd.By == "daemon" && strings.Contains(rd.Reason, fmt.Sprintf("bytes already (max %d)", maxApprovalBytes)):
+			heavy++
+		case rd.By == "daemon" && strings.Contains(rd.Reason, "an optionId of 2000 bytes is over 1024 bytes"):
+			long++
+		}
+	}
+	relayed := len(of(evs, event.ApprovalRequested))
+	if long != 1 || heavy == 0 || relayed+heavy+long != 400 || relayed >= maxOpenApprovals {
+		t.Fatalf("%d relayed, %d refused for their bytes, %d for a long optionId", relayed, heavy, long)
+	}
+	g.a.mu.Lock()
+	held, sum := g.a.approvalBytes, 0
+	for k, ap := range g.a.approvals {
+		sum += ap.size() + len(k)
+	}
+	g.a.mu.Unlock()
+	if held != sum || held > maxApprovalBytes {
+		t.Fatalf("counted %d bytes, held %d (max %d)", held, sum, maxApprovalBytes)
+	}
+	if _, err := g.a.Interrupt(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	g.until(t, event.TurnCompleted)
+	g.a.mu.Lock()
+	defer g.a.mu.Unlock()
+	if g.a.approvalBytes != 0 || len(g.a.approvals) != 0 {
+		t.Fatalf("after the cancel %d bytes counted, %d open", g.a.approvalBytes, len(g.a.approvals))
+	}
+}
