@@ -354,6 +354,20 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 		f.update(sid, chunk("agent_message_chunk", "sent"))
 		<-f.cancel
 		stop = "cancelled"
+	case "manysteps": // a plan of 300 steps of 4 KB, an edit of 300 diffs and 300 locations
+		var entries, diffs, locs []any
+		for i := range 300 {
+			entries = append(entries, map[string]any{"content": fmt.Sprintf("%d%s", i, strings.Repeat("s", 4200)), "priority": "low", "status": "pending"})
+			diffs = append(diffs, map[string]any{"type": "diff", "path": fmt.Sprintf("/w/%d", i), "oldText": "a\n", "newText": "b\n"})
+			locs = append(locs, map[string]any{"path": fmt.Sprintf("/w/%d%s", i, strings.Repeat("l", 4200))})
+		}
+		f.update(sid, map[string]any{"sessionUpdate": "plan", "entries": entries})
+		f.update(sid, map[string]any{"sessionUpdate": "tool_call", "toolCallId": "m1", "title": "Edit", "kind": "edit", "status": "in_progress",
+			"locations": locs})
+		f.update(sid, map[string]any{"sessionUpdate": "tool_call", "toolCallId": "m2", "title": "Move", "kind": "move", "status": "in_progress",
+			"locations": locs})
+		f.update(sid, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "m1", "status": "completed", "content": diffs})
+		f.update(sid, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "m2", "status": "completed"})
 	case "garbage":
 		f.line("this is not json")
 		f.line("{broken")

@@ -543,3 +543,40 @@ func TestToolUpdatesBudget(t *testing.T) {
 	}
 	g.until(t, event.TurnCompleted)
 }
+
+// Oversized lists in one update are cut where they are read: a plan keeps
+// maxPlanSteps steps of at most maxStepBytes each; a file change keeps
+// maxFileChanges changes, from its diffs or its locations (paths capped).
+func TestOversizedLists(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.start(t)
+	evs := g.turn(t, "t_1", "manysteps")
+	pl := data[event.TurnPlanData](t, of(evs, event.TurnPlan)[0])
+	if len(pl.Steps) != maxPlanSteps {
+		t.Fatalf("a plan of %d steps", len(pl.Steps))
+	}
+	for _, st := range pl.Steps {
+		if len(st.Step) > maxStepBytes {
+			t.Fatalf("a step of %d bytes", len(st.Step))
+		}
+	}
+	cs := of(evs, event.ItemCompleted)
+	if len(cs) != 2 {
+		t.Fatalf("events %s", types(evs))
+	}
+	for _, d := range cs {
+		c := data[event.ItemData](t, d)
+		changes, _ := c.Payload.(map[string]any)["changes"].([]any)
+		if len(changes) != maxFileChanges {
+			t.Fatalf("%s: %d changes", c.ItemID, len(changes))
+		}
+		for _, ch := range changes {
+			if p := ch.(map[string]any)["path"].(string); len(p) > 4096 {
+				t.Fatalf("%s: a path of %d bytes", c.ItemID, len(p))
+			}
+		}
+	}
+	if !strings.Contains(g.log(), "plan_too_long") {
+		t.Fatal("not logged")
+	}
+}

@@ -226,7 +226,10 @@ func (tl *tool) merge(up *toolUpdate) {
 		}
 	}
 	if up.Locations != nil {
-		tl.locations = up.Locations
+		tl.locations = up.Locations[:min(len(up.Locations), maxFileChanges)]
+		for i := range tl.locations {
+			tl.locations[i].Path = capText(tl.locations[i].Path, 4096)
+		}
 	}
 }
 
@@ -335,11 +338,16 @@ func (tl *tool) changes() []map[string]any {
 	return out
 }
 
-// diffChanges is the file changes of a content list's diff entries.
+// maxFileChanges bounds a fileChange's changes (its diff entries, else its
+// locations): the first ones are kept.
+const maxFileChanges = 256
+
+// diffChanges is the file changes of a content list's diff entries (the
+// first maxFileChanges).
 func (tl *tool) diffChanges(cs []toolContent) []map[string]any {
 	var out []map[string]any
 	for _, c := range cs {
-		if c.Type != "diff" || c.Path == "" {
+		if c.Type != "diff" || c.Path == "" || len(out) == maxFileChanges {
 			continue
 		}
 		kind := "update"

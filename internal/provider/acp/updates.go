@@ -145,6 +145,13 @@ func (a *Adapter) onThoughtChunk(t *openTurn, u json.RawMessage) []event.Draft {
 	return append(ds, event.New(event.ItemDelta, t.ours, event.ItemDeltaData{ItemID: t.thought.id, Stream: event.StreamReasoning, Text: c.Content.Text}))
 }
 
+// maxPlanSteps and maxStepBytes bound a plan: the steps past the first
+// maxPlanSteps are dropped (logged), a step's text is cut.
+const (
+	maxPlanSteps = 256
+	maxStepBytes = 4096
+)
+
 // onPlan: the agent's plan replaces the last one (turn.plan).
 func (a *Adapter) onPlan(t *openTurn, u json.RawMessage) []event.Draft {
 	var p struct {
@@ -154,8 +161,13 @@ func (a *Adapter) onPlan(t *openTurn, u json.RawMessage) []event.Draft {
 		} `json:"entries"`
 	}
 	_, _ = decodeLenient(u, &p)
+	if len(p.Entries) > maxPlanSteps {
+		a.anomalyLocked("plan_too_long", "steps", len(p.Entries), "max_steps", maxPlanSteps)
+		p.Entries = p.Entries[:maxPlanSteps]
+	}
 	d := event.TurnPlanData{Steps: make([]event.PlanStep, 0, len(p.Entries))}
 	for _, e := range p.Entries {
+		e.Content = capText(e.Content, maxStepBytes)
 		st := e.Status
 		if st == "in_progress" {
 			st = "inProgress"
