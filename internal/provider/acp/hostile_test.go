@@ -580,3 +580,29 @@ func TestOversizedLists(t *testing.T) {
 		t.Fatal("not logged")
 	}
 }
+
+// A kind still occurring is logged at least once per logEvery, with what
+// was suppressed since its last line (the clock is the adapter's).
+func TestAnomalyLogEvery(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.lax = true // vendor methods are no part of the schema
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	g.a.mu.Lock()
+	g.a.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	g.a.mu.Unlock()
+	g.start(t)
+	g.turn(t, "t_1", "manynames 5 0") // occurrences 1, 2, 4 logged; 3 and 5 suppressed
+	if l := g.log(); strings.Count(l, "kind=unknown_notification") != 3 {
+		t.Fatalf("log:\n%s", l)
+	}
+	g.turn(t, "t_2", "manynames 1 0") // the 6th, within logEvery: suppressed
+	mu.Lock()
+	now = now.Add(logEvery)
+	mu.Unlock()
+	g.turn(t, "t_3", "manynames 1 0") // the 7th, logEvery later: logged
+	l := g.log()
+	if strings.Count(l, "kind=unknown_notification") != 4 || !strings.Contains(l, "count=7 suppressed=2") {
+		t.Fatalf("log:\n%s", l)
+	}
+}
