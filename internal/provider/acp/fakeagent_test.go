@@ -368,6 +368,26 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 			"locations": locs})
 		f.update(sid, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "m1", "status": "completed", "content": diffs})
 		f.update(sid, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "m2", "status": "completed"})
+	case "reuse": // a permission request id reused while open, an answer to no request, the prompt answered twice
+		req := map[string]any{"id": "dup", "method": "session/request_permission", "params": map[string]any{"sessionId": sid,
+			"toolCall": map[string]any{"toolCallId": "r1", "title": "rm", "kind": "delete"}, "options": permissionOptions()}}
+		f.write(req)
+		f.write(map[string]any{"id": "dup", "method": "session/request_permission", "params": req["params"]})
+		f.write(map[string]any{"id": 999, "result": map[string]any{}})
+		first := "" // the first answer carrying "dup": this agent's answer to it
+		for r := range f.replies {
+			if r["id"] == "dup" {
+				first = outcomeOf(r)
+				if _, isErr := r["error"]; isErr {
+					first = answerText(r)
+				}
+				break
+			}
+		}
+		f.update(sid, chunk("agent_message_chunk", first))
+		f.result(id, map[string]any{"stopReason": "end_turn"})
+		f.result(id, map[string]any{"stopReason": "end_turn"}) // again
+		return
 	case "garbage":
 		f.line("this is not json")
 		f.line("{broken")

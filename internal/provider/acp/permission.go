@@ -136,7 +136,11 @@ func (a *Adapter) onPermission(m *message) {
 			a.emit(event.New(event.ApprovalResolved, turnID, event.ApprovalResolvedData{
 				RequestID: key, Decision: provider.DecisionDeny, By: "daemon", Reason: refuse}))
 		}
-		a.respondErrorAsync(m.ID, codeInvalidParams, refuse)
+		if !dup {
+			// A duplicate is not answered: the answer would carry the open
+			// request's id, and the agent would take it for that one's.
+			a.respondErrorAsync(m.ID, codeInvalidParams, refuse)
+		}
 		return
 	}
 	ap.options = append(ap.options, provider.DecisionCancel)
