@@ -121,6 +121,16 @@ func (h *Host) startLocked(ctx context.Context, e *entry) (err error) {
 		return fail(fmt.Errorf("journal: %w", err))
 	}
 	h.mu.Lock()
+	select {
+	case <-e.adapter.Done():
+		// The provider's stdout ended while the session started (after its
+		// last answer): watch saw the entry starting and left it to us.
+		// Checked under the map lock, as watch's outputEnded reads the
+		// state: one of the two sees the other.
+		h.mu.Unlock()
+		return fail(fmt.Errorf("the provider's stdout ended before its session was live: %w", provider.ErrExited))
+	default:
+	}
 	e.state = loadedStateLocked(e, StateLive)
 	e.threadID = res.ThreadID
 	h.stats.starts++

@@ -73,23 +73,35 @@ type Adapter struct {
 	afterCancel bool
 	approvals   map[string]*approval // requestId -> pending session/request_permission
 	approvalN   int64
-	warned      map[string]bool
-	garbage     int64 // lines that were no JSON-RPC message
-	stuck       *time.Timer
-	pause       *pauseReq // a live upgrade's Pause in progress (handoff.go)
+	// approvalBytes is what approvals hold (approval.size + key), at most
+	// maxApprovalBytes.
+	approvalBytes int
+	warned        map[string]bool     // notice keys journaled (at most maxNoticeKeys; notices.go)
+	noticesOver   int64               // new notice keys past maxNoticeKeys
+	logs          map[string]*logRate // anomaly kinds logged (at most maxLogKinds + 1)
+	now           func() time.Time
+	garbage       int64 // lines that were no JSON-RPC message
+	stuck         *time.Timer
+	pause         *pauseReq // a live upgrade's Pause in progress (handoff.go)
 
 	// answers is the outbound queue of our answers to the agent's
 	// requests, written by writeLoop: the reader never waits on the
 	// agent's stdin (a nil line is a barrier: flushed closes it). hung
 	// is set once the queue was full (the agent does not read its stdin).
-	answers chan queued
-	hung    atomic.Bool
+	answers     chan queued
+	queuedBytes atomic.Int64 // the bytes of the lines in answers
+	hung        atomic.Bool
 }
 
 // maxQueuedAnswers bounds the answers waiting for the agent to read its
 // stdin; one more and the agent is hung (Options.Stuck). Room for a
 // cancel answering every open permission at once, and as many more.
 const maxQueuedAnswers = 2 * maxOpenApprovals
+
+// maxQueuedAnswerBytes bounds the bytes of those answers (an answer
+// echoes the agent's request id): one more and the agent is hung, as when
+// the count is reached; a single answer over it is queued only alone.
+const maxQueuedAnswerBytes = 1 << 20
 
 // openTurn is the turn whose session/prompt is unanswered.
 type openTurn struct {
@@ -141,6 +153,7 @@ func newAdapter(o provider.Options, p Profile) *Adapter {
 		o: o, p: p, log: o.Logger, out: provider.NewActivityReader(o.Out), stdin: provider.NewStdin(o.In, o.RequestTimeout),
 		done: make(chan struct{}), stopping: make(chan struct{}),
 		calls: map[string]*call{}, approvals: map[string]*approval{}, warned: map[string]bool{},
+		logs: map[string]*logRate{}, now: time.Now,
 		answers: make(chan queued, maxQueuedAnswers),
 	}
 	return a
@@ -214,35 +227,4 @@ func (a *Adapter) turnID() string {
 		return ""
 	}
 	return a.turn.ours
-}
-
-// anomaly logs a protocol oddity: the first of each kind at warn level,
-// later ones at debug, so a misbehaving agent cannot flood the log.
-func (a *Adapter) anomaly(kind string, args ...any) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.anomalyLocked(kind, args...)
-}
-
-// anomalyLocked is anomaly with mu held.
-func (a *Adapter) anomalyLocked(kind string, args ...any) {
-	first := !a.warned[kind]
-	a.warned[kind] = true
-	lvl := slog.LevelDebug
-	if first {
-		lvl = slog.LevelWarn
-	}
-	a.log.Log(context.Background(), lvl, "provider protocol anomaly", append([]any{"kind", kind}, args...)...)
-}
-
-// noticeOnce journals a provider.notice (in the open turn, if any) the
-// first time key is seen in this process.
-func (a *Adapter) noticeOnce(key, level, code, msg string) {
-	a.mu.Lock()
-	first := !a.warned["notice:"+key]
-	a.warned["notice:"+key] = true
-	a.mu.Unlock()
-	if first {
-		a.emit(event.New(event.ProviderNotice, a.turnID(), event.NoticeData{Level: level, Message: capText(msg, 4096), Code: code}))
-	}
 }

@@ -80,6 +80,14 @@ func chunk(kind, text string) map[string]any {
 func (f *fakeAgent) handle(m map[string]any) {
 	id := m["id"]
 	p, _ := m["params"].(map[string]any)
+	if phase, ok := strings.CutPrefix(f.mode, "closeout:"); ok && m["method"] == phase {
+		// stdout closed as the request of that phase arrives, unanswered;
+		// the agent runs on (reading its stdin) until it is stopped.
+		f.outMu.Lock()
+		os.Stdout.Close()
+		f.outMu.Unlock()
+		return
+	}
 	switch m["method"] {
 	case "initialize":
 		switch f.mode {
@@ -136,7 +144,10 @@ func (f *fakeAgent) handle(m map[string]any) {
 	default:
 		if id != nil && m["method"] == nil {
 			m["cancelSeen"] = f.cancel != nil && f.cancelled() // in wire order: did session/cancel come first?
-			f.replies <- m
+			select {
+			case f.replies <- m:
+			default: // answers to requests nobody awaits (a flood)
+			}
 		}
 	}
 }
@@ -272,11 +283,17 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 		f.update(sid, mergeMap(map[string]any{"sessionUpdate": "tool_call"}, call))
 		r := f.ask("session/request_permission", map[string]any{"sessionId": sid, "toolCall": call, "options": permissionOptions()})
 		f.update(sid, chunk("agent_message_chunk", "outcome="+outcomeOf(r)))
-	case "noread": // n requests, then stdin is no longer read, the prompt never answered
+	case "noread": // n requests (ids padded to size bytes), then stdin is no longer read, the prompt never answered
 		f.noread.Store(true)
 		n, _ := strconv.Atoi(words[1])
+		size := 0
+		if len(words) > 2 {
+			size, _ = strconv.Atoi(words[2])
+		}
 		for i := range n {
-			f.write(map[string]any{"id": fmt.Sprintf("r-%d", i), "method": "fs/read_text_file", "params": map[string]any{"sessionId": sid, "path": "/etc/hostname"}})
+			rid := fmt.Sprintf("r-%d-", i)
+			rid += strings.Repeat("p", max(0, size-len(rid)))
+			f.write(map[string]any{"id": rid, "method": "fs/read_text_file", "params": map[string]any{"sessionId": sid, "path": "/etc/hostname"}})
 		}
 		f.update(sid, chunk("agent_message_chunk", "flooded"))
 		<-make(chan struct{})
@@ -308,6 +325,69 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 				"status": "in_progress", "rawInput": map[string]any{"command": strings.Repeat("x", 60<<10)}})
 		}
 		f.update(sid, chunk("agent_message_chunk", "done"))
+	case "fatupdates": // 40 small open calls, each then updated with 64 KB of output; the turn stays open
+		for i := range 40 {
+			f.update(sid, map[string]any{"sessionUpdate": "tool_call", "toolCallId": fmt.Sprintf("u%d", i), "title": "ls", "kind": "execute",
+				"status": "in_progress"})
+		}
+		for i := range 40 {
+			f.update(sid, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": fmt.Sprintf("u%d", i), "status": "in_progress",
+				"content": []any{map[string]any{"type": "content", "content": map[string]any{"type": "text", "text": strings.Repeat("o", 64<<10)}}}})
+		}
+		f.update(sid, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "u39", "status": "completed"})
+		f.update(sid, chunk("agent_message_chunk", "done"))
+		<-f.cancel
+		stop = "cancelled"
+	case "permbytes": // n permission requests with 1000-byte ids and optionIds, none awaited
+		n, _ := strconv.Atoi(words[1])
+		for i := range n {
+			pad := strings.Repeat("p", 990)
+			opts := []any{map[string]any{"optionId": fmt.Sprintf("y%d%s", i, pad), "name": "Allow", "kind": "allow_once"},
+				map[string]any{"optionId": fmt.Sprintf("a%d%s", i, pad), "name": "Always", "kind": "allow_always"},
+				map[string]any{"optionId": fmt.Sprintf("n%d%s", i, pad), "name": "Reject", "kind": "reject_once"}}
+			if i == 0 {
+				opts = append(opts, map[string]any{"optionId": strings.Repeat("L", 2000), "name": "Long", "kind": "allow_once"})
+			}
+			f.write(map[string]any{"id": fmt.Sprintf("p-%d-%s", i, pad), "method": "session/request_permission", "params": map[string]any{"sessionId": sid,
+				"toolCall": map[string]any{"toolCallId": fmt.Sprintf("pc-%d", i), "title": "rm", "kind": "delete"}, "options": opts}})
+		}
+		f.update(sid, chunk("agent_message_chunk", "sent"))
+		<-f.cancel
+		stop = "cancelled"
+	case "manysteps": // a plan of 300 steps of 4 KB, an edit of 300 diffs and 300 locations
+		var entries, diffs, locs []any
+		for i := range 300 {
+			entries = append(entries, map[string]any{"content": fmt.Sprintf("%d%s", i, strings.Repeat("s", 4200)), "priority": "low", "status": "pending"})
+			diffs = append(diffs, map[string]any{"type": "diff", "path": fmt.Sprintf("/w/%d", i), "oldText": "a\n", "newText": "b\n"})
+			locs = append(locs, map[string]any{"path": fmt.Sprintf("/w/%d%s", i, strings.Repeat("l", 4200))})
+		}
+		f.update(sid, map[string]any{"sessionUpdate": "plan", "entries": entries})
+		f.update(sid, map[string]any{"sessionUpdate": "tool_call", "toolCallId": "m1", "title": "Edit", "kind": "edit", "status": "in_progress",
+			"locations": locs})
+		f.update(sid, map[string]any{"sessionUpdate": "tool_call", "toolCallId": "m2", "title": "Move", "kind": "move", "status": "in_progress",
+			"locations": locs})
+		f.update(sid, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "m1", "status": "completed", "content": diffs})
+		f.update(sid, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "m2", "status": "completed"})
+	case "reuse": // a permission request id reused while open, an answer to no request, the prompt answered twice
+		req := map[string]any{"id": "dup", "method": "session/request_permission", "params": map[string]any{"sessionId": sid,
+			"toolCall": map[string]any{"toolCallId": "r1", "title": "rm", "kind": "delete"}, "options": permissionOptions()}}
+		f.write(req)
+		f.write(map[string]any{"id": "dup", "method": "session/request_permission", "params": req["params"]})
+		f.write(map[string]any{"id": 999, "result": map[string]any{}})
+		first := "" // the first answer carrying "dup": this agent's answer to it
+		for r := range f.replies {
+			if r["id"] == "dup" {
+				first = outcomeOf(r)
+				if _, isErr := r["error"]; isErr {
+					first = answerText(r)
+				}
+				break
+			}
+		}
+		f.update(sid, chunk("agent_message_chunk", first))
+		f.result(id, map[string]any{"stopReason": "end_turn"})
+		f.result(id, map[string]any{"stopReason": "end_turn"}) // again
+		return
 	case "garbage":
 		f.line("this is not json")
 		f.line("{broken")
@@ -319,6 +399,25 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 			got = append(got, answerText(f.ask(m, map[string]any{"sessionId": sid, "path": "/etc/hostname", "command": "ls"})))
 		}
 		f.update(sid, chunk("agent_message_chunk", strings.Join(got, ";")))
+	case "manynames": // n distinct unknown notifications, m distinct unserved methods (one of 100 KB), not awaited
+		n, _ := strconv.Atoi(words[1])
+		m, _ := strconv.Atoi(words[2])
+		for i := range n {
+			f.write(map[string]any{"method": fmt.Sprintf("vendor/n%d", i), "params": map[string]any{}})
+		}
+		for i := range m {
+			name := fmt.Sprintf("vendor/m%d", i)
+			if i == 0 {
+				name += "\n" + strings.Repeat("L", 100<<10)
+			}
+			f.write(map[string]any{"id": fmt.Sprintf("q-%d", i), "method": name, "params": map[string]any{}})
+		}
+		f.update(sid, chunk("agent_message_chunk", "done"))
+	case "longid": // a permission request and an fs request, each with a 4 KB id
+		f.write(map[string]any{"id": "p-" + strings.Repeat("i", 4<<10), "method": "session/request_permission", "params": map[string]any{"sessionId": sid,
+			"toolCall": map[string]any{"toolCallId": "l1", "title": "rm", "kind": "delete"}, "options": permissionOptions()}})
+		f.write(map[string]any{"id": strings.Repeat("9", 4<<10), "method": "fs/read_text_file", "params": map[string]any{"sessionId": sid, "path": "/x"}})
+		f.update(sid, chunk("agent_message_chunk", "done"))
 	case "kinds":
 		for range 2 {
 			f.update(sid, map[string]any{"sessionUpdate": "current_mode_update", "currentModeId": "code"})

@@ -235,8 +235,10 @@ func Adopt(o provider.Options, p provider.Paused) (provider.Adapter, error) {
 	o.Out = provider.NewPrefixed(p.Unparsed, o.Out)
 	a := newAdapter(o, Profile{})
 	a.threadID, a.canLoad, a.started, a.nextID, a.approvalN, a.garbage = st.ThreadID, st.CanLoad, true, st.NextID, st.ApprovalN, st.Garbage
-	if st.Warned != nil {
-		a.warned = st.Warned
+	for k := range st.Warned {
+		if len(a.warned) < maxNoticeKeys {
+			a.warned[capText(k, 2*maxNameBytes)] = true
+		}
 	}
 	if ht := st.Turn; ht != nil {
 		t := &openTurn{ours: ht.Ours, promptID: ht.PromptID, interrupted: ht.Interrupted, denied: ht.Denied, msgN: ht.MsgN, tools: map[string]*tool{}}
@@ -263,8 +265,10 @@ func Adopt(o provider.Options, p provider.Paused) (provider.Adapter, error) {
 		}
 	}
 	for _, h := range st.Approvals {
-		a.approvals[h.Key] = &approval{rawID: h.RawID, turnID: h.TurnID, toolCallID: h.ToolCallID, optionIDs: h.OptionIDs,
+		ap := &approval{rawID: h.RawID, turnID: h.TurnID, toolCallID: h.ToolCallID, optionIDs: h.OptionIDs,
 			options: h.Options, order: h.Order}
+		a.approvals[h.Key] = ap
+		a.approvalBytes += ap.size() + len(h.Key)
 	}
 	a.run()
 	return a, nil

@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"bytes"
 	"strings"
 	"sync"
 	"syscall"
@@ -389,5 +390,219 @@ func TestOpenToolCallsBudget(t *testing.T) {
 	}
 	if got := answerOf(t, evs); got != "done" {
 		t.Fatalf("text %q", got)
+	}
+}
+
+// An agent making up names: 20,000 distinct unknown notifications and
+// 1,000 distinct unserved methods (one with a 100 KB name and a newline)
+// journal at most maxNoticeKeys notices plus one notices_capped, remember
+// at most that many keys, log a bounded number of lines (rate-limited,
+// with the count suppressed) and never show a name past maxNameBytes.
+func TestDistinctNamesBounded(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.lax = true // vendor methods are no part of the schema
+	g.start(t)
+	evs := g.turn(t, "t_1", "manynames 20000 1000")
+	if got := answerOf(t, evs); got != "done" {
+		t.Fatalf("text %q", got)
+	}
+	ns := of(evs, event.ProviderNotice)
+	capped := 0
+	for _, d := range ns {
+		n := data[event.NoticeData](t, d)
+		if n.Code == "notices_capped" {
+			capped++
+		}
+		if len(n.Message) > 2*maxNameBytes+200 || strings.Contains(n.Message, "\n") {
+			t.Fatalf("a notice of %d bytes: %.200q", len(n.Message), n.Message)
+		}
+	}
+	if len(ns) != maxNoticeKeys+1 || capped != 1 {
+		t.Fatalf("%d notices (%d notices_capped) for 21,000 names; want %d + 1", len(ns), capped, maxNoticeKeys)
+	}
+	g.a.mu.Lock()
+	warned, logs, over := len(g.a.warned), len(g.a.logs), g.a.noticesOver
+	g.a.mu.Unlock()
+	if warned > maxNoticeKeys || logs > maxLogKinds+1 || over != 21000-maxNoticeKeys {
+		t.Fatalf("remembered %d notice keys, %d log kinds; %d over the cap", warned, logs, over)
+	}
+	l := g.log()
+	lines := strings.Split(l, "\n")
+	if len(lines) > maxLogKinds+200 {
+		t.Fatalf("%d log lines for 21,000 names", len(lines))
+	}
+	for _, line := range lines {
+		if len(line) > 4096 {
+			t.Fatalf("a log line of %d bytes: %.200s", len(line), line)
+		}
+	}
+	if !strings.Contains(l, "suppressed=") || !strings.Contains(l, "kind="+overflowKind) {
+		t.Fatalf("no rate-limited line with its suppressed count, or no overflow kind:\n%.3000s", l)
+	}
+}
+
+// The answers waiting for an agent that stopped reading are bounded in
+// bytes too: 1,500 requests with ids of 1,000 bytes (fewer than
+// maxQueuedAnswers, more than maxQueuedAnswerBytes) make the agent hung.
+func TestAgentStopsReadingBytes(t *testing.T) {
+	stuck := make(chan struct{})
+	var once sync.Once
+	g := startAgent(t, "", func(o *provider.Options, _ *Profile) {
+		o.Stuck = func() { once.Do(func() { close(stuck) }) }
+	})
+	g.start(t)
+	if err := g.a.StartTurn(t.Context(), "t_1", "noread 1500 1000"); err != nil {
+		t.Fatal(err)
+	}
+	g.until(t, event.MessageDelta)
+	select {
+	case <-stuck:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("1500 answers of about 1 KB queued (%d bytes) and the agent is not reported stuck", g.a.queuedBytes.Load())
+	}
+	if n := g.a.queuedBytes.Load(); n > maxQueuedAnswerBytes {
+		t.Fatalf("%d bytes queued, over %d", n, maxQueuedAnswerBytes)
+	}
+	if l := g.log(); !strings.Contains(l, "max_bytes=1048576") {
+		t.Fatalf("log:\n%.2000s", l)
+	}
+}
+
+// A request id over maxAgentIDBytes is refused (invalid request naming the
+// size and the limit), journaled once; no approval is opened and nothing
+// of it is kept.
+func TestLongRequestIDs(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.start(t)
+	evs := g.turn(t, "t_1", "longid")
+	if got := answerOf(t, evs); got != "done" {
+		t.Fatalf("text %q", got)
+	}
+	if n := len(of(evs, event.ApprovalRequested)); n != 0 {
+		t.Fatalf("%d approvals for ids over the limit", n)
+	}
+	if err := g.a.flushAnswers(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	refused := 0
+	g.mu.Lock()
+	for _, l := range g.sent {
+		if bytes.Contains(l, []byte(`"code":-32600`)) && bytes.Contains(l, []byte("is over 1024 bytes")) && len(l) > 4<<10 {
+			refused++ // the id echoed: the agent can match it
+		}
+	}
+	g.mu.Unlock()
+	if refused != 2 {
+		t.Fatalf("%d refusals of long ids", refused)
+	}
+	if ns := of(evs, event.ProviderNotice); len(ns) != 1 || data[event.NoticeData](t, ns[0]).Code != "request_id_too_long" {
+		t.Fatalf("notices %s", types(evs))
+	}
+	if g.a.Busy() {
+		t.Fatal("an approval is open")
+	}
+	if n := g.a.queuedBytes.Load(); n != 0 {
+		t.Fatalf("every answer written, yet %d bytes counted queued", n)
+	}
+}
+
+// The turn's tool call budget holds for updates too: 40 small open calls
+// each updated with 64 KB of output stay within 1 MiB (an update past it
+// is dropped, logged), what is counted is what is held, and a call
+// completed past the budget still completes.
+func TestToolUpdatesBudget(t *testing.T) {
+	old := maxTurnToolBytes
+	maxTurnToolBytes = 1 << 20
+	t.Cleanup(func() { maxTurnToolBytes = old })
+	g := startAgent(t, "", nil)
+	g.start(t)
+	if err := g.a.StartTurn(t.Context(), "t_1", "fatupdates"); err != nil {
+		t.Fatal(err)
+	}
+	evs := g.until(t, event.MessageDelta)
+	if n := len(of(evs, event.ItemStarted)); n != 40 {
+		t.Fatalf("%d calls opened of 40", n)
+	}
+	if c := of(evs, event.ItemCompleted); len(c) != 1 || data[event.ItemData](t, c[0]).ItemID != "u39" {
+		t.Fatalf("completed: %s", types(evs))
+	}
+	g.a.mu.Lock()
+	counted, held := g.a.turn.toolBytes, 0
+	for _, tl := range g.a.turn.tools {
+		held += tl.size()
+	}
+	g.a.mu.Unlock()
+	if counted != held || held > maxTurnToolBytes {
+		t.Fatalf("the open calls hold %d bytes, counted %d (budget %d)", held, counted, maxTurnToolBytes)
+	}
+	if !strings.Contains(g.log(), "open_tool_calls_over_budget") {
+		t.Fatal("not logged")
+	}
+	if _, err := g.a.Interrupt(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	g.until(t, event.TurnCompleted)
+}
+
+// Oversized lists in one update are cut where they are read: a plan keeps
+// maxPlanSteps steps of at most maxStepBytes each; a file change keeps
+// maxFileChanges changes, from its diffs or its locations (paths capped).
+func TestOversizedLists(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.start(t)
+	evs := g.turn(t, "t_1", "manysteps")
+	pl := data[event.TurnPlanData](t, of(evs, event.TurnPlan)[0])
+	if len(pl.Steps) != maxPlanSteps {
+		t.Fatalf("a plan of %d steps", len(pl.Steps))
+	}
+	for _, st := range pl.Steps {
+		if len(st.Step) > maxStepBytes {
+			t.Fatalf("a step of %d bytes", len(st.Step))
+		}
+	}
+	cs := of(evs, event.ItemCompleted)
+	if len(cs) != 2 {
+		t.Fatalf("events %s", types(evs))
+	}
+	for _, d := range cs {
+		c := data[event.ItemData](t, d)
+		changes, _ := c.Payload.(map[string]any)["changes"].([]any)
+		if len(changes) != maxFileChanges {
+			t.Fatalf("%s: %d changes", c.ItemID, len(changes))
+		}
+		for _, ch := range changes {
+			if p := ch.(map[string]any)["path"].(string); len(p) > 4096 {
+				t.Fatalf("%s: a path of %d bytes", c.ItemID, len(p))
+			}
+		}
+	}
+	if !strings.Contains(g.log(), "plan_too_long") {
+		t.Fatal("not logged")
+	}
+}
+
+// A kind still occurring is logged at least once per logEvery, with what
+// was suppressed since its last line (the clock is the adapter's).
+func TestAnomalyLogEvery(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.lax = true // vendor methods are no part of the schema
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	g.a.mu.Lock()
+	g.a.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	g.a.mu.Unlock()
+	g.start(t)
+	g.turn(t, "t_1", "manynames 5 0") // occurrences 1, 2, 4 logged; 3 and 5 suppressed
+	if l := g.log(); strings.Count(l, "kind=unknown_notification") != 3 {
+		t.Fatalf("log:\n%s", l)
+	}
+	g.turn(t, "t_2", "manynames 1 0") // the 6th, within logEvery: suppressed
+	mu.Lock()
+	now = now.Add(logEvery)
+	mu.Unlock()
+	g.turn(t, "t_3", "manynames 1 0") // the 7th, logEvery later: logged
+	l := g.log()
+	if strings.Count(l, "kind=unknown_notification") != 4 || !strings.Contains(l, "count=7 suppressed=2") {
+		t.Fatalf("log:\n%s", l)
 	}
 }

@@ -20,6 +20,25 @@ type approval struct {
 	order      int64
 }
 
+// size is about the bytes ap holds (approvalBytes counts them).
+func (ap *approval) size() int {
+	n := len(ap.rawID) + len(ap.turnID) + len(ap.toolCallID)
+	for d, id := range ap.optionIDs {
+		n += len(d) + len(id)
+	}
+	for _, o := range ap.options {
+		n += len(o)
+	}
+	return n
+}
+
+// maxApprovalBytes bounds the bytes the open permission requests hold
+// (their ids, optionIds, tool call ids); one more is refused.
+var maxApprovalBytes = 1 << 20
+
+// maxOptionIDBytes bounds a permission option's optionId.
+const maxOptionIDBytes = 1024
+
 type permissionParams struct {
 	SessionID string          `json:"sessionId"`
 	ToolCall  json.RawMessage `json:"toolCall"`
@@ -56,8 +75,12 @@ func (a *Adapter) onPermission(m *message) {
 	tc.ToolCallID = toolKey(tc.ToolCallID)
 	ap := &approval{rawID: m.ID, toolCallID: tc.ToolCallID, optionIDs: map[string]string{}}
 	seen := map[string]bool{}
-	repeated := ""
+	repeated, long := "", 0
 	for _, o := range p.Options {
+		if len(o.OptionID) > maxOptionIDBytes {
+			long = len(o.OptionID)
+			continue
+		}
 		if seen[o.OptionID] && repeated == "" {
 			repeated = o.OptionID
 		}
@@ -79,35 +102,45 @@ func (a *Adapter) onPermission(m *message) {
 	}
 	_, dup := a.approvals[key]
 	full := len(a.approvals) >= maxOpenApprovals
+	heavy := a.approvalBytes+ap.size()+len(key) > maxApprovalBytes
+	held := a.approvalBytes
 	a.mu.Unlock()
 	turnID := ""
 	if t != nil {
 		turnID = t.ours
 	}
 	ap.turnID = turnID
-	var refuse string
+	var refuse, why string // why: the kind of refusal (one notice per kind)
 	switch {
 	case dup:
-		refuse = "a permission request with this id is already open"
+		refuse, why = "a permission request with this id is already open", "duplicate_id"
 	case full:
-		refuse = fmt.Sprintf("request_permission: %d permission requests are open already", maxOpenApprovals)
+		refuse, why = fmt.Sprintf("request_permission: %d permission requests are open already", maxOpenApprovals), "too_many_open"
+	case heavy:
+		refuse, why = fmt.Sprintf("request_permission: the permission requests open hold %d bytes already (max %d)", held, maxApprovalBytes), "too_many_bytes"
+	case long > 0:
+		refuse, why = fmt.Sprintf("request_permission: an optionId of %d bytes is over %d bytes", long, maxOptionIDBytes), "long_option_id"
 	case repeated != "":
 		// One id for two options: the agent alone decides what it means,
 		// so no decision of ours can be relayed as the option it names.
-		refuse = fmt.Sprintf("request_permission repeats optionId %q; options must be told apart", capText(repeated, 80))
+		refuse, why = fmt.Sprintf("request_permission repeats optionId %q; options must be told apart", capText(repeated, 80)), "repeated_option"
 	case p.SessionID != sid:
-		refuse = fmt.Sprintf("request_permission names session %q; this agent's session is %q", capText(p.SessionID, 80), sid)
+		refuse, why = fmt.Sprintf("request_permission names session %q; this agent's session is %q", capText(p.SessionID, 80), sid), "other_session"
 	case len(ap.options) == 0:
-		refuse = fmt.Sprintf("request_permission offers no option sessiond can choose (options: %s)", capText(string(mustJSON(p.Options)), 300))
+		refuse, why = fmt.Sprintf("request_permission offers no option sessiond can choose (options: %s)", capText(string(mustJSON(p.Options)), 300)), "no_option"
 	}
 	if refuse != "" {
 		a.anomaly("permission_refused", "request_id", capText(key, 60), "reason", refuse)
-		a.noticeOnce("permission_refused:"+refuse, "warning", "bad_permission_request", "the agent's permission request was refused: "+refuse)
+		a.noticeOnce("permission_refused:"+why, "warning", "bad_permission_request", "the agent's permission request was refused: "+refuse)
 		if !dup {
 			a.emit(event.New(event.ApprovalResolved, turnID, event.ApprovalResolvedData{
 				RequestID: key, Decision: provider.DecisionDeny, By: "daemon", Reason: refuse}))
 		}
-		a.respondErrorAsync(m.ID, codeInvalidParams, refuse)
+		if !dup {
+			// A duplicate is not answered: the answer would carry the open
+			// request's id, and the agent would take it for that one's.
+			a.respondErrorAsync(m.ID, codeInvalidParams, refuse)
+		}
 		return
 	}
 	ap.options = append(ap.options, provider.DecisionCancel)
@@ -133,6 +166,7 @@ func (a *Adapter) onPermission(m *message) {
 		a.approvalN++
 		ap.order = a.approvalN
 		a.approvals[key] = ap
+		a.approvalBytes += ap.size() + len(key)
 	}
 	a.mu.Unlock()
 	if kind == "" {
@@ -194,7 +228,7 @@ func (a *Adapter) Respond(ctx context.Context, requestID string, ans provider.An
 		a.mu.Unlock()
 		return fmt.Errorf("request %s: %w", requestID, &provider.DecisionError{Decision: ans.Decision, Allowed: slices.Clone(ap.options)})
 	}
-	delete(a.approvals, requestID)
+	a.dropApprovalLocked(requestID)
 	if t := a.turn; t != nil && t.ours == ap.turnID && (ans.Decision == provider.DecisionDeny || ans.Decision == provider.DecisionCancel) {
 		t.denied = true
 		if tl := t.tools[ap.toolCallID]; tl != nil {
@@ -236,7 +270,7 @@ func (a *Adapter) cancelApprovals(turnID, reason string) {
 	aps := make([]*approval, len(keys))
 	for i, k := range keys {
 		aps[i] = a.approvals[k]
-		delete(a.approvals, k)
+		a.dropApprovalLocked(k)
 	}
 	a.mu.Unlock()
 	for i, k := range keys {
@@ -256,10 +290,19 @@ func (a *Adapter) onWithdrawn(rawID json.RawMessage) {
 	key := a.o.RequestIDPrefix + id
 	a.mu.Lock()
 	ap, open := a.approvals[key]
-	delete(a.approvals, key)
+	a.dropApprovalLocked(key)
 	a.mu.Unlock()
 	if open {
 		a.emit(event.New(event.ApprovalResolved, ap.turnID, event.ApprovalResolvedData{
 			RequestID: key, Decision: provider.DecisionCancel, By: "provider", Reason: "withdrawn"}))
+	}
+}
+
+// dropApprovalLocked forgets the open permission request key, uncounting
+// its bytes. Needs mu.
+func (a *Adapter) dropApprovalLocked(key string) {
+	if ap, ok := a.approvals[key]; ok {
+		a.approvalBytes -= ap.size() + len(key)
+		delete(a.approvals, key)
 	}
 }

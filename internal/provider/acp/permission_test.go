@@ -277,3 +277,89 @@ func TestPermissionFlood(t *testing.T) {
 	}
 	g.until(t, event.TurnCompleted)
 }
+
+// The open permission requests are bounded in bytes too: requests of
+// about 4 KB (1000-byte ids and optionIds) are refused past
+// maxApprovalBytes, long before maxOpenApprovals, naming the bytes and
+// the limit; an optionId over maxOptionIDBytes is refused naming both.
+// What is counted is what is held, and a cancel gives it all back.
+func TestPermissionBytes(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.start(t)
+	if err := g.a.StartTurn(t.Context(), "t_1", "permbytes 400"); err != nil {
+		t.Fatal(err)
+	}
+	evs := g.until(t, event.MessageDelta)
+	heavy, long := 0, 0
+	for _, d := range of(evs, event.ApprovalResolved) {
+		rd := data[event.ApprovalResolvedData](t, d)
+		switch {
+		case rd.By == "daemon" && strings.Contains(rd.Reason, fmt.Sprintf("bytes already (max %d)", maxApprovalBytes)):
+			heavy++
+		case rd.By == "daemon" && strings.Contains(rd.Reason, "an optionId of 2000 bytes is over 1024 bytes"):
+			long++
+		}
+	}
+	relayed := len(of(evs, event.ApprovalRequested))
+	if long != 1 || heavy == 0 || relayed+heavy+long != 400 || relayed >= maxOpenApprovals {
+		t.Fatalf("%d relayed, %d refused for their bytes, %d for a long optionId", relayed, heavy, long)
+	}
+	g.a.mu.Lock()
+	held, sum := g.a.approvalBytes, 0
+	for k, ap := range g.a.approvals {
+		sum += ap.size() + len(k)
+	}
+	g.a.mu.Unlock()
+	if held != sum || held > maxApprovalBytes {
+		t.Fatalf("counted %d bytes, held %d (max %d)", held, sum, maxApprovalBytes)
+	}
+	if _, err := g.a.Interrupt(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	g.until(t, event.TurnCompleted)
+	g.a.mu.Lock()
+	defer g.a.mu.Unlock()
+	if g.a.approvalBytes != 0 || len(g.a.approvals) != 0 {
+		t.Fatalf("after the cancel %d bytes counted, %d open", g.a.approvalBytes, len(g.a.approvals))
+	}
+}
+
+// Ids reused: a permission request whose id is open already is refused
+// with a notice and not answered (an answer would carry the open one's id:
+// the agent would take it for the open request's), and the open one stays
+// answerable, answered once; an answer to no request of ours and a second answer to the
+// prompt are logged anomalies; the next turn runs as usual.
+func TestReusedIDs(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.lax = true // a response to no request
+	g.start(t)
+	if err := g.a.StartTurn(t.Context(), "t_1", "reuse"); err != nil {
+		t.Fatal(err)
+	}
+	evs := g.until(t, event.ApprovalRequested)
+	ap := data[event.ApprovalRequestedData](t, evs[len(evs)-1])
+	evs = append(evs, g.until(t, event.ProviderNotice)...) // the duplicate's refusal, while the first is open
+	if err := g.a.Respond(t.Context(), ap.RequestID, provider.Answer{Decision: "approve"}); err != nil {
+		t.Fatal(err)
+	}
+	evs = append(evs, g.until(t, event.TurnCompleted)...)
+	if got := answerOf(t, evs); got != "yes" {
+		t.Fatalf("agent got %q; events %s", got, types(evs))
+	}
+	// The duplicate shares the open request's requestId: its refusal is a
+	// notice, never an approval.resolved that would close the open one.
+	rs := of(evs, event.ApprovalResolved)
+	if n := len(of(evs, event.ApprovalRequested)); n != 1 || len(rs) != 1 || data[event.ApprovalResolvedData](t, rs[0]).Decision != "approve" {
+		t.Fatalf("events %s", types(evs))
+	}
+	if n := data[event.NoticeData](t, of(evs, event.ProviderNotice)[0]); !strings.Contains(n.Message, "already open") {
+		t.Fatalf("notice %+v", n)
+	}
+	evs = g.turn(t, "t_2", "hello")
+	if got := answerOf(t, evs); got != "Hello" {
+		t.Fatalf("the next turn: %q", got)
+	}
+	if l := g.log(); strings.Count(l, "response_unknown_id") != 2 {
+		t.Fatalf("log:\n%s", l)
+	}
+}

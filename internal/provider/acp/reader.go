@@ -58,6 +58,8 @@ func (a *Adapter) handleLine(line []byte) {
 		a.anomaly("bad_field", "field", capText(bad.Field, 60), "value", bad.Value)
 	}
 	switch {
+	case m.Method != "" && m.hasID() && len(m.ID) > maxAgentIDBytes:
+		a.refuseLongID(&m)
 	case m.Method != "" && m.hasID():
 		a.handleAgentRequest(&m)
 	case m.Method != "":
@@ -67,6 +69,22 @@ func (a *Adapter) handleLine(line []byte) {
 	default:
 		a.anomaly("message_without_method_or_id", "line", capText(string(line), 120))
 	}
+}
+
+// maxAgentIDBytes bounds an agent's request id (its JSON text): our answer
+// echoes it and a pending permission keeps it, so it is held for the agent.
+const maxAgentIDBytes = 1024
+
+// refuseLongID answers a request whose id is over maxAgentIDBytes with
+// invalid-request naming the size and the limit (echoing the id: the only
+// way the agent can match the answer), logged and journaled once; nothing
+// of it is kept.
+func (a *Adapter) refuseLongID(m *message) {
+	name := agentName(m.Method)
+	a.anomaly("request_id_too_long", "method", name, "id_bytes", len(m.ID), "max_bytes", maxAgentIDBytes)
+	msg := fmt.Sprintf("request id of %d bytes (method %s) is over %d bytes", len(m.ID), name, maxAgentIDBytes)
+	a.noticeOnce("request_id_too_long", "warning", "request_id_too_long", "the agent's request was refused: "+msg)
+	a.respondErrorAsync(m.ID, codeInvalidRequest, msg)
 }
 
 // Garbage is how many lines the agent wrote that were no JSON-RPC message.
@@ -84,10 +102,11 @@ func (a *Adapter) handleAgentRequest(m *message) {
 		a.onPermission(m)
 		return
 	}
-	a.anomaly("unserved_method:"+capText(m.Method, 80), "method", capText(m.Method, 80))
-	a.noticeOnce("method:"+m.Method, "info", "unserved_method",
-		"the agent called "+capText(m.Method, 80)+", which sessiond does not serve; it was answered method-not-found")
-	a.respondErrorAsync(m.ID, codeMethodNotFound, "sessiond does not serve "+capText(m.Method, 80))
+	name := agentName(m.Method)
+	a.anomaly("unserved_method:"+name, "method", name)
+	a.noticeOnce("method:"+name, "info", "unserved_method",
+		"the agent called "+name+", which sessiond does not serve; it was answered method-not-found")
+	a.respondErrorAsync(m.ID, codeMethodNotFound, "sessiond does not serve "+name)
 }
 
 // handleNotification: session/update by kind (tables.go); $/cancel_request
@@ -103,9 +122,9 @@ func (a *Adapter) handleNotification(m *message) {
 		_ = json.Unmarshal(m.Params, &p)
 		a.onWithdrawn(p.RequestID)
 	default:
-		a.anomaly("unknown_notification", "method", capText(m.Method, 80))
-		a.noticeOnce("notification:"+m.Method, "info", "unknown_notification",
-			"the agent sent an unknown notification "+capText(m.Method, 80))
+		name := agentName(m.Method)
+		a.anomaly("unknown_notification", "method", name)
+		a.noticeOnce("notification:"+name, "info", "unknown_notification", "the agent sent an unknown notification "+name)
 	}
 }
 

@@ -86,22 +86,39 @@ func (a *Adapter) onToolCall(t *openTurn, u json.RawMessage) []event.Draft {
 	if !fresh {
 		before = tl.size()
 	}
+	prev := *tl // merge replaces fields, never changes them in place
 	tl.merge(&up)
 	if r := rawOf(u); r != nil {
 		tl.raw = r
 	}
-	t.toolBytes += tl.size() - before
 	if fresh {
 		tl.kind = itemKind(tl.acpKind)
+	}
+	delta := ""
+	if out := tl.contentOut; tl.kind == event.KindCommandExecution && strings.HasPrefix(out, tl.output) && len(out) > len(tl.output) {
+		delta, tl.output = out[len(tl.output):], out
+	}
+	if grown := tl.size() - before; grown > 0 && t.toolBytes+grown > maxTurnToolBytes {
+		// The turn's budget holds for what an update adds too: a call past
+		// it is not opened; an open one keeps what it had, and only its
+		// status moves on (its completion is still journaled).
+		a.anomalyLocked("open_tool_calls_over_budget", "max_bytes", maxTurnToolBytes, "tool_call_id", capText(tl.id, 60))
+		if fresh {
+			delete(t.tools, tl.id)
+			t.toolOrder = t.toolOrder[:len(t.toolOrder)-1]
+			return ds
+		}
+		status := tl.status
+		*tl = prev
+		tl.status, delta = status, ""
+	}
+	t.toolBytes += tl.size() - before
+	if fresh {
 		ds = append(ds, event.New(event.ItemStarted, t.ours, event.ItemData{ItemID: tl.id, Kind: tl.kind, Title: tl.title,
 			Payload: tl.payload(), Raw: tl.raw}))
 	}
-	if tl.kind == event.KindCommandExecution {
-		if out := tl.contentOut; strings.HasPrefix(out, tl.output) && len(out) > len(tl.output) {
-			delta := out[len(tl.output):]
-			tl.output = out
-			ds = append(ds, event.New(event.ItemDelta, t.ours, event.ItemDeltaData{ItemID: tl.id, Stream: event.StreamOutput, Text: delta}))
-		}
+	if delta != "" {
+		ds = append(ds, event.New(event.ItemDelta, t.ours, event.ItemDeltaData{ItemID: tl.id, Stream: event.StreamOutput, Text: delta}))
 	}
 	switch tl.status {
 	case "completed", "failed":
@@ -137,7 +154,8 @@ func toolKey(id string) string {
 }
 
 // maxTurnToolBytes bounds the bytes a turn's open tool calls hold (each
-// field capped on its own): no call opens past it (dropped, logged once).
+// field capped on its own): no call opens past it and no update grows an
+// open one past it (dropped, logged).
 var maxTurnToolBytes = 64 << 20
 
 // size is about the bytes tl holds.
@@ -208,7 +226,10 @@ func (tl *tool) merge(up *toolUpdate) {
 		}
 	}
 	if up.Locations != nil {
-		tl.locations = up.Locations
+		tl.locations = up.Locations[:min(len(up.Locations), maxFileChanges)]
+		for i := range tl.locations {
+			tl.locations[i].Path = capText(tl.locations[i].Path, 4096)
+		}
 	}
 }
 
@@ -317,11 +338,16 @@ func (tl *tool) changes() []map[string]any {
 	return out
 }
 
-// diffChanges is the file changes of a content list's diff entries.
+// maxFileChanges bounds a fileChange's changes (its diff entries, else its
+// locations): the first ones are kept.
+const maxFileChanges = 256
+
+// diffChanges is the file changes of a content list's diff entries (the
+// first maxFileChanges).
 func (tl *tool) diffChanges(cs []toolContent) []map[string]any {
 	var out []map[string]any
 	for _, c := range cs {
-		if c.Type != "diff" || c.Path == "" {
+		if c.Type != "diff" || c.Path == "" || len(out) == maxFileChanges {
 			continue
 		}
 		kind := "update"

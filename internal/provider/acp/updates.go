@@ -43,11 +43,11 @@ func (a *Adapter) onUpdate(params json.RawMessage) {
 		a.mu.Unlock()
 		return // the load's replay of history the journal has
 	case a.threadID == "":
-		a.anomalyLocked("update_before_session", "kind", capText(k.Kind, 60))
+		a.anomalyLocked("update_before_session", "kind", agentName(k.Kind))
 		a.mu.Unlock()
 		return // before session/new or session/load answered: no session yet
 	case p.SessionID != a.threadID:
-		a.anomalyLocked("update_unknown_session", "sessionId", capText(p.SessionID, 80), "kind", capText(k.Kind, 60))
+		a.anomalyLocked("update_unknown_session", "sessionId", agentName(p.SessionID), "kind", agentName(k.Kind))
 		a.mu.Unlock()
 		return
 	}
@@ -60,15 +60,16 @@ func (a *Adapter) onUpdate(params json.RawMessage) {
 	if !mapped {
 		lvl, known := updateNotices[k.Kind]
 		a.mu.Unlock()
+		kind := agentName(k.Kind)
 		if !known {
 			lvl = "info"
-			a.anomaly("unknown_update_kind", "kind", capText(k.Kind, 60))
+			a.anomaly("unknown_update_kind", "kind", kind)
 		}
-		a.noticeOnce("update:"+k.Kind, lvl, "acp_"+capText(k.Kind, 60), noticeText(k.Kind, p.Update))
+		a.noticeOnce("update:"+kind, lvl, "acp_"+kind, noticeText(kind, p.Update))
 		return
 	}
 	if t == nil {
-		a.anomalyLocked("update_outside_turn", "kind", capText(k.Kind, 60))
+		a.anomalyLocked("update_outside_turn", "kind", agentName(k.Kind))
 		a.mu.Unlock()
 		return
 	}
@@ -79,7 +80,8 @@ func (a *Adapter) onUpdate(params json.RawMessage) {
 	}
 }
 
-// noticeText is a notice's message for an update of a kind not mapped.
+// noticeText is a notice's message for an update of a kind not mapped
+// (kind is agentName's).
 func noticeText(kind string, u json.RawMessage) string {
 	var n struct {
 		Message string `json:"message"`
@@ -88,7 +90,7 @@ func noticeText(kind string, u json.RawMessage) string {
 		} `json:"content"`
 	}
 	_, _ = decodeLenient(u, &n)
-	s := "the agent sent session/update " + capText(kind, 60)
+	s := "the agent sent session/update " + kind
 	if m := n.Message + n.Content.Text; m != "" {
 		s += ": " + capText(m, 2000)
 	}
@@ -108,14 +110,17 @@ func (a *Adapter) onMessageChunk(t *openTurn, u json.RawMessage) []event.Draft {
 	var c textContent
 	_, _ = decodeLenient(u, &c)
 	if c.Content.Type != "text" {
-		a.anomalyLocked("non_text_message_chunk", "type", capText(c.Content.Type, 40))
-		key := "notice:non_text:" + c.Content.Type
-		if a.warned[key] {
-			return nil
+		typ := agentName(c.Content.Type)
+		a.anomalyLocked("non_text_message_chunk", "type", typ)
+		first, summary := a.firstNoticeLocked("non_text:"+typ, t.ours)
+		switch {
+		case first:
+			return []event.Draft{event.New(event.ProviderNotice, t.ours, event.NoticeData{Level: "info", Code: "non_text_content",
+				Message: "the agent sent " + typ + " content in its message; sessiond journals text only"})}
+		case summary != nil:
+			return []event.Draft{*summary}
 		}
-		a.warned[key] = true
-		return []event.Draft{event.New(event.ProviderNotice, t.ours, event.NoticeData{Level: "info", Code: "non_text_content",
-			Message: "the agent sent " + capText(c.Content.Type, 40) + " content in its message; sessiond journals text only"})}
+		return nil
 	}
 	ds := closeThought(t)
 	if t.msg == nil {
@@ -140,6 +145,13 @@ func (a *Adapter) onThoughtChunk(t *openTurn, u json.RawMessage) []event.Draft {
 	return append(ds, event.New(event.ItemDelta, t.ours, event.ItemDeltaData{ItemID: t.thought.id, Stream: event.StreamReasoning, Text: c.Content.Text}))
 }
 
+// maxPlanSteps and maxStepBytes bound a plan: the steps past the first
+// maxPlanSteps are dropped (logged), a step's text is cut.
+const (
+	maxPlanSteps = 256
+	maxStepBytes = 4096
+)
+
 // onPlan: the agent's plan replaces the last one (turn.plan).
 func (a *Adapter) onPlan(t *openTurn, u json.RawMessage) []event.Draft {
 	var p struct {
@@ -149,8 +161,13 @@ func (a *Adapter) onPlan(t *openTurn, u json.RawMessage) []event.Draft {
 		} `json:"entries"`
 	}
 	_, _ = decodeLenient(u, &p)
+	if len(p.Entries) > maxPlanSteps {
+		a.anomalyLocked("plan_too_long", "steps", len(p.Entries), "max_steps", maxPlanSteps)
+		p.Entries = p.Entries[:maxPlanSteps]
+	}
 	d := event.TurnPlanData{Steps: make([]event.PlanStep, 0, len(p.Entries))}
 	for _, e := range p.Entries {
+		e.Content = capText(e.Content, maxStepBytes)
 		st := e.Status
 		if st == "in_progress" {
 			st = "inProgress"

@@ -53,6 +53,7 @@ func (e *RPCError) Error() string {
 
 // JSON-RPC and ACP error codes.
 const (
+	codeInvalidRequest   = -32600
 	codeInvalidParams    = -32602
 	codeMethodNotFound   = -32601
 	codeInternalError    = -32603
@@ -114,7 +115,7 @@ func (a *Adapter) send(method string, params any, c *call) (string, error) {
 	select {
 	case <-a.done:
 		a.forget(key)
-		return key, fmt.Errorf("provider: %s: %w", method, provider.ErrExited)
+		return key, fmt.Errorf("provider: %s: %s: %w", method, stdoutEnded, provider.ErrExited)
 	default:
 	}
 	if err := a.write(outRequest{JSONRPC: "2.0", ID: id, Method: method, Params: params}); err != nil {
@@ -129,6 +130,10 @@ func (a *Adapter) forget(key string) {
 	delete(a.calls, key)
 	a.mu.Unlock()
 }
+
+// stdoutEnded is why a request fails once the reader ended: the agent
+// exited, or closed its stdout and may run on (the host stops it).
+const stdoutEnded = "the agent's stdout ended (it exited or closed it)"
 
 // request sends method and waits for its response, ctx, the request
 // timeout, BeginStop or the agent's exit. An error answer is *RPCError.
@@ -156,7 +161,7 @@ func (a *Adapter) request(ctx context.Context, method string, params any, onResu
 			return answered(m)
 		default:
 		}
-		return nil, fmt.Errorf("provider: %s: the agent exited before answering: %w", method, provider.ErrExited)
+		return nil, fmt.Errorf("provider: %s: %s before its answer: %w", method, stdoutEnded, provider.ErrExited)
 	case <-a.stopping:
 		select {
 		case m := <-c.resp: // answered just before
@@ -180,9 +185,9 @@ func (a *Adapter) notify(method string, params any) error {
 }
 
 // answer queues a reply to a request of the agent for writeLoop, never
-// waiting on the agent's stdin (the reader calls it). A full queue means
-// the agent has stopped reading: it is hung, and the host is told to stop
-// it (Options.Stuck), once.
+// waiting on the agent's stdin (the reader calls it). A full queue (by
+// count or bytes) means the agent has stopped reading: it is hung, and
+// the host is told to stop it (Options.Stuck), once.
 func (a *Adapter) answer(v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -192,15 +197,21 @@ func (a *Adapter) answer(v any) {
 	if a.hung.Load() {
 		return
 	}
-	select {
-	case a.answers <- queued{line: append(b, '\n')}:
-		return
-	default:
+	line := append(b, '\n')
+	n := int64(len(line))
+	if q := a.queuedBytes.Add(n); q <= maxQueuedAnswerBytes || q == n { // one answer over the bound goes alone
+		select {
+		case a.answers <- queued{line: line}:
+			return
+		default:
+		}
 	}
+	a.queuedBytes.Add(-n)
 	if a.hung.Swap(true) {
 		return
 	}
-	a.log.Warn("the agent does not read its stdin; stopping it", "queued_answers", maxQueuedAnswers)
+	a.log.Warn("the agent does not read its stdin; stopping it", "queued_answers", len(a.answers), "queued_bytes", a.queuedBytes.Load(),
+		"max_answers", maxQueuedAnswers, "max_bytes", maxQueuedAnswerBytes)
 	if a.o.Stuck != nil {
 		a.o.Stuck()
 	}
@@ -225,6 +236,7 @@ func (a *Adapter) writeLoop() {
 			if err := a.stdin.WriteLine(q.line); err != nil {
 				a.log.Debug("answer agent request", "err", err)
 			}
+			a.queuedBytes.Add(-int64(len(q.line)))
 		case <-a.done:
 			return
 		}
