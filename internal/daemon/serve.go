@@ -211,7 +211,7 @@ func (d *daemon) run() error {
 		InitializeTimeout: d.cfg.InitializeTimeout,
 		Version:           version.String(), Socket: d.socket, StateDir: d.stateDir, StateID: st.StateID, StartedAt: time.Now(),
 		Supervision: supervision, Attention: att.Status,
-		OnShutdown:  func() { d.phase.markShutdown(); once.Do(func() { close(shutdown) }) }, Logger: log,
+		OnShutdown: func() { d.phase.markShutdown(); once.Do(func() { close(shutdown) }) }, Logger: log,
 	})
 	parts.h, parts.srv = h, srv
 	att.Start() // now: a restart's or an upgrade's open turns keep the machine awake from here

@@ -71,4 +71,3 @@ func desktop() attention.Desktop {
 	}
 	return attention.FreedesktopNotify{}
 }
-
