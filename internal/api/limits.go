@@ -18,8 +18,8 @@ const (
 	// limit, so a client id used as a key can never fail a journal batch.
 	MaxIDBytes = 256
 	// MaxDeviceBytes bounds initialize's client.device (the device a
-	// surface runs on, recorded in every origin it sends): valid UTF-8
-	// without control characters.
+	// surface runs on, recorded in every origin it sends), without
+	// control characters.
 	MaxDeviceBytes = 256
 	// MaxTitleBytes bounds a session title.
 	MaxTitleBytes = 4096
@@ -86,14 +86,11 @@ func checkString(field, v string, limit int, required bool) error {
 }
 
 // CheckDevice checks initialize's optional client.device: at most
-// MaxDeviceBytes of valid UTF-8 without control characters (it is shown
-// to people and journaled in every origin).
+// MaxDeviceBytes without control characters (it is shown to people and
+// journaled in every origin; JSON decoding already made it valid UTF-8).
 func CheckDevice(field, v string) error {
 	if err := checkString(field, v, MaxDeviceBytes, false); err != nil {
 		return err
-	}
-	if !utf8.ValidString(v) {
-		return InvalidParam(field, "not valid UTF-8 (starts %s)", Quote(v))
 	}
 	for _, r := range v {
 		if unicode.IsControl(r) {
