@@ -230,6 +230,14 @@ func TestE2EKeepAwakeUnavailable(t *testing.T) {
 	if n := strings.Count(d.Log.String(), "keep-awake unavailable"); n != 1 {
 		t.Fatalf("logged %d times, want once:\n%s", n, d.Log.String())
 	}
+	if code, out, _ := runCtl(t, d.Socket, t.TempDir(), "status"); code != 0 ||
+		!strings.Contains(out, "keep-awake") || !strings.Contains(out, "UNAVAILABLE") || !strings.Contains(out, "org.freedesktop.login1") {
+		t.Fatalf("ctl status (%d) does not say keep-awake is unavailable:\n%s", code, out)
+	}
+	if code, out, _ := runCtl(t, d.Socket, t.TempDir(), "doctor"); code != 0 ||
+		!strings.Contains(out, "ok       keep-awake: UNAVAILABLE") || !strings.Contains(out, "keep_awake = false") {
+		t.Fatalf("ctl doctor (%d) does not report the unavailable inhibitor (and stays exit 0):\n%s", code, out)
+	}
 
 	off := daemontest.Start(t, daemontest.Options{Config: "keep_awake = false\n"})
 	if at := attentionOf(t, off); at.KeepAwake.Active || at.KeepAwake.Reason != "keep_awake = false" {
