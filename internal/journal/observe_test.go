@@ -14,10 +14,10 @@ import (
 // loop's running-turn count reads it).
 func TestObserveSeesEveryCommitInOrder(t *testing.T) {
 	var (
-		mu   sync.Mutex
-		got  []event.Event
+		mu    sync.Mutex
+		got   []event.Event
 		opens []string // OpenTurn of the event's session, as State said when observed
-		j    *Journal
+		j     *Journal
 	)
 	ready := make(chan struct{})
 	j, _ = open(t, Options{Observe: func(evs []event.Event) {
