@@ -19,7 +19,8 @@ run: build
 
 # The real-provider tests run the pinned codex and Claude Code CLIs; the first
 # run installs them (and Debian's openssh-server, as root, for the ssh tests
-# of `sessiond proxy`, when sshd is missing)
+# of `sessiond proxy`, when sshd is missing, and Debian's dbus for the
+# keep-awake and notification tests, when dbus-daemon is missing)
 # with npm into $${XDG_CACHE_HOME:-~/.cache}/sessiond-test (node and npm needed).
 test:
 	$(GO) run ./internal/testkit/codextest/install
@@ -27,6 +28,7 @@ test:
 	$(GO) run ./internal/testkit/acptest/install
 	$(GO) run ./internal/testkit/acpagents/install copilot
 	$(GO) run ./internal/testkit/sshtest/install
+	$(GO) run ./internal/testkit/dbustest/install
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
 	$(MAKE) test-ts

@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -16,6 +17,10 @@ const (
 	// initialize's client name and version. Far below bbolt's 32 KiB key
 	// limit, so a client id used as a key can never fail a journal batch.
 	MaxIDBytes = 256
+	// MaxDeviceBytes bounds initialize's client.device (the device a
+	// surface runs on, recorded in every origin it sends), without
+	// control characters.
+	MaxDeviceBytes = 256
 	// MaxTitleBytes bounds a session title.
 	MaxTitleBytes = 4096
 	// MaxCwdBytes bounds a session's cwd (Linux PATH_MAX).
@@ -76,6 +81,21 @@ func checkString(field, v string, limit int, required bool) error {
 	}
 	if len(v) > limit {
 		return tooLong(field, v, limit)
+	}
+	return nil
+}
+
+// CheckDevice checks initialize's optional client.device: at most
+// MaxDeviceBytes without control characters (it is shown to people and
+// journaled in every origin; JSON decoding already made it valid UTF-8).
+func CheckDevice(field, v string) error {
+	if err := checkString(field, v, MaxDeviceBytes, false); err != nil {
+		return err
+	}
+	for _, r := range v {
+		if unicode.IsControl(r) {
+			return InvalidParam(field, "holds the control character %U (starts %s)", r, Quote(v))
+		}
 	}
 	return nil
 }

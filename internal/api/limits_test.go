@@ -86,6 +86,7 @@ func TestLimitsMatchDoc(t *testing.T) {
 		{"`limit` (list)", fmt.Sprintf("0 .. %d sessions; 0 or absent: %d", MaxListSessions, DefaultListSessions)},
 		{"`cursor` (list)", fmt.Sprintf("%d bytes", MaxCursorBytes)},
 		{"one message", fmt.Sprintf("default %d", config.DefaultMaxMessageBytes)},
+		{"`client.device`", fmt.Sprintf("%d bytes", MaxDeviceBytes)},
 	}
 	for _, f := range []string{"holderId", "holdToken", "surface", "clientMessageId", "requestId", "subscriptionId", "provider", "client.name", "client.version"} {
 		tests = append(tests, struct{ name, want string }{"`" + f + "`", fmt.Sprintf("%d bytes", MaxIDBytes)})

@@ -18,6 +18,7 @@ const (
 	CapItems          = "agent-session.items.v1"
 	CapApprovalsV2    = "agent-session.approvals.v2"
 	CapUpgrade        = "daemon.upgrade.v1"
+	CapAttention      = "daemon.attention.v1"
 )
 
 // ProtocolVersion is the wire protocol version this daemon speaks.
@@ -171,6 +172,8 @@ type SendParams struct {
 	SessionID       string `json:"sessionId"`
 	Text            string `json:"text"`
 	ClientMessageID string `json:"clientMessageId,omitempty"`
+	// Origin is set by rpc from the calling connection, never decoded.
+	Origin *event.Origin `json:"-"`
 }
 
 // SendResult is agentSession.send's result.
@@ -193,6 +196,8 @@ type RespondParams struct {
 	// chosen strings) and an elicitation's content.
 	Answers map[string][]string `json:"answers,omitempty"`
 	Content json.RawMessage     `json:"content,omitempty"`
+	// Origin is set by rpc from the calling connection, never decoded.
+	Origin *event.Origin `json:"-"`
 }
 
 // EventNotice is the params of the agentSession.event notification.

@@ -113,6 +113,11 @@ type Config struct {
 	// sessions' cgroups in (cgroup_root); "" uses the daemon's own cgroup.
 	CgroupRoot string
 	Limits     Limits // [limits]: per-session caps; none by default
+
+	// KeepAwake: hold a sleep inhibitor while a turn runs (keep_awake).
+	KeepAwake bool
+	// Notify is NotifyNone or NotifyDesktop (notify).
+	Notify string
 }
 
 // lookPath finds codex and claude; a variable so tests can pretend it is (not) installed.
@@ -135,6 +140,7 @@ func Default() Config {
 	}
 	c.MaxOutboundBytes = DefaultMaxOutboundBytes
 	c.MaxConnections = DefaultMaxConnections
+	c.KeepAwake, c.Notify = DefaultKeepAwake, DefaultNotify
 	if _, err := lookPath("codex"); err == nil {
 		c.Providers["codex"] = Provider{Command: []string{"codex", "app-server"}, Protocol: ProtocolCodexAppServer}
 	}
@@ -183,6 +189,8 @@ type file struct {
 	Providers       map[string]fileProvider `toml:"providers"`
 	CgroupRoot      *string                 `toml:"cgroup_root"`
 	Limits          fileLimits              `toml:"limits"`
+	KeepAwake       *bool                   `toml:"keep_awake"`
+	Notify          *string                 `toml:"notify"`
 }
 
 // Load reads path over the defaults. explicit says the path was named
@@ -355,6 +363,9 @@ func Parse(text string, c *Config) error {
 			return err
 		}
 		c.Providers[name] = p
+	}
+	if err := applyAttention(f, c); err != nil {
+		return err
 	}
 	return applyCgroup(f, c)
 }

@@ -89,6 +89,9 @@ func TestLoadFiles(t *testing.T) {
 			if _, ok := c.Providers["echo"]; !ok {
 				t.Fatal("echo provider lost")
 			}
+			if c.KeepAwake || c.Notify != NotifyDesktop {
+				t.Fatalf("keep_awake %v notify %q", c.KeepAwake, c.Notify)
+			}
 		}},
 		{name: "unknown key", path: filepath.Join(dir, "unknown-key.toml"), wantErr: ErrUnknownKey, errHas: "idle_timout"},
 		{name: "bad duration", path: filepath.Join(dir, "bad-duration.toml"), wantErr: ErrBadValue, errHas: "ladder.grace"},

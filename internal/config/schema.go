@@ -28,6 +28,7 @@ const (
 	kindStringMap             // a table of strings
 	kindTable                 // a table of the keys in sub
 	kindTables                // a table of tables, each of the keys in sub
+	kindBool                  // true or false
 )
 
 // field is one key of the schema; want is the type and range in words
@@ -47,6 +48,8 @@ var schema = map[string]field{
 	"max_message_bytes":  {kind: kindSize},
 	"max_outbound_bytes": {kind: kindSize},
 	"max_connections":    {kind: kindSize},
+	"keep_awake":         {kind: kindBool, want: "true or false"},
+	"notify":             {kind: kindString, want: fmt.Sprintf("a string, %q or %q", NotifyNone, NotifyDesktop)},
 	"cgroup_root": {kind: kindString,
 		want: fmt.Sprintf("an absolute path string of at most %d bytes", MaxCgroupRoot)},
 	"ladder": {kind: kindTable, sub: map[string]field{
@@ -117,6 +120,8 @@ func checkValue(key string, f field, v any, unknown *[]string) error {
 		_, ok = v.(string)
 	case kindSize:
 		_, ok = v.(int64)
+	case kindBool:
+		_, ok = v.(bool)
 	case kindStrings:
 		a, isArr := v.([]any)
 		ok = isArr

@@ -102,6 +102,7 @@ func doctorOnline(e *ctlEnv, c *rpc.Client, rep *DoctorReport) int {
 		st.PID, st.Version, st.Sessions.Stored, st.Sessions.Live)})
 	rep.add(DoctorCheck{Name: "schema", Detail: "checked by the running daemon (it refuses a newer schema)"})
 	rep.add(doctorSupervision(st.Supervision))
+	rep.add(doctorKeepAwake(st.Attention))
 
 	leases := DoctorCheck{Name: "leases"}
 	turns := DoctorCheck{Name: "open-turns"}

@@ -31,5 +31,6 @@ func ctlStatus(e *ctlEnv, args []string) int {
 		fmt.Fprintf(tw, "connections\t%d\n", st.Connections)
 		fmt.Fprintf(tw, "providers\t%s\n", holderList(st.Providers, ", "))
 		fmt.Fprintf(tw, "supervision\t%s\n", tty.Safe(doctorSupervision(st.Supervision).Detail))
+		fmt.Fprintf(tw, "keep-awake\t%s\n", tty.Safe(doctorKeepAwake(st.Attention).Detail))
 	})
 }

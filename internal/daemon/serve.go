@@ -151,12 +151,16 @@ func (d *daemon) run() error {
 		log.Warn("store opened with a warning", "path", st.Path, "detail", w)
 	}
 	removeHandoffTemps(d.stateDir, log) // under the flock: no other daemon is writing one
-	j, err := journal.Open(st.DB, journal.Options{Logger: log})
+	parts := &attentionParts{}
+	att := d.newAttention(parts)
+	defer att.Close() // after the journal's close: nothing is observed any more
+	j, err := journal.Open(st.DB, journal.Options{Logger: log, Observe: att.Observe})
 	if err != nil {
 		log.Error("cannot open the journal", "err", err.Error())
 		return err
 	}
 	defer j.Close() // after the host has drained its sinks
+	parts.j = j
 	providers, err := d.providers()
 	if err != nil {
 		log.Error("bad provider configuration", "err", err.Error())
@@ -206,9 +210,11 @@ func (d *daemon) run() error {
 		MaxOutboundBytes: d.cfg.MaxOutboundBytes, MaxConnections: maxConns,
 		InitializeTimeout: d.cfg.InitializeTimeout,
 		Version:           version.String(), Socket: d.socket, StateDir: d.stateDir, StateID: st.StateID, StartedAt: time.Now(),
-		Supervision: supervision,
-		OnShutdown:  func() { d.phase.markShutdown(); once.Do(func() { close(shutdown) }) }, Logger: log,
+		Supervision: supervision, Attention: att.Status,
+		OnShutdown: func() { d.phase.markShutdown(); once.Do(func() { close(shutdown) }) }, Logger: log,
 	})
+	parts.h, parts.srv = h, srv
+	att.Start() // now: a restart's or an upgrade's open turns keep the machine awake from here
 	served := make(chan error, 1)
 	var serving atomic.Pointer[net.Listener]
 	up := &upgrader{d: d, h: h, srv: srv, stateID: st.StateID, cgroups: cgroups, store: st.File(), quiesce: d.cfg.StepTimeout, listener: func() net.Listener {

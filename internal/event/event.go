@@ -98,6 +98,17 @@ type TurnStartedData struct {
 	TurnID          string `json:"turnId"`
 	Text            string `json:"text"`
 	ClientMessageID string `json:"clientMessageId,omitempty"`
+	// Origin is who sent the turn (absent on turns journaled before it existed).
+	Origin *Origin `json:"origin,omitempty"`
+}
+
+// Origin names the connection an input came on (PROTOCOL.md "Attention"):
+// initialize's client.name, the connection id, and client.device when the
+// client sent one (the relay sends the phone's identity).
+type Origin struct {
+	Client       string `json:"client"`
+	ConnectionID string `json:"connectionId"`
+	Device       string `json:"device,omitempty"`
 }
 
 // TurnCompletedData is the data of turn.completed.
@@ -134,6 +145,9 @@ type ApprovalResolvedData struct {
 	Decision  string `json:"decision"`
 	By        string `json:"by,omitempty"`
 	Reason    string `json:"reason,omitempty"`
+	// Origin is the connection whose agentSession.respond answered it
+	// (absent when the daemon or the provider resolved it).
+	Origin *Origin `json:"origin,omitempty"`
 }
 
 // ProviderExitedData is the data of provider.exited.

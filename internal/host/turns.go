@@ -63,7 +63,7 @@ func (h *Host) Send(ctx context.Context, p api.SendParams) (api.SendResult, erro
 	}
 	turnID := newID("t_")
 	if _, err := e.sink.Commit(ctx, event.New(event.TurnStarted, turnID, event.TurnStartedData{
-		TurnID: turnID, Text: p.Text, ClientMessageID: p.ClientMessageID})); err != nil {
+		TurnID: turnID, Text: p.Text, ClientMessageID: p.ClientMessageID, Origin: p.Origin})); err != nil {
 		return api.SendResult{}, fmt.Errorf("session %s: journal turn.started: %w", e.id, err)
 	}
 	h.count(func(c *counters) { c.sends++ })
@@ -160,7 +160,7 @@ func (h *Host) Respond(ctx context.Context, p api.RespondParams) error {
 	if err := h.storeWritable(ctx, p.SessionID); err != nil {
 		return err
 	}
-	err = e.adapter.Respond(ctx, p.RequestID, provider.Answer{Decision: p.Decision, Answers: p.Answers, Content: p.Content})
+	err = e.adapter.Respond(ctx, p.RequestID, provider.Answer{Decision: p.Decision, Answers: p.Answers, Content: p.Content, Origin: p.Origin})
 	if err != nil {
 		return h.providerError(providerCall{session: p.SessionID, op: opRespond, requestID: p.RequestID, decision: p.Decision}, err)
 	}

@@ -71,6 +71,11 @@ type Options struct {
 	PageBytes      int           // cap of a Read page / Subscribe snapshot in stored bytes, default 1 MiB
 	HeldBytes      int           // sink rows held while the store refuses writes, default 8 MiB (unavailable.go)
 	Logger         *slog.Logger
+	// Observe, if set, is told of every committed event of every session,
+	// in commit order, after it is installed and published (the state
+	// State reports includes it). It runs on the writer goroutine: it must
+	// return at once (the daemon's attention queues what it needs).
+	Observe func([]event.Event)
 }
 
 // Errors of the journal.

@@ -180,6 +180,13 @@ func (j *Journal) install(batch []*request, a *attempt) {
 	j.stats.Appends += a.n
 	j.stats.Dropped += a.skipped
 	j.mu.Unlock()
+	if j.opts.Observe != nil {
+		for _, r := range batch {
+			if len(r.events) > 0 {
+				j.opts.Observe(r.events)
+			}
+		}
+	}
 	for _, r := range batch {
 		if r.loss != nil {
 			j.log.Warn("journal loss recorded", "session_id", r.id, "events", r.loss.count, "cause", r.loss.cause)

@@ -161,6 +161,9 @@ type Answer struct {
 	Decision string
 	Answers  map[string][]string
 	Content  json.RawMessage
+	// Origin is the connection that answered: the adapter puts it on the
+	// approval.resolved it journals.
+	Origin *event.Origin
 }
 
 // Decisions a client may give (agent-session.approvals.v2).

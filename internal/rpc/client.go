@@ -19,6 +19,8 @@ const clientMaxMessage = 256 << 20
 // ClientOptions configure Dial.
 type ClientOptions struct {
 	Name, Version string
+	// Device is initialize's client.device ("" : none sent).
+	Device string
 	// Capabilities to ask for; nil = all the server may have.
 	Capabilities []string
 	Framing      Framing
@@ -76,7 +78,7 @@ func (c *Client) Initialize(ctx context.Context, version int, caps []string) (In
 	if name == "" {
 		name = "sessiond-go-client"
 	}
-	p := InitializeParams{ProtocolVersion: &version, Client: ClientInfo{Name: name, Version: c.o.Version}, Capabilities: caps}
+	p := InitializeParams{ProtocolVersion: &version, Client: ClientInfo{Name: name, Version: c.o.Version, Device: c.o.Device}, Capabilities: caps}
 	if caps == nil {
 		p.Capabilities = []string{}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/event"
 )
 
 // conn is one accepted, framed connection.
@@ -33,6 +34,8 @@ type conn struct {
 	mu          sync.Mutex
 	initialized bool
 	caps        map[string]bool
+	origin      *event.Origin  // who this connection is (initialize's client), stamped on its inputs
+	attnTail    chan struct{}  // closed once the last daemon.attention queued is written (attention.go)
 	closing     bool           // no new handler or pump may start
 	handlers    sync.WaitGroup // every request handler running or queued
 	pumps       sync.WaitGroup // every subscription pump
@@ -249,8 +252,9 @@ func (c *conn) initialize(p InitializeParams) InitializeResult {
 			negotiated = append(negotiated, cp)
 		}
 	}
+	c.origin = &event.Origin{Client: p.Client.Name, ConnectionID: c.id, Device: p.Client.Device}
 	c.log.Info("client initialized", "client", p.Client.Name, "client_version", p.Client.Version,
-		"capabilities", negotiated)
+		"client_device", p.Client.Device, "capabilities", negotiated)
 	return InitializeResult{
 		ProtocolVersion: api.ProtocolVersion,
 		Server:          ClientInfo{Name: "sessiond", Version: c.srv.o.Version},
@@ -258,6 +262,13 @@ func (c *conn) initialize(p InitializeParams) InitializeResult {
 		Negotiated:      negotiated,
 		ConnectionID:    c.id,
 	}
+}
+
+// originOf is the origin of this connection's inputs (nil before initialize).
+func (c *conn) originOf() *event.Origin {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.origin
 }
 
 func (c *conn) has(capability string) bool {

@@ -137,6 +137,7 @@ func hDetach(ctx context.Context, c *conn, params json.RawMessage) (any, error) 
 }
 
 func hSend(ctx context.Context, c *conn, p *api.SendParams) (any, error) {
+	p.Origin = c.originOf()
 	return c.srv.o.Backend.Send(ctx, *p)
 }
 
@@ -150,6 +151,7 @@ func hRespond(ctx context.Context, c *conn, p *api.RespondParams) (any, error) {
 			return nil, err
 		}
 	}
+	p.Origin = c.originOf()
 	return struct{}{}, c.srv.o.Backend.Respond(ctx, *p)
 }
 

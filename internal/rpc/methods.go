@@ -9,7 +9,7 @@ import (
 )
 
 // Capabilities is every capability the server offers, sorted.
-var Capabilities = []string{api.CapApprovalsV2, api.CapAttach, api.CapClose, api.CapItems, api.CapStructuredHold, api.CapTurns, api.CapAdmin, api.CapUpgrade}
+var Capabilities = []string{api.CapApprovalsV2, api.CapAttach, api.CapClose, api.CapItems, api.CapStructuredHold, api.CapTurns, api.CapAdmin, api.CapAttention, api.CapUpgrade}
 
 // methodUpgrade is daemon.upgrade: not held by the call gate it closes.
 const methodUpgrade = "daemon.upgrade"
@@ -18,9 +18,12 @@ const methodUpgrade = "daemon.upgrade"
 const (
 	NotifyEvent  = "agentSession.event"
 	NotifyLagged = "agentSession.lagged"
+	// NotifyAttention tells a connection that some session needs the
+	// user (attention.go).
+	NotifyAttention = "daemon.attention"
 )
 
-var notifyCaps = map[string]string{NotifyEvent: api.CapAttach, NotifyLagged: api.CapAttach}
+var notifyCaps = map[string]string{NotifyEvent: api.CapAttach, NotifyLagged: api.CapAttach, NotifyAttention: api.CapAttention}
 
 // handlerFunc answers one request. The result may be an *afterReply to run
 // something once the reply is on the wire.

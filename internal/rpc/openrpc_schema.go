@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"time"
+
+	"github.com/sessiond/sessiond/internal/api"
 )
 
 // schemaGen turns Go types into JSON Schema (draft 7, as OpenRPC 1.3
@@ -34,6 +36,8 @@ var schemaEnums = map[string]map[string][]string{
 	"ApprovalRequestedData": {"kind": {"command", "fileChange", "permissions", "userInput", "elicitation", "toolCall"}},
 	"TurnCompletedData":     {"status": {"completed", "interrupted", "failed"}},
 	"SessionInfo":           {"state": {"stored", "starting", "live", "exited", "evicting"}, "lease": {"released", "reserved", "live"}},
+	"AttentionNotice":       {"kind": {api.AttentionTurnCompleted, api.AttentionApprovalRequested, api.AttentionTurnFailed}},
+	"AttentionStatus":       {"notify": {"none", "desktop"}},
 }
 
 // ref returns the schema of v's type, registering named structs.

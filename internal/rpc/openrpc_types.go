@@ -43,6 +43,7 @@ var notifyTypes = map[string]any{
 	NotifyEvent:      api.EventNotice{},
 	NotifyLagged:     api.LaggedNotice{},
 	NotifyRestarting: api.RestartingNotice{},
+	NotifyAttention:  api.AttentionNotice{},
 }
 
 // eventData maps every journal event type to the Go type of its data

@@ -57,7 +57,10 @@ func (p *InitializeParams) Validate() error {
 	if err := api.CheckOptionalID("client.name", p.Client.Name); err != nil {
 		return err
 	}
-	return api.CheckOptionalID("client.version", p.Client.Version)
+	if err := api.CheckOptionalID("client.version", p.Client.Version); err != nil {
+		return err
+	}
+	return api.CheckDevice("client.device", p.Client.Device)
 }
 
 // InitializeParams is initialize's params.
@@ -67,10 +70,13 @@ type InitializeParams struct {
 	Capabilities    []string   `json:"capabilities"`
 }
 
-// ClientInfo names a client or the server.
+// ClientInfo names a client or the server. Device (a client's only) is
+// the device the surface runs on, e.g. the phone a relay forwards for:
+// it goes into the origin of every turn and answer the connection sends.
 type ClientInfo struct {
 	Name    string `json:"name"`
 	Version string `json:"version"`
+	Device  string `json:"device,omitempty"`
 }
 
 // InitializeResult is initialize's result.
@@ -96,5 +102,8 @@ type Status struct {
 	Sessions        api.SessionCounts `json:"sessions"`
 	Connections     int               `json:"connections"`
 	Providers       []string          `json:"providers"`
-	Supervision     api.Supervision   `json:"supervision"`
+	// Attention is keep-awake's and notify's state (absent when the
+	// daemon runs without them, as in-process tests do).
+	Attention   *api.AttentionStatus `json:"attention,omitempty"`
+	Supervision api.Supervision      `json:"supervision"`
 }

@@ -47,7 +47,9 @@ type ServerOptions struct {
 	// upgrade did not happen; on success the process is replaced and the
 	// next image answers the caller (Caller(ctx)).
 	Upgrade func(ctx context.Context, p api.UpgradeParams) (api.UpgradeResult, error)
-	Logger  *slog.Logger
+	// Attention is daemon.status's attention (nil: not reported).
+	Attention func() api.AttentionStatus
+	Logger    *slog.Logger
 
 	stallAfter time.Duration // tests: the outbound budget's stall time (0: stallAfter)
 }

@@ -73,6 +73,14 @@ func (s *Server) encodeStatus(counts api.SessionCounts, conns int, providers []s
 		b = event.AppendString(b, name)
 	}
 	b = append(b, ']')
+	if s.o.Attention != nil {
+		at, err := json.Marshal(s.o.Attention())
+		if err != nil {
+			panic("rpc: daemon.status attention does not marshal: " + err.Error()) // strings and bools always do
+		}
+		b = append(b, `,"attention":`...)
+		b = append(b, at...)
+	}
 	b = append(b, p.tail...)
 	return rawResult{buf: b, off: rawHead, pooled: true}
 }

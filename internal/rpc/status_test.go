@@ -18,8 +18,8 @@ import (
 func TestStatusEncodedAsMarshal(t *testing.T) {
 	// A field added to Status or SessionCounts must be added to
 	// encodeStatus (status.go) and to this test.
-	if n := reflect.TypeOf(Status{}).NumField(); n != 11 {
-		t.Fatalf("Status has %d fields; encodeStatus writes 11", n)
+	if n := reflect.TypeOf(Status{}).NumField(); n != 12 {
+		t.Fatalf("Status has %d fields; encodeStatus writes 12", n)
 	}
 	if n := reflect.TypeOf(api.SessionCounts{}).NumField(); n != 2 {
 		t.Fatalf("SessionCounts has %d fields; encodeStatus writes 2", n)
@@ -29,7 +29,10 @@ func TestStatusEncodedAsMarshal(t *testing.T) {
 		{Version: "1.2.3", Socket: "/run/s.sock", StateDir: "/var/lib/sd", StateID: "abc", StartedAt: at},
 		{Version: `v"<&>`, Socket: `/tmp/a,"sessions":1/s.sock`, StateDir: "/tmp/é\u2028\x01/,\"supervision\":{}", StateID: "",
 			StartedAt: at, Supervision: api.Supervision{Mode: "cgroup", Reason: "writable <cgroup>", Cgroup: "/sys/fs/cgroup/x",
-				Controllers: []string{"cpu", "memory"}, CgroupKill: true, MemoryMax: 1 << 30}},
+				Controllers: []string{"cpu", "memory"}, CgroupKill: true, MemoryMax: 1 << 30},
+			Attention: func() api.AttentionStatus {
+				return api.AttentionStatus{KeepAwake: api.KeepAwakeStatus{Reason: `no "logind" <here>`}, Notify: "none"}
+			}},
 	}
 	calls := []struct {
 		counts    api.SessionCounts
@@ -49,11 +52,16 @@ func TestStatusEncodedAsMarshal(t *testing.T) {
 			if providers == nil {
 				providers = []string{}
 			}
+			var attn *api.AttentionStatus
+			if o.Attention != nil {
+				a := o.Attention()
+				attn = &a
+			}
 			wantB, err := json.Marshal(Status{
 				Version: o.Version, ProtocolVersion: api.ProtocolVersion, PID: os.Getpid(),
 				StartedAt: o.StartedAt.UTC().Format(time.RFC3339Nano), Socket: o.Socket,
 				StateDir: o.StateDir, StateID: o.StateID, Sessions: c.counts,
-				Connections: c.conns, Providers: providers, Supervision: supervision(o.Supervision),
+				Connections: c.conns, Providers: providers, Attention: attn, Supervision: supervision(o.Supervision),
 			})
 			if err != nil {
 				t.Fatal(err)

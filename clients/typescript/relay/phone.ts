@@ -173,7 +173,9 @@ export class Phone {
 
   private own(): Promise<SessiondClient> {
     if (!this.client) {
-      const c = SessiondClient.connect(this.sh.clientOpts);
+      // The phone's identity is the device of its turns' and answers' origin.
+      const client = { ...(this.sh.clientOpts.client ?? { name: "sessiond-relay", version: "0.1.0" }), device: `phone:${this.identity}` };
+      const c = SessiondClient.connect({ ...this.sh.clientOpts, client });
       this.client = c;
       // A stream the phone does not take paused at its high-water mark:
       // logged the first time per phone.

@@ -52,7 +52,7 @@ export interface ClientOptions {
    * defaults (the packaged binary, the socket above); an object: the
    * options of ensureDaemon (its socketPath defaults to this one). */
   ensureDaemon?: boolean | import("./ensure.js").EnsureDaemonOptions;
-  client?: { name: string; version: string };
+  client?: { name: string; version: string; device?: string };
   capabilities?: string[];
   /** Default timeout of every call (default 30 s). */
   timeoutMs?: number;

@@ -236,7 +236,7 @@ func (a *Adapter) Respond(ctx context.Context, requestID string, ans provider.An
 		}
 	}
 	a.mu.Unlock()
-	a.emit(event.New(event.ApprovalResolved, ap.turnID, event.ApprovalResolvedData{RequestID: requestID, Decision: ans.Decision}))
+	a.emit(event.New(event.ApprovalResolved, ap.turnID, event.ApprovalResolvedData{RequestID: requestID, Decision: ans.Decision, Origin: ans.Origin}))
 	if ans.Decision == provider.DecisionCancel {
 		// session/cancel first: the agent may end the turn as soon as it
 		// reads the cancelled answer, and the turn is ours to cancel.

@@ -153,7 +153,7 @@ func (a *Adapter) Respond(_ context.Context, requestID string, ans provider.Answ
 	if !ok {
 		return fmt.Errorf("request %s: %w", requestID, provider.ErrRequestNotFound)
 	}
-	a.emit(event.New(event.ApprovalResolved, ap.turnID, event.ApprovalResolvedData{RequestID: requestID, Decision: ans.Decision}))
+	a.emit(event.New(event.ApprovalResolved, ap.turnID, event.ApprovalResolvedData{RequestID: requestID, Decision: ans.Decision, Origin: ans.Origin}))
 	if err := a.respond(ap.rawID, permissionResult(ap, ans)); err != nil {
 		return fmt.Errorf("request %s: %w", requestID, err)
 	}

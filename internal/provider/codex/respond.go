@@ -34,7 +34,7 @@ func (a *Adapter) Respond(_ context.Context, requestID string, ans Answer) error
 	// answer (turn/completed) is then necessarily emitted after it, and no
 	// lock is held across a write that a stalled provider could block.
 	// A failed write means the provider is gone; the turn ends with it.
-	a.emit(event.New(event.ApprovalResolved, ap.turnID, event.ApprovalResolvedData{RequestID: requestID, Decision: ans.Decision}))
+	a.emit(event.New(event.ApprovalResolved, ap.turnID, event.ApprovalResolvedData{RequestID: requestID, Decision: ans.Decision, Origin: ans.Origin}))
 	if err := a.write(outResult{ID: ap.rawID, Result: wireAnswer(ap, ans)}); err != nil {
 		return fmt.Errorf("request %s: %w", requestID, err)
 	}

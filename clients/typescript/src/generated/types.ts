@@ -5,6 +5,8 @@ export interface SessiondWireTypes {
   ApprovalResolvedData?: ApprovalResolvedData;
   AttachParams?: AttachParams;
   AttachResult?: AttachResult;
+  AttentionNotice?: AttentionNotice;
+  AttentionStatus?: AttentionStatus;
   CancelResult?: CancelResult;
   ClientInfo?: ClientInfo;
   CloseResult?: CloseResult;
@@ -22,10 +24,12 @@ export interface SessiondWireTypes {
   ItemDeltaData?: ItemDeltaData;
   JournalCorruptData?: JournalCorruptData;
   JournalLossData?: JournalLossData;
+  KeepAwakeStatus?: KeepAwakeStatus;
   LaggedNotice?: LaggedNotice;
   ListParams?: ListParams;
   ListResult?: ListResult;
   NoticeData?: NoticeData;
+  Origin?: Origin;
   PlanStep?: PlanStep;
   ProviderExitedData?: ProviderExitedData;
   ReadParams?: ReadParams;
@@ -70,8 +74,18 @@ export interface ApprovalRequestedData {
 export interface ApprovalResolvedData {
   by?: string;
   decision: "approve" | "approveForSession" | "deny" | "cancel";
+  origin?: Origin;
   reason?: string;
   requestId: string;
+}
+/**
+ * This interface was referenced by `SessiondWireTypes`'s JSON-Schema
+ * via the `definition` "Origin".
+ */
+export interface Origin {
+  client: string;
+  connectionId: string;
+  device?: string;
 }
 /**
  * This interface was referenced by `SessiondWireTypes`'s JSON-Schema
@@ -142,6 +156,33 @@ export interface ExitInfo {
 }
 /**
  * This interface was referenced by `SessiondWireTypes`'s JSON-Schema
+ * via the `definition` "AttentionNotice".
+ */
+export interface AttentionNotice {
+  at: string;
+  kind: "turn_completed" | "approval_requested" | "turn_failed";
+  sessionId: string;
+  title: string;
+}
+/**
+ * This interface was referenced by `SessiondWireTypes`'s JSON-Schema
+ * via the `definition` "AttentionStatus".
+ */
+export interface AttentionStatus {
+  keepAwake: KeepAwakeStatus;
+  notify: "none" | "desktop";
+}
+/**
+ * This interface was referenced by `SessiondWireTypes`'s JSON-Schema
+ * via the `definition` "KeepAwakeStatus".
+ */
+export interface KeepAwakeStatus {
+  active: boolean;
+  held: boolean;
+  reason?: string;
+}
+/**
+ * This interface was referenced by `SessiondWireTypes`'s JSON-Schema
  * via the `definition` "CancelResult".
  */
 export interface CancelResult {
@@ -152,6 +193,7 @@ export interface CancelResult {
  * via the `definition` "ClientInfo".
  */
 export interface ClientInfo {
+  device?: string;
   name: string;
   version: string;
 }
@@ -442,6 +484,7 @@ export interface SessionParams {
  * via the `definition` "Status".
  */
 export interface Status {
+  attention?: AttentionStatus;
   connections: number;
   pid: number;
   protocolVersion: number;
@@ -509,6 +552,7 @@ export interface TurnPlanData {
  */
 export interface TurnStartedData {
   clientMessageId?: string;
+  origin?: Origin;
   text: string;
   turnId: string;
 }
@@ -630,11 +674,12 @@ export const ITEM_EVENT_TYPES: readonly EventType[] = ["item.completed","item.de
 export interface Notifications {
   "agentSession.event": EventNotice;
   "agentSession.lagged": LaggedNotice;
+  "daemon.attention": AttentionNotice;
   "daemon.restarting": RestartingNotice;
 }
 
 /** Every capability the server can offer. */
-export const SERVER_CAPABILITIES = ["agent-session.approvals.v2","agent-session.attach.v1","agent-session.close.v1","agent-session.items.v1","agent-session.structured.hold.v1","agent-session.turns.v1","daemon.admin.v1","daemon.upgrade.v1"] as const;
+export const SERVER_CAPABILITIES = ["agent-session.approvals.v2","agent-session.attach.v1","agent-session.close.v1","agent-session.items.v1","agent-session.structured.hold.v1","agent-session.turns.v1","daemon.admin.v1","daemon.attention.v1","daemon.upgrade.v1"] as const;
 
 /** Every error the server answers: data.reason -> code. */
 export const ERROR_CODES = {

@@ -1,0 +1,176 @@
+package attention
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/event"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fakeInhibitor hands out closers that report their Close on released.
+type fakeInhibitor struct {
+	err      error
+	calls    atomic.Int32
+	taken    chan string   // why, per Inhibit
+	released chan struct{} // one send per Close
+}
+
+func (f *fakeInhibitor) Name() string                { return "fake" }
+func (f *fakeInhibitor) Probe(context.Context) error { return f.err }
+func (f *fakeInhibitor) Inhibit(_ context.Context, why string) (io.Closer, error) {
+	f.calls.Add(1)
+	if f.err != nil {
+		return nil, f.err
+	}
+	f.taken <- why
+	return closerFunc(func() error { f.released <- struct{}{}; return nil }), nil
+}
+
+type closerFunc func() error
+
+func (c closerFunc) Close() error { return c() }
+
+func newFake(err error) *fakeInhibitor {
+	return &fakeInhibitor{err: err, taken: make(chan string, 8), released: make(chan struct{}, 8)}
+}
+
+func ev(id, typ string, data any) event.Event {
+	b, _ := json.Marshal(data)
+	return event.Event{SessionID: id, Type: typ, Data: b, At: time.Unix(1, 0)}
+}
+
+func recv[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no %s", what)
+	}
+	var zero T
+	return zero
+}
+
+// TestKindOf: which events call for the user.
+func TestKindOf(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ev   event.Event
+		want string
+	}{
+		{"completed", ev("s", event.TurnCompleted, event.TurnCompletedData{Status: event.StatusCompleted}), api.AttentionTurnCompleted},
+		{"failed", ev("s", event.TurnCompleted, event.TurnCompletedData{Status: event.StatusFailed, Reason: event.ReasonProviderError}), api.AttentionTurnFailed},
+		{"crashed", ev("s", event.TurnCompleted, event.TurnCompletedData{Status: event.StatusInterrupted, Reason: event.ReasonProviderExited}), api.AttentionTurnFailed},
+		{"cancelled", ev("s", event.TurnCompleted, event.TurnCompletedData{Status: event.StatusInterrupted, Reason: event.ReasonUserCancel}), ""},
+		{"shutdown", ev("s", event.TurnCompleted, event.TurnCompletedData{Status: event.StatusInterrupted, Reason: event.ReasonShutdown}), ""},
+		{"approval", ev("s", event.ApprovalRequested, event.ApprovalRequestedData{RequestID: "r"}), api.AttentionApprovalRequested},
+		{"started", ev("s", event.TurnStarted, event.TurnStartedData{TurnID: "t"}), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := kindOf(tc.ev); got != tc.want {
+				t.Fatalf("kindOf = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestCloseReleases: Close releases a held inhibitor (a shutdown that
+// ends with turns still counted), and Observe after Close does nothing.
+func TestCloseReleases(t *testing.T) {
+	f := newFake(nil)
+	var running atomic.Int32
+	pub := make(chan api.AttentionNotice, 8)
+	a := New(Options{Inhibitor: f, Running: func() int { return int(running.Load()) },
+		Publish: func(n api.AttentionNotice) { pub <- n }})
+	a.Start()
+	running.Store(1)
+	a.Observe([]event.Event{ev("s", event.TurnStarted, event.TurnStartedData{TurnID: "t"}),
+		ev("s", event.ApprovalRequested, event.ApprovalRequestedData{RequestID: "r"})})
+	if why := recv(t, f.taken, "Inhibit"); why != "1 agent turn(s) running" {
+		t.Fatalf("why %q", why)
+	}
+	recv(t, pub, "notice") // published after the inhibitor was taken
+	if st := a.Status(); !st.KeepAwake.Held || !st.KeepAwake.Active || st.Notify != NotifyNone {
+		t.Fatalf("status %+v", st)
+	}
+	a.Close()
+	recv(t, f.released, "release at Close")
+	a.Observe([]event.Event{ev("s", event.TurnStarted, nil)})
+	if st := a.Status(); st.KeepAwake.Held {
+		t.Fatalf("status %+v after Close", st)
+	}
+}
+
+// TestUnavailableLoggedOnce: an inhibitor that cannot be had is logged
+// once however many turns start, reported in Status, and a later success
+// clears it.
+func TestUnavailableLoggedOnce(t *testing.T) {
+	var logs syncBuf
+	f := newFake(errors.New("no logind here"))
+	var running atomic.Int32
+	pub := make(chan api.AttentionNotice, 8)
+	a := New(Options{Inhibitor: f, Running: func() int { return int(running.Load()) },
+		Publish: func(n api.AttentionNotice) { pub <- n }, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	a.Start()
+	defer a.Close()
+	for range 3 {
+		running.Store(1)
+		a.Observe([]event.Event{ev("s", event.TurnStarted, nil), ev("s", event.ApprovalRequested, nil)})
+		recv(t, pub, "notice")
+		running.Store(0)
+		a.Observe([]event.Event{ev("s", event.TurnCompleted, event.TurnCompletedData{Status: event.StatusCompleted})})
+		recv(t, pub, "notice")
+	}
+	// One per idle-to-busy change (plus, maybe, the start's own count,
+	// which can see the first turn too): it is retried, not given up.
+	if n := f.calls.Load(); n < 3 {
+		t.Fatalf("%d Inhibit calls, want one per idle-to-busy change", n)
+	}
+	if n := strings.Count(logs.String(), "keep-awake unavailable"); n != 1 {
+		t.Fatalf("logged %d times:\n%s", n, logs.String())
+	}
+	if st := a.Status(); st.KeepAwake.Active || st.KeepAwake.Reason != "no logind here" {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+// TestKeepAwakeOff: without an inhibitor Status says keep_awake = false.
+func TestKeepAwakeOff(t *testing.T) {
+	a := New(Options{})
+	a.Start()
+	defer a.Close()
+	if st := a.Status(); st.KeepAwake.Active || st.KeepAwake.Reason != "keep_awake = false" {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

@@ -1,0 +1,106 @@
+package dbustest
+
+import (
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/godbus/dbus/v5"
+	"golang.org/x/sys/unix"
+)
+
+// Inhibition is one Inhibit call the Login1 service answered.
+type Inhibition struct {
+	What, Who, Why, Mode string
+	r                    *os.File      // the pipe's read end; the caller got the write end
+	released             chan struct{} // closed when r reads EOF: every copy of the write end is closed
+}
+
+// Released is closed once the inhibitor is released (every copy of the
+// descriptor handed out is closed: by the daemon, or with its process).
+func (in *Inhibition) Released() <-chan struct{} { return in.released }
+
+// Held reports, at this instant, whether the descriptor is still open
+// somewhere: poll(2) on the read end says POLLHUP as soon as the last
+// write end is closed (the kernel's state, no reader goroutine between).
+func (in *Inhibition) Held() bool {
+	fds := []unix.PollFd{{Fd: int32(in.r.Fd()), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && (n == 0 || fds[0].Revents&(unix.POLLHUP|unix.POLLIN) == 0)
+}
+
+// Login1 is a test stand-in for systemd-logind's Manager.Inhibit on a Bus
+// (logind cannot run in the test container): each call gets a new pipe's
+// write end, as logind hands out a FIFO's, and the service watches the
+// read end for the EOF that means released.
+type Login1 struct {
+	calls chan *Inhibition
+	mu    sync.Mutex
+	all   []*Inhibition
+}
+
+// StartLogin1 owns org.freedesktop.login1 on b and serves Inhibit (and
+// Peer.Ping) until the test ends.
+func StartLogin1(t testing.TB, b *Bus) *Login1 {
+	t.Helper()
+	c := b.Connect(t)
+	own(t, c, "org.freedesktop.login1")
+	l := &Login1{calls: make(chan *Inhibition, 64)}
+	serve(t, c, func(m *dbus.Message) (*dbus.Message, func()) {
+		switch member(m) {
+		case "org.freedesktop.DBus.Peer.Ping":
+			return reply(m), nil
+		case "org.freedesktop.login1.Manager.Inhibit":
+			var in Inhibition
+			if err := dbus.Store(m.Body, &in.What, &in.Who, &in.Why, &in.Mode); err != nil {
+				return errorReply(m, "org.freedesktop.DBus.Error.InvalidArgs", err.Error()), nil
+			}
+			r, w, err := os.Pipe()
+			if err != nil {
+				return errorReply(m, "org.freedesktop.DBus.Error.Failed", err.Error()), nil
+			}
+			in.r, in.released = r, make(chan struct{})
+			go func() {
+				defer close(in.released)
+				buf := make([]byte, 1)
+				for {
+					if _, err := r.Read(buf); err != nil {
+						return
+					}
+				}
+			}()
+			t.Cleanup(func() { r.Close() })
+			out := reply(m, dbus.UnixFD(w.Fd()))
+			// After the reply is written (Send is synchronous), the caller
+			// holds its own copy: ours must go, or EOF never comes.
+			return out, func() {
+				w.Close()
+				l.mu.Lock()
+				l.all = append(l.all, &in)
+				l.mu.Unlock()
+				l.calls <- &in
+			}
+		}
+		return errorReply(m, "org.freedesktop.DBus.Error.UnknownMethod", "no "+member(m)), nil
+	})
+	return l
+}
+
+// Next waits for the next Inhibit call.
+func (l *Login1) Next(t testing.TB) *Inhibition {
+	t.Helper()
+	select {
+	case in := <-l.calls:
+		return in
+	case <-timeout():
+		t.Fatalf("no Inhibit call within %v", within)
+		return nil
+	}
+}
+
+// Calls is how many Inhibit calls were answered so far.
+func (l *Login1) Calls() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.all)
+}

@@ -1,0 +1,58 @@
+package dbustest
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/godbus/dbus/v5"
+)
+
+// Notification is one Notify call.
+type Notification struct {
+	App, Summary, Body string
+}
+
+// Notifications is a test org.freedesktop.Notifications on a Bus: it
+// records every Notify, and answers it only after recording it, so a
+// caller whose Notify returned has been counted.
+type Notifications struct {
+	mu  sync.Mutex
+	got []Notification
+}
+
+// StartNotifications owns org.freedesktop.Notifications on b.
+func StartNotifications(t testing.TB, b *Bus) *Notifications {
+	t.Helper()
+	c := b.Connect(t)
+	own(t, c, "org.freedesktop.Notifications")
+	n := &Notifications{}
+	serve(t, c, func(m *dbus.Message) (*dbus.Message, func()) {
+		if member(m) != "org.freedesktop.Notifications.Notify" {
+			return errorReply(m, "org.freedesktop.DBus.Error.UnknownMethod", "no "+member(m)), nil
+		}
+		var (
+			nt      Notification
+			replace uint32
+			icon    string
+		)
+		if len(m.Body) != 8 {
+			return errorReply(m, "org.freedesktop.DBus.Error.InvalidArgs", "Notify takes 8 arguments"), nil
+		}
+		if err := dbus.Store(m.Body[:5], &nt.App, &replace, &icon, &nt.Summary, &nt.Body); err != nil {
+			return errorReply(m, "org.freedesktop.DBus.Error.InvalidArgs", err.Error()), nil
+		}
+		n.mu.Lock()
+		n.got = append(n.got, nt)
+		id := uint32(len(n.got))
+		n.mu.Unlock()
+		return reply(m, id), nil
+	})
+	return n
+}
+
+// Got is every Notify so far, in order.
+func (n *Notifications) Got() []Notification {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]Notification(nil), n.got...)
+}
