@@ -1,4 +1,15 @@
-package proxy
+// Package autostart connects to the daemon's socket, starting `sessiond
+// serve` when nobody accepts there: the one start path of the stdio front
+// doors (`sessiond proxy`, `sessiond acp`). Starters exclude each other
+// with an flock on <state-dir>/proxy-start.lock (the kernel drops it when
+// its holder dies, so a crashed starter never leaves it stale; the name
+// predates `sessiond acp` and is kept so binaries of both ages exclude
+// each other); the lock's holder spawns, the others then find its daemon.
+// A starter that does not take the lock (the TypeScript client's
+// ensureDaemon) can still race it: the daemon's own single-instance rule
+// (the store's flock, then the live socket never taken over) lets one
+// serve and the other exit naming it, which Connect takes for no failure.
+package autostart
 
 import (
 	"context"
@@ -25,18 +36,18 @@ var (
 	ErrNoDaemon = errors.New("no daemon can be reached")
 )
 
-// flags are the serve flags the proxy passes on to a daemon it starts.
-type flags struct {
-	socket, stateDir, config string
+// Flags are the serve flags passed on to a daemon Connect starts.
+type Flags struct {
+	Socket, StateDir, Config string
 }
 
-func (f flags) serveArgs() []string {
-	args := []string{"serve", "--socket", f.socket}
-	if f.stateDir != "" {
-		args = append(args, "--state-dir", f.stateDir)
+func (f Flags) serveArgs() []string {
+	args := []string{"serve", "--socket", f.Socket}
+	if f.StateDir != "" {
+		args = append(args, "--state-dir", f.StateDir)
 	}
-	if f.config != "" {
-		args = append(args, "--config", f.config)
+	if f.Config != "" {
+		args = append(args, "--config", f.Config)
 	}
 	return args
 }
@@ -46,15 +57,15 @@ func absent(err error) bool {
 	return errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
 }
 
-// connect dials the socket; when nobody accepts there it starts a daemon
+// Connect dials the socket; when nobody accepts there it starts a daemon
 // and dials until one accepts (the started one or another that won the
 // store's flock), or the started one failed otherwise, or startTimeout.
-func connect(ctx context.Context, f flags, bin string) (*net.UnixConn, error) {
-	c, err := dial(ctx, f.socket)
+func Connect(ctx context.Context, f Flags, bin string) (*net.UnixConn, error) {
+	c, err := dial(ctx, f.Socket)
 	if err == nil || !absent(err) {
 		return c, err
 	}
-	// One starter at a time: proxies started together would each spawn a
+	// One starter at a time: front doors started together would each spawn a
 	// daemon; the store's flock lets one run, but a loser still waiting
 	// for it (2 s) would take over once the winner stops (`ctl shutdown`
 	// undone). The lock's holder spawns; the others find its daemon.
@@ -63,7 +74,7 @@ func connect(ctx context.Context, f flags, bin string) (*net.UnixConn, error) {
 		return nil, err
 	}
 	defer unlock()
-	if c, err := dial(ctx, f.socket); err == nil || !absent(err) {
+	if c, err := dial(ctx, f.Socket); err == nil || !absent(err) {
 		return c, err
 	}
 	st, err := start(f, bin)
@@ -73,7 +84,7 @@ func connect(ctx context.Context, f flags, bin string) (*net.UnixConn, error) {
 	exited := st.exited
 	deadline := time.Now().Add(startTimeout)
 	for delay := 10 * time.Millisecond; ; delay = min(delay*2, 200*time.Millisecond) {
-		c, err := dial(ctx, f.socket)
+		c, err := dial(ctx, f.Socket)
 		if err == nil || !absent(err) {
 			return c, err
 		}
@@ -82,7 +93,7 @@ func connect(ctx context.Context, f flags, bin string) (*net.UnixConn, error) {
 			// Ours lost the race for the store (it says so and exits):
 			// the winner accepts shortly. Anything else fails now.
 			if !st.lostRace() {
-				return nil, fmt.Errorf("%w: sessiond serve exited (%v) before accepting on %s; log %s", ErrNoDaemon, res, f.socket, st.logFile)
+				return nil, fmt.Errorf("%w: sessiond serve exited (%v) before accepting on %s; log %s", ErrNoDaemon, res, f.Socket, st.logFile)
 			}
 			exited = nil
 		case <-time.After(delay):
@@ -90,7 +101,7 @@ func connect(ctx context.Context, f flags, bin string) (*net.UnixConn, error) {
 			return nil, ctx.Err()
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%w: nothing accepts on %s %v after starting sessiond serve; log %s", ErrNoDaemon, f.socket, startTimeout, st.logFile)
+			return nil, fmt.Errorf("%w: nothing accepts on %s %v after starting sessiond serve; log %s", ErrNoDaemon, f.Socket, startTimeout, st.logFile)
 		}
 	}
 }
@@ -106,8 +117,8 @@ func dial(ctx context.Context, path string) (*net.UnixConn, error) {
 
 // startLock takes <state-dir>/proxy-start.lock (flock, exclusive; the
 // kernel drops it if this process dies) and returns its release.
-func startLock(f flags) (func(), error) {
-	dir, err := config.StateDir(f.stateDir, os.Getenv)
+func startLock(f Flags) (func(), error) {
+	dir, err := config.StateDir(f.StateDir, os.Getenv)
 	if err != nil {
 		return nil, fmt.Errorf("%w: state dir: %w", ErrNoDaemon, err)
 	}
@@ -125,7 +136,7 @@ func startLock(f flags) (func(), error) {
 	return func() { lf.Close() }, nil
 }
 
-// started is a daemon this proxy spawned.
+// started is a daemon this process spawned.
 type started struct {
 	exited  <-chan error // its Wait's result
 	logFile string
@@ -134,8 +145,8 @@ type started struct {
 
 // start spawns `bin serve` detached (its own session, stdin /dev/null,
 // output appended to <state-dir>/sessiond.log) and reports its exit.
-func start(f flags, bin string) (*started, error) {
-	dir, err := config.StateDir(f.stateDir, os.Getenv)
+func start(f Flags, bin string) (*started, error) {
+	dir, err := config.StateDir(f.StateDir, os.Getenv)
 	if err != nil {
 		return nil, fmt.Errorf("%w: state dir: %w", ErrNoDaemon, err)
 	}
