@@ -238,3 +238,18 @@ func TestACPBridgeBadFrames(t *testing.T) {
 	}
 	e.call("session/list", map[string]any{}, &lr)
 }
+
+// TestACPBridgeStoppedHoldEnds: a bridge stopped (SIGSTOP) keeps its
+// connection open, so only the ttl of its hold can end it: the hold runs
+// out, the release clock fires and the provider child is evicted, with no
+// help from the bridge. (Mutation: a hold without ttlMs holds forever.)
+func TestACPBridgeStoppedHoldEnds(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Options{Config: "idle_timeout = \"1ms\"\n"})
+	e := startEditor(t, "--socket", d.Socket)
+	e.initialize()
+	id := e.newSession(t.TempDir())
+	_, rec := follow(t, d.Socket, id)
+	e.cmd.Process.Signal(syscall.SIGSTOP)
+	t.Cleanup(func() { e.cmd.Process.Signal(syscall.SIGCONT) })
+	acpWaitEvent(t, rec, event.LeaseReleased)
+}

@@ -69,9 +69,9 @@ func Connect(ctx context.Context, f Flags, bin string) (*net.UnixConn, error) {
 	// daemon; the store's flock lets one run, but a loser still waiting
 	// for it (2 s) would take over once the winner stops (`ctl shutdown`
 	// undone). The lock's holder spawns; the others find its daemon.
-	unlock, err := startLock(f)
-	if err != nil {
-		return nil, err
+	unlock, c, err := startLock(ctx, f)
+	if err != nil || c != nil {
+		return c, err
 	}
 	defer unlock()
 	if c, err := dial(ctx, f.Socket); err == nil || !absent(err) {
@@ -115,25 +115,54 @@ func dial(ctx context.Context, path string) (*net.UnixConn, error) {
 	return c.(*net.UnixConn), nil
 }
 
+// lockWait bounds the wait for the start lock: a starter that holds it
+// longer (hung, or a hostile process of the same user) does not hang
+// every front door behind it.
+const lockWait = startTimeout + 5*time.Second
+
 // startLock takes <state-dir>/proxy-start.lock (flock, exclusive; the
-// kernel drops it if this process dies) and returns its release.
-func startLock(f Flags) (func(), error) {
+// kernel drops it if its holder dies, so a leftover file is never stale)
+// and returns its release. While another starter holds it, it dials the
+// socket between tries and returns the connection when that starter's
+// daemon accepts; past lockWait it gives up naming the lock.
+func startLock(ctx context.Context, f Flags) (func(), *net.UnixConn, error) {
 	dir, err := config.StateDir(f.StateDir, os.Getenv)
 	if err != nil {
-		return nil, fmt.Errorf("%w: state dir: %w", ErrNoDaemon, err)
+		return nil, nil, fmt.Errorf("%w: state dir: %w", ErrNoDaemon, err)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("%w: state dir: %w", ErrNoDaemon, err)
+		return nil, nil, fmt.Errorf("%w: state dir: %w", ErrNoDaemon, err)
 	}
-	lf, err := os.OpenFile(filepath.Join(dir, "proxy-start.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	path := filepath.Join(dir, "proxy-start.lock")
+	lf, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("%w: start lock: %w", ErrNoDaemon, err)
+		return nil, nil, fmt.Errorf("%w: start lock: %w", ErrNoDaemon, err)
 	}
-	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX); err != nil {
-		lf.Close()
-		return nil, fmt.Errorf("%w: start lock: %w", ErrNoDaemon, err)
+	deadline := time.Now().Add(lockWait)
+	for delay := 10 * time.Millisecond; ; delay = min(delay*2, 200*time.Millisecond) {
+		err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { lf.Close() }, nil, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			lf.Close()
+			return nil, nil, fmt.Errorf("%w: start lock %s: %w", ErrNoDaemon, path, err)
+		}
+		if c, err := dial(ctx, f.Socket); err == nil || !absent(err) {
+			lf.Close()
+			return nil, c, err // the holder's daemon (or a daemon's refusal)
+		}
+		if time.Now().After(deadline) {
+			lf.Close()
+			return nil, nil, fmt.Errorf("%w: another process has held the start lock %s for over %s and no daemon accepts on %s", ErrNoDaemon, path, lockWait, f.Socket)
+		}
+		select {
+		case <-ctx.Done():
+			lf.Close()
+			return nil, nil, ctx.Err()
+		case <-time.After(delay):
+		}
 	}
-	return func() { lf.Close() }, nil
 }
 
 // started is a daemon this process spawned.
