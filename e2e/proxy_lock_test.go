@@ -40,6 +40,8 @@ func TestE2EProxyStartLockHeld(t *testing.T) {
 			t.Fatalf("exit %d, want 3 naming the lock: %s", code, p.stderr.String())
 		}
 	case <-time.After(90 * time.Second):
+		p.cmd.Process.Kill()
+		<-done // its Wait returns before the cleanup's
 		t.Fatal("sessiond proxy still waits for a start lock held by another process after 90 s")
 	}
 	if _, err := os.Stat(filepath.Join(state, "sessiond.db")); err == nil {
