@@ -253,3 +253,34 @@ func TestACPBridgeStoppedHoldEnds(t *testing.T) {
 	t.Cleanup(func() { e.cmd.Process.Signal(syscall.SIGCONT) })
 	acpWaitEvent(t, rec, event.LeaseReleased)
 }
+
+// TestACPBridgeDaemonGone: the daemon dies under a bridge and none can be
+// started again (its config is refused): after its reconnect bound the
+// bridge answers the pending prompt with why and exits 3, instead of
+// living on with a dead connection.
+func TestACPBridgeDaemonGone(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Options{})
+	bad := filepath.Join(t.TempDir(), "bad.toml")
+	if err := os.WriteFile(bad, []byte("no_such_key = 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := startEditor(t, "--socket", d.Socket, "--state-dir", t.TempDir(), "--config", bad)
+	e.initialize()
+	id := e.newSession(t.TempDir())
+	_, rec := follow(t, d.Socket, id)
+	ch := e.start("session/prompt", promptParams(id, "/sleep 60000"))
+	acpWaitEvent(t, rec, event.TurnStarted)
+	d.Kill()
+	m := e.wait(ch)
+	if m.Error == nil || m.Error.Code != -32603 || !strings.Contains(m.Error.Message, "could not be reached again") {
+		t.Fatalf("the pending prompt: %+v %s", m.Error, m.Result)
+	}
+	select {
+	case <-e.exit:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the bridge lives on without a daemon")
+	}
+	if code := e.cmd.ProcessState.ExitCode(); code != 3 {
+		t.Fatalf("exit %d, want 3; stderr:\n%s", code, e.stderrOf())
+	}
+}
