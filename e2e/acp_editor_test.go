@@ -106,8 +106,8 @@ func (e *editor) read(out io.Reader) {
 	sc := bufio.NewScanner(out)
 	sc.Buffer(nil, 64<<20)
 	for {
-		//lint:ignore SA2001 the lock is a gate: the test holds it while the editor must not read
 		e.pause.Lock()
+		//lint:ignore SA2001 the lock is a gate: the test holds it while the editor must not read
 		e.pause.Unlock()
 		if !sc.Scan() {
 			break
