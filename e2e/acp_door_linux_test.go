@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/rpc"
 	"github.com/sessiond/sessiond/internal/testkit/daemontest"
@@ -282,5 +283,38 @@ func TestACPBridgeDaemonGone(t *testing.T) {
 	}
 	if code := e.cmd.ProcessState.ExitCode(); code != 3 {
 		t.Fatalf("exit %d, want 3; stderr:\n%s", code, e.stderrOf())
+	}
+}
+
+// TestACPBridgeLiveUpgrade: a live upgrade closes the bridge's connection
+// (after daemon.restarting) while a turn runs on; the bridge reconnects to
+// the upgraded daemon, holds again and catches up: the prompt answers
+// end_turn with the turn's whole text, as it ended.
+func TestACPBridgeLiveUpgrade(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Options{})
+	e := startEditor(t, "--socket", d.Socket)
+	e.initialize()
+	id := e.newSession(t.TempDir())
+	_, rec := follow(t, d.Socket, id)
+	ch := e.start("session/prompt", promptParams(id, "/sleep 3000 across the upgrade"))
+	acpWaitEvent(t, rec, event.TurnStarted)
+	c := d.Client(t, "daemon.upgrade.v1")
+	var res api.UpgradeResult
+	if err := c.Call(ctxN(t, 60*time.Second), "daemon.upgrade", api.UpgradeParams{}, &res); err != nil {
+		t.Fatalf("upgrade: %v\n%s", err, d.Log.String())
+	}
+	m := e.wait(ch)
+	var pr struct {
+		StopReason string `json:"stopReason"`
+	}
+	json.Unmarshal(m.Result, &pr)
+	if m.Error != nil || pr.StopReason != "end_turn" {
+		t.Fatalf("the prompt across the upgrade: %+v %s; stderr:\n%s", m.Error, m.Result, e.stderrOf())
+	}
+	if got := joined(e.updates(), "agent_message_chunk"); got != "echo: /sleep 3000 across the upgrade" {
+		t.Fatalf("text across the upgrade: %q", got)
+	}
+	if !strings.Contains(e.stderrOf(), "reconnected") {
+		t.Fatalf("the upgrade did not close the bridge's connection; stderr:\n%s", e.stderrOf())
 	}
 }
