@@ -31,6 +31,9 @@ type editor struct {
 	ups   chan acpUpdate
 	perms chan acpMsg // session/request_permission requests
 	exit  chan struct{}
+	// pause, while held, stops the editor reading the bridge's stdout
+	// (the pipe fills and the bridge's writes block).
+	pause sync.Mutex
 }
 
 type acpMsg struct {
@@ -102,7 +105,13 @@ func (e *editor) read(out io.Reader) {
 	}()
 	sc := bufio.NewScanner(out)
 	sc.Buffer(nil, 64<<20)
-	for sc.Scan() {
+	for {
+		e.pause.Lock()
+		//lint:ignore SA2001 the lock is a gate: the test holds it while the editor must not read
+		e.pause.Unlock()
+		if !sc.Scan() {
+			break
+		}
 		line, at := sc.Bytes(), time.Now()
 		// A parse error's answer has id null (JSON-RPC 2.0 §5), which the
 		// schema's answer types do not model: checked by the test itself.

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -71,22 +72,47 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	b := newBridge(f, stdout, stderr)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c, err := dialDaemon(ctx, f, rpc.ClientOptions{Name: "sessiond-acp", Version: version.String(), OnNotify: b.onNotify})
+	o := rpc.ClientOptions{Name: "sessiond-acp", Version: version.String(), OnNotify: b.onNotify}
+	c, err := dialDaemon(ctx, f, o)
 	if err != nil {
 		fmt.Fprintln(stderr, "sessiond acp:", err)
 		return exitcode.NoDaemon
 	}
-	b.c = c
-	defer c.Close()
+	b.d = newDaemonLink(c)
+	defer func() {
+		cancel()
+		if c, err := b.d.client(context.Background()); err == nil {
+			c.Close()
+		}
+	}()
+	if f.account != "" && !slices.Contains(c.Init.Capabilities, capAccounts) {
+		b.logf("--account %s: accounts are not supported by this daemon (it does not offer %s): session/new is refused", f.account, capAccounts)
+	}
+	supervised := make(chan struct{})
+	go func() {
+		defer close(supervised)
+		b.supervise(ctx, o)
+	}()
+	defer func() { cancel(); <-supervised }()
 	go b.renew(ctx)
-	b.serve(ctx, stdin)
+	if !b.serve(ctx, stdin) {
+		return exitcode.NoDaemon
+	}
 	return exitcode.OK
+}
+
+// capAccounts is the daemon capability that gives create its account.
+const capAccounts = "agent-session.accounts.v1"
+
+// logf writes one line to stderr (editors keep an agent's stderr as its log).
+func (b *bridge) logf(format string, args ...any) {
+	fmt.Fprintf(b.stderr, "sessiond acp: "+format+"\n", args...)
 }
 
 // bridge is one editor's connection.
 type bridge struct {
 	f      flags
-	c      *rpc.Client
+	d      *daemonLink
 	stderr io.Writer
 	holder string
 
@@ -99,6 +125,7 @@ type bridge struct {
 	nextID   int64
 	pending  map[int64]chan response // our requests to the editor
 	provider string                  // resolved default provider
+	closing  bool                    // serve is ending: no new request goroutines (wg.Add under mu)
 	wg       sync.WaitGroup
 }
 
@@ -190,31 +217,51 @@ func (b *bridge) request(method string, params any) (wait func(ctx context.Conte
 	}
 }
 
-// serve reads the editor's lines until stdin ends. Nothing the editor
-// sends is fatal; stdin's end leaves every turn running in the daemon.
-func (b *bridge) serve(ctx context.Context, stdin io.Reader) {
+// serve reads the editor's lines until stdin ends (true) or the daemon is
+// gone for good (false: every pending request is answered with why
+// first). Nothing the editor sends is fatal; stdin's end leaves every
+// turn running in the daemon.
+func (b *bridge) serve(ctx context.Context, stdin io.Reader) bool {
 	ctx, cancel := context.WithCancel(ctx)
-	defer func() {
+	eof := make(chan struct{})
+	go func() {
+		defer close(eof)
+		r := bufio.NewReaderSize(stdin, 64<<10)
+		for {
+			line, err := readLine(r)
+			if errors.Is(err, errLineTooLong) {
+				b.fail(nil, &wireError{Code: codeInvalidRequest, Message: fmt.Sprintf("message longer than %d bytes: skipped", maxLine)})
+				continue
+			}
+			if len(line) > 0 {
+				b.handleLine(ctx, line)
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	gone := false
+	select {
+	case <-eof:
+		// The editor is gone: nothing more is written.
 		b.wmu.Lock()
 		b.eof = true
 		b.wmu.Unlock()
-		cancel() // pending permission requests end; their approvals stay open in the daemon
-		b.wg.Wait()
-	}()
-	r := bufio.NewReaderSize(stdin, 64<<10)
-	for {
-		line, err := readLine(r)
-		if errors.Is(err, errLineTooLong) {
-			b.fail(nil, &wireError{Code: codeInvalidRequest, Message: fmt.Sprintf("message longer than %d bytes: skipped", maxLine)})
-			continue
-		}
-		if len(line) > 0 {
-			b.handleLine(ctx, line)
-		}
-		if err != nil {
-			return
-		}
+	case <-b.d.dead:
+		// Pending prompts answer with the daemon's loss (they watch
+		// dead) before the bridge exits; the reader is left to the exit.
+		gone = true
 	}
+	b.mu.Lock()
+	b.closing = true
+	b.mu.Unlock()
+	cancel() // pending permission requests end; their approvals stay open in the daemon
+	b.wg.Wait()
+	b.wmu.Lock()
+	b.eof = true
+	b.wmu.Unlock()
+	return !gone
 }
 
 var errLineTooLong = errors.New("line too long")
@@ -247,13 +294,22 @@ func (b *bridge) handleLine(ctx context.Context, line []byte) {
 	if len(trimmed) == 0 {
 		return
 	}
+	if trimmed[0] == '[' && json.Valid(trimmed) {
+		b.fail(nil, &wireError{Code: codeInvalidRequest, Message: "batches are not supported: send one request per line"})
+		return
+	}
 	var m message
 	if err := json.Unmarshal(trimmed, &m); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			b.fail(nil, &wireError{Code: codeInvalidRequest, Message: "invalid request: " + err.Error()})
+			return
+		}
 		b.fail(nil, &wireError{Code: codeParse, Message: "parse error: " + err.Error()})
 		return
 	}
 	switch {
-	case m.Method == "" && m.ID != nil: // an answer to our request
+	case m.Method == "" && m.ID != nil && (m.Result != nil || m.Error != nil): // an answer to our request
 		var id int64
 		if json.Unmarshal(m.ID, &id) != nil {
 			return
@@ -265,11 +321,21 @@ func (b *bridge) handleLine(ctx context.Context, line []byte) {
 			ch <- response{result: m.Result, err: m.Error}
 		}
 	case m.Method == "":
-		b.fail(m.ID, &wireError{Code: codeInvalidRequest, Message: "neither a request nor an answer"})
+		b.fail(nil, &wireError{Code: codeInvalidRequest, Message: "neither a request nor an answer"})
 	case m.ID == nil || string(m.ID) == "null":
 		b.handleNotification(m)
 	default:
+		if !validID(m.ID) {
+			b.fail(nil, &wireError{Code: codeInvalidRequest, Message: "invalid request: id must be a string or a number, not " + shortJSON(m.ID)})
+			return
+		}
+		b.mu.Lock()
+		if b.closing {
+			b.mu.Unlock()
+			return
+		}
 		b.wg.Add(1)
+		b.mu.Unlock()
 		go func() { // a prompt waits for its turn: requests never block the reader
 			defer b.wg.Done()
 			res, err := b.handleRequest(ctx, m)
@@ -280,6 +346,23 @@ func (b *bridge) handleLine(ctx context.Context, line []byte) {
 			b.reply(m.ID, res)
 		}()
 	}
+}
+
+// validID: a request's id is a string or a number (JSON-RPC 2.0 §4).
+func validID(id json.RawMessage) bool {
+	switch id[0] {
+	case '"', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return true
+	}
+	return false
+}
+
+// shortJSON is at most 64 bytes of raw JSON, for an error message.
+func shortJSON(raw json.RawMessage) string {
+	if len(raw) > 64 {
+		return string(raw[:64]) + "…"
+	}
+	return string(raw)
 }
 
 func trimSpace(b []byte) []byte {
@@ -305,7 +388,7 @@ func (b *bridge) handleNotification(m message) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var r api.CancelResult
-	if err := b.c.Call(ctx, "agentSession.cancel", api.SessionParams{SessionID: p.SessionID}, &r); err != nil {
+	if err := b.call(ctx, "agentSession.cancel", api.SessionParams{SessionID: p.SessionID}, &r); err != nil {
 		fmt.Fprintln(b.stderr, "sessiond acp: cancel:", err)
 	}
 }

@@ -38,13 +38,34 @@ func ev(seq uint64, typ string, data any) event.Event {
 
 // TestReplayOpenApprovals: answered approvals are not asked again on load.
 func TestReplayOpenApprovals(t *testing.T) {
-	r := newReplay()
-	r.add(ev(1, event.ApprovalRequested, event.ApprovalRequestedData{RequestID: "a"}))
-	r.add(ev(2, event.ApprovalResolved, event.ApprovalResolvedData{RequestID: "a", Decision: "approve"}))
-	r.add(ev(3, event.ApprovalRequested, event.ApprovalRequestedData{RequestID: "b"}))
-	open := r.openApprovals()
-	if len(open) != 1 || open[0].Seq != 3 || len(r.events) != 3 {
+	open := map[string]event.Event{}
+	trackApproval(open, ev(1, event.ApprovalRequested, event.ApprovalRequestedData{RequestID: "a"}))
+	trackApproval(open, ev(2, event.ApprovalResolved, event.ApprovalResolvedData{RequestID: "a", Decision: "approve"}))
+	trackApproval(open, ev(3, event.ApprovalRequested, event.ApprovalRequestedData{RequestID: "b"}))
+	if len(open) != 1 || open["b"].Seq != 3 {
 		t.Fatalf("open %v", open)
+	}
+}
+
+// TestFeedBound: live events past the queue's bound (in events or bytes)
+// are not held: the queue is dropped and the feed marked to catch up
+// from the journal, and nothing queues until it has.
+func TestFeedBound(t *testing.T) {
+	for name, size := range map[string]int{"events": 8, "bytes": 64 << 10} {
+		s := &session{wake: make(chan struct{}, 1)}
+		data := strings.Repeat("x", size)
+		var seq uint64
+		for s.resync == "" {
+			seq++
+			s.push(ev(seq, event.MessageDelta, event.DeltaData{Text: data}))
+			if len(s.queue) > maxQueueEvents || s.queueBytes > maxQueueBytes {
+				t.Fatalf("%s: %d events, %d bytes queued", name, len(s.queue), s.queueBytes)
+			}
+		}
+		s.push(ev(seq+1, event.MessageDelta, event.DeltaData{Text: data}))
+		if len(s.queue) != 0 || s.queueBytes != 0 {
+			t.Fatalf("%s: %d events queued after the bound", name, len(s.queue))
+		}
 	}
 }
 

@@ -81,7 +81,7 @@ func (b *bridge) ask(ctx context.Context, s *session, ev event.Event) {
 		if json.Unmarshal(res, &r) == nil && r.Outcome.Outcome == "selected" {
 			decision = r.Outcome.OptionID
 		}
-		if err := b.c.Call(ctx, "agentSession.respond", api.RespondParams{SessionID: s.id, RequestID: d.RequestID, Decision: decision}, nil); err != nil {
+		if err := b.call(ctx, "agentSession.respond", api.RespondParams{SessionID: s.id, RequestID: d.RequestID, Decision: decision}, nil); err != nil {
 			fmt.Fprintln(b.stderr, "sessiond acp: respond:", err)
 		}
 	}()

@@ -81,9 +81,17 @@ func (b *bridge) prompt(ctx context.Context, params json.RawMessage) (any, *wire
 		}
 		s.mu.Unlock()
 	}()
+	// A connection lost under the send is retried on the next one with the
+	// same clientMessageId: the daemon sends it once (duplicate otherwise).
 	var r api.SendResult
-	if err := b.c.Call(ctx, "agentSession.send", api.SendParams{SessionID: s.id, Text: text, ClientMessageID: w.cmid}, &r); err != nil {
-		return nil, fromDaemon(err)
+	for try := 0; ; try++ {
+		err := b.call(ctx, "agentSession.send", api.SendParams{SessionID: s.id, Text: text, ClientMessageID: w.cmid}, &r)
+		if err == nil {
+			break
+		}
+		if !lostConn(err) || try == 2 {
+			return nil, fromDaemon(err)
+		}
 	}
 	s.mu.Lock()
 	if w.turnID == "" {
@@ -97,13 +105,26 @@ func (b *bridge) prompt(ctx context.Context, params json.RawMessage) (any, *wire
 			return nil, end.err
 		}
 		return map[string]any{"stopReason": end.stop}, nil
+	case <-b.d.dead:
+		return nil, daemonGone(b.d.err)
 	case <-ctx.Done():
+		select {
+		case <-b.d.dead:
+			return nil, daemonGone(b.d.err)
+		default:
+		}
 		return nil, &wireError{Code: codeInternal, Message: "the bridge is closing; the turn goes on in the daemon"}
 	case <-s.done:
 		return map[string]any{"stopReason": "cancelled"}, nil
-	case <-b.c.Done():
-		return nil, &wireError{Code: codeInternal, Message: "the daemon closed the connection; the turn's end is in its journal (session/load it again from a new bridge)"}
 	}
+	// A daemon connection lost meanwhile is replaced (start.go): the
+	// catch-up from the journal brings the turn's end, whatever it was.
+}
+
+// daemonGone answers a prompt the daemon's loss ended.
+func daemonGone(err error) *wireError {
+	return &wireError{Code: codeInternal, Message: err.Error() + "; the turn's end is in the daemon's journal (session/load it from a new bridge)",
+		Data: map[string]any{"reason": "daemon_unreachable"}}
 }
 
 // stopReason maps a turn.completed onto ACP: completed is end_turn (or

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -17,15 +18,17 @@ type session struct {
 	id        string
 	holdToken string
 
-	mu      sync.Mutex
-	queue   []event.Event // live events not yet translated
-	wake    chan struct{}
-	live    bool   // the replay is done: the queue is drained
-	lastSeq uint64 // the last event translated
-	prompt  *promptWait
-	ours    map[string]bool // turn ids this bridge's prompts started
-	asked   map[string]bool // approval request ids put to the editor
-	done    chan struct{}
+	mu         sync.Mutex
+	queue      []event.Event // live events not yet translated (bounded: feed.go)
+	queueBytes int
+	resync     string // why the feed must catch up from the journal ("" when it need not)
+	subID      string // the current subscription
+	wake       chan struct{}
+	lastSeq    uint64 // the last event translated
+	prompt     *promptWait
+	ours       map[string]bool // turn ids this bridge's prompts started
+	asked      map[string]bool // approval request ids put to the editor
+	done       chan struct{}
 }
 
 // promptWait is the running session/prompt: its turn, once started, and
@@ -67,54 +70,9 @@ func (b *bridge) renew(ctx context.Context) {
 		b.mu.Unlock()
 		for _, id := range ids {
 			var r api.HoldResult
-			if err := b.c.Call(ctx, "agentSession.hold", b.holdParams(id), &r); err != nil && ctx.Err() == nil {
+			if err := b.call(ctx, "agentSession.hold", b.holdParams(id), &r); err != nil && ctx.Err() == nil {
 				fmt.Fprintln(b.stderr, "sessiond acp: renew hold:", id, err)
 			}
-		}
-	}
-}
-
-// onNotify runs on the daemon connection's read loop: it only queues.
-func (b *bridge) onNotify(method string, params json.RawMessage) {
-	if method != "agentSession.event" {
-		return
-	}
-	var n api.EventNotice
-	if json.Unmarshal(params, &n) != nil {
-		return
-	}
-	b.mu.Lock()
-	s := b.sessions[n.Event.SessionID]
-	b.mu.Unlock()
-	if s == nil {
-		return
-	}
-	s.mu.Lock()
-	s.queue = append(s.queue, n.Event)
-	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
-
-// follow translates the session's live events, in order, after the replay.
-func (b *bridge) follow(ctx context.Context, s *session) {
-	defer b.wg.Done()
-	for {
-		s.mu.Lock()
-		q := s.queue
-		s.queue = nil
-		s.mu.Unlock()
-		for _, ev := range q {
-			b.translate(ctx, s, ev, false)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.done:
-			return
-		case <-s.wake:
 		}
 	}
 }
@@ -144,7 +102,7 @@ func (b *bridge) defaultProvider(ctx context.Context) string {
 		Providers []string `json:"providers"`
 	}
 	p = "echo"
-	if b.c.Call(ctx, "daemon.status", nil, &st) == nil {
+	if b.call(ctx, "daemon.status", nil, &st) == nil {
 		for _, n := range st.Providers {
 			if n != "echo" {
 				p = n
@@ -163,9 +121,20 @@ func (b *bridge) newSession(ctx context.Context, params json.RawMessage) (any, *
 	if err := json.Unmarshal(params, &p); err != nil || p.Cwd == "" {
 		return nil, &wireError{Code: codeInvalidParams, Message: "session/new needs cwd"}
 	}
+	if b.f.account != "" {
+		c, err := b.d.client(ctx)
+		if err != nil {
+			return nil, fromDaemon(err)
+		}
+		if !slices.Contains(c.Init.Capabilities, capAccounts) {
+			return nil, &wireError{Code: codeInvalidParams,
+				Message: fmt.Sprintf("--account %s: accounts are not supported by this daemon (it does not offer %s); start sessiond acp without --account", strconv.Quote(b.f.account), capAccounts),
+				Data:    map[string]any{"reason": "invalid_params", "field": "account"}}
+		}
+	}
 	var info api.SessionInfo
 	cp := createParams{Provider: b.defaultProvider(ctx), Cwd: p.Cwd, Account: b.f.account}
-	if err := b.c.Call(ctx, "agentSession.create", cp, &info); err != nil {
+	if err := b.call(ctx, "agentSession.create", cp, &info); err != nil {
 		return nil, fromDaemon(err)
 	}
 	if _, err := b.open(ctx, info.SessionID); err != nil {
@@ -197,7 +166,7 @@ func (b *bridge) loadSession(ctx context.Context, params json.RawMessage) (any, 
 // event twice, none missed.
 func (b *bridge) open(ctx context.Context, id string) (*session, *wireError) {
 	var h api.HoldResult
-	if err := b.c.Call(ctx, "agentSession.hold", b.holdParams(id), &h); err != nil {
+	if err := b.call(ctx, "agentSession.hold", b.holdParams(id), &h); err != nil {
 		return nil, fromDaemon(err)
 	}
 	s := &session{id: id, holdToken: h.HoldToken, wake: make(chan struct{}, 1), done: make(chan struct{}),
@@ -205,51 +174,13 @@ func (b *bridge) open(ctx context.Context, id string) (*session, *wireError) {
 	b.mu.Lock()
 	b.sessions[id] = s
 	b.mu.Unlock()
-	var a api.AttachResult
-	if err := b.c.Call(ctx, "agentSession.attach", api.AttachParams{SessionID: id, Limit: 4096}, &a); err != nil {
+	if err := b.catchUp(ctx, s); err != nil {
 		b.drop(s)
-		return nil, fromDaemon(err)
+		return nil, err
 	}
-	r := newReplay()
-	for _, ev := range a.Events {
-		r.add(ev)
-	}
-	for last, more := lastOf(a.Events), a.HasMore; more && last < a.LastSeq; {
-		var rr api.ReadResult
-		if err := b.c.Call(ctx, "agentSession.read", api.ReadParams{SessionID: id, AfterSeq: last, Limit: 4096}, &rr); err != nil {
-			b.drop(s)
-			return nil, fromDaemon(err)
-		}
-		for _, ev := range rr.Events {
-			if ev.Seq <= a.LastSeq {
-				r.add(ev)
-				last = ev.Seq
-			}
-		}
-		more = rr.HasMore && len(rr.Events) > 0
-	}
-	for _, ev := range r.events {
-		b.translate(ctx, s, ev, true)
-	}
-	for _, ev := range r.openApprovals() {
-		b.ask(ctx, s, ev) // still waiting: ask the editor
-	}
-	s.mu.Lock()
-	if s.lastSeq < a.LastSeq {
-		s.lastSeq = a.LastSeq
-	}
-	s.live = true
-	s.mu.Unlock()
 	b.wg.Add(1)
 	go b.follow(ctx, s)
 	return s, nil
-}
-
-func lastOf(evs []event.Event) uint64 {
-	if len(evs) == 0 {
-		return 0
-	}
-	return evs[len(evs)-1].Seq
 }
 
 // drop forgets a session (its hold ends with the release the caller makes,
@@ -274,7 +205,7 @@ func (b *bridge) closeSession(ctx context.Context, params json.RawMessage) (any,
 	}
 	b.drop(s)
 	var r api.ReleaseResult
-	if err := b.c.Call(ctx, "agentSession.release", api.ReleaseParams{SessionID: s.id, HolderID: b.holder, HoldToken: s.holdToken}, &r); err != nil {
+	if err := b.call(ctx, "agentSession.release", api.ReleaseParams{SessionID: s.id, HolderID: b.holder, HoldToken: s.holdToken}, &r); err != nil {
 		return nil, fromDaemon(err)
 	}
 	return struct{}{}, nil
@@ -295,7 +226,11 @@ func (b *bridge) list(ctx context.Context, params json.RawMessage) (any, *wireEr
 	if len(params) > 0 {
 		json.Unmarshal(params, &p)
 	}
-	all, err := b.c.ListAll(ctx)
+	c, err := b.d.client(ctx)
+	if err != nil {
+		return nil, fromDaemon(err)
+	}
+	all, err := c.ListAll(ctx)
 	if err != nil {
 		return nil, fromDaemon(err)
 	}

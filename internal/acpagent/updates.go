@@ -7,48 +7,6 @@ import (
 	"github.com/sessiond/sessiond/internal/event"
 )
 
-// replay collects a journal for session/load: every event in order, and
-// the approvals no approval.resolved answered (asked again after it).
-type replay struct {
-	events   []event.Event
-	open     map[string]int // requestId -> index in events
-	resolved map[string]bool
-}
-
-func newReplay() *replay { return &replay{open: map[string]int{}, resolved: map[string]bool{}} }
-
-func (r *replay) add(ev event.Event) {
-	switch ev.Type {
-	case event.ApprovalRequested:
-		var d event.ApprovalRequestedData
-		if json.Unmarshal(ev.Data, &d) == nil {
-			r.open[d.RequestID] = len(r.events)
-		}
-	case event.ApprovalResolved:
-		var d event.ApprovalResolvedData
-		if json.Unmarshal(ev.Data, &d) == nil {
-			r.resolved[d.RequestID] = true
-		}
-	}
-	r.events = append(r.events, ev)
-}
-
-// openApprovals are the approvals still waiting, in journal order.
-func (r *replay) openApprovals() []event.Event {
-	var out []event.Event
-	for i, ev := range r.events {
-		if ev.Type != event.ApprovalRequested {
-			continue
-		}
-		var d event.ApprovalRequestedData
-		json.Unmarshal(ev.Data, &d)
-		if !r.resolved[d.RequestID] && r.open[d.RequestID] == i {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
 func textBlock(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
 
 // toolKind is the ACP tool kind of an item kind.

@@ -2,10 +2,11 @@
 // client on another machine reaches it through `ssh HOST sessiond proxy`.
 //
 // Run connects to the local daemon, starting `sessiond serve` when none
-// accepts (start.go: one proxy at a time, under <state-dir>/proxy-start.lock;
-// detached in its own session, the same flags and environment; the store's
-// flock lets one daemon run, a start that lost it is no error as long as
-// the winner accepts), then copies bytes both ways,
+// accepts (package autostart: one starter at a time, under
+// <state-dir>/proxy-start.lock, shared with `sessiond acp`; detached in its
+// own session, the same flags and environment; the store's flock lets one
+// daemon run, a start that lost it is no error as long as the winner
+// accepts), then copies bytes both ways,
 // unchanged (copy.go). The proxy reads nothing it copies: framing, bounds and
 // garbage are the daemon's to answer. Half-closes travel both ways: the
 // client's EOF on stdin becomes a write shutdown of the socket, and stdout is

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/sessiond/sessiond/internal/autostart"
 	"github.com/sessiond/sessiond/internal/exitcode"
 	"github.com/sessiond/sessiond/internal/rpc"
 	"github.com/sessiond/sessiond/internal/tty"
@@ -20,10 +21,10 @@ import (
 func Run(args []string, stdin io.Reader, stdout io.WriteCloser, stderr io.Writer) int {
 	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var f flags
-	fs.StringVar(&f.socket, "socket", "", "daemon socket")
-	fs.StringVar(&f.stateDir, "state-dir", "", "state directory (for a daemon it starts)")
-	fs.StringVar(&f.config, "config", "", "config file (for a daemon it starts)")
+	var f autostart.Flags
+	fs.StringVar(&f.Socket, "socket", "", "daemon socket")
+	fs.StringVar(&f.StateDir, "state-dir", "", "state directory (for a daemon it starts)")
+	fs.StringVar(&f.Config, "config", "", "config file (for a daemon it starts)")
 	if err := fs.Parse(args); err != nil {
 		return exitcode.Usage
 	}
@@ -31,7 +32,7 @@ func Run(args []string, stdin io.Reader, stdout io.WriteCloser, stderr io.Writer
 		fmt.Fprintf(stderr, "sessiond proxy: unexpected argument %q\n", tty.Safe(fs.Arg(0)))
 		return exitcode.Usage
 	}
-	f.socket = rpc.SocketPath(f.socket, os.Getenv)
+	f.Socket = rpc.SocketPath(f.Socket, os.Getenv)
 	bin, err := os.Executable()
 	if err != nil {
 		fmt.Fprintln(stderr, "sessiond proxy:", tty.Safe(err.Error()))
@@ -39,7 +40,7 @@ func Run(args []string, stdin io.Reader, stdout io.WriteCloser, stderr io.Writer
 	}
 	// A client gone from stdout is an EPIPE to handle, not a signal to die of.
 	signal.Ignore(syscall.SIGPIPE)
-	conn, err := connect(context.Background(), f, bin)
+	conn, err := autostart.Connect(context.Background(), f, bin)
 	if err != nil {
 		fmt.Fprintf(stderr, "sessiond proxy: %s\n", tty.Safe(err.Error()))
 		return exitcode.NoDaemon
@@ -48,7 +49,7 @@ func Run(args []string, stdin io.Reader, stdout io.WriteCloser, stderr io.Writer
 	case err == nil:
 		return exitcode.OK
 	case errors.Is(err, ErrDaemonClosed):
-		fmt.Fprintf(stderr, "sessiond proxy: %s (%s)\n", err, tty.Safe(f.socket))
+		fmt.Fprintf(stderr, "sessiond proxy: %s (%s)\n", err, tty.Safe(f.Socket))
 		return exitcode.Error
 	default:
 		fmt.Fprintln(stderr, "sessiond proxy:", tty.Safe(err.Error()))
