@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import type { WebSocket, RawData } from "ws";
 import { SessiondClient, type ClientOptions } from "../src/client.js";
-import { ConnectionClosedError, InvalidParamsError, MessageTooLargeError, SessiondError, StreamLostError } from "../src/errors.js";
+import { ConnectionClosedError, DaemonUnavailableError, InvalidParamsError, MessageTooLargeError, SessiondError, StreamLostError } from "../src/errors.js";
 import type { Subscription } from "../src/subscription.js";
 import { METHOD_CAPABILITY, type MethodName } from "../src/generated/types.js";
 import { RELAYED_METHODS } from "./methods.js";
@@ -362,7 +362,12 @@ export class Phone {
     } catch (e) {
       if (e instanceof SessiondError || e instanceof RelayError) this.error(id, e.code, e.message, e.data);
       else if (e instanceof InvalidParamsError) this.error(id, -32602, e.message, { reason: "invalid_params" });
-      else if (e instanceof MessageTooLargeError) this.error(id, -32600, e.message, { reason: "message_too_large", limit: e.limit });
+      else if (e instanceof DaemonUnavailableError) {
+        // Not a wire error of its own (PROTOCOL.md has none): -32603 with
+        // data.cause naming it, retryable, the socket and how to start it.
+        this.error(id, -32603, `the relay cannot reach sessiond: ${e.message}`,
+          { reason: "internal_error", cause: "daemon_unavailable", retryable: true, socketPath: e.socketPath });
+      } else if (e instanceof MessageTooLargeError) this.error(id, -32600, e.message, { reason: "message_too_large", limit: e.limit });
       else this.error(id, -32603, (e as Error).message, { reason: "internal_error" });
     } finally {
       if (reserved) this.replies.give(cost);

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { WebSocketServer } from "ws";
 import { SessiondClient, type ClientOptions } from "../src/client.js";
 import { resolveSocketPath, resolveStateDir } from "../src/socket.js";
+import { DaemonUnavailableError as ClientDaemonUnavailableError } from "../src/errors.js";
 import { bearer, loadOrCreateToken, tokenMatches } from "./token.js";
 import { Phone, type PhoneShared } from "./phone.js";
 import { FRAME_MARGIN, HoldLedger, resolveLimits, type RelayLimits } from "./limits.js";
@@ -26,10 +27,9 @@ export { CLOSE_NOT_READING } from "./phone.js";
 
 /** startRelay found no daemon on the socket. newToken: the token file
  * this start created (print it: the next start reuses it). */
-export class DaemonUnavailableError extends Error {
-  constructor(readonly socketPath: string, cause: unknown, readonly newToken?: { token: string; tokenFile: string }) {
-    super(`no sessiond answers on ${socketPath} (${(cause as Error)?.message ?? String(cause)}); start the daemon first (sessiond serve)`, { cause });
-    this.name = "DaemonUnavailableError";
+export class DaemonUnavailableError extends ClientDaemonUnavailableError {
+  constructor(socketPath: string, cause: unknown, readonly newToken?: { token: string; tokenFile: string }) {
+    super("startRelay", socketPath, cause instanceof ClientDaemonUnavailableError ? cause.cause : cause);
   }
 }
 
