@@ -228,8 +228,12 @@ export class SessiondClient extends EventEmitter {
         } catch (e) {
           if (!noDaemon(e)) throw e;
           foundNone = true;
-          this.foundNoDaemon(e);
-          if (!this.opts.ensureDaemon || this.opts.transport) throw e;
+          // A client that keeps the daemon alive starts it instead: its
+          // calls wait for that start (bounded by ensureDaemon's timeout).
+          if (!this.opts.ensureDaemon || this.opts.transport) {
+            this.foundNoDaemon(e);
+            throw e;
+          }
           await this.startDaemon();
           if (this.closedByUser) throw new ClientClosedError();
           link = await this.open();
