@@ -6,8 +6,9 @@ export interface RelayLimits {
    * 1009 as soon as its header names the length. */
   maxMessageBytes: number;
   /** Bytes queued to a phone and not yet taken by it (ws bufferedAmount,
-   * default 16 MiB): past it the phone is closed 1008 (logged once). Event
-   * streams wait for the phone below half of it. */
+   * default 16 MiB): a reply or event that would pass it closes the phone
+   * 1008 (logged once). Event streams and calls wait while half of it is
+   * unread (relay/budget.ts: replies on their way are counted too). */
   maxBufferedBytes: number;
   /** A phone's calls being answered at once (default 64): past it a call is
    * refused -32019 limit_exceeded (data.limit "phone_calls"). */

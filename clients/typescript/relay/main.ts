@@ -3,9 +3,11 @@
 //   [--max-hold-ttl-ms N] [--max-holds-per-phone N] [--max-holds N]
 //   [--max-in-flight N] [--max-buffered-bytes N] [--max-message-bytes N] [--max-phones N]
 //   [--max-streams-per-phone N] [--ping-interval-ms N] [--ping-timeout-ms N]
+//   [--auth-max-failures N] [--auth-lockout-ms N] [--auth-max-lockout-ms N] [--auth-log-interval-ms N]
 import { parseArgs } from "node:util";
 import { DaemonUnavailableError, startRelay, type Relay } from "./relay.js";
 import type { RelayLimits } from "./limits.js";
+import type { AuthLimits } from "./auth.js";
 
 const LIMIT_FLAGS: Record<string, keyof RelayLimits> = {
   "hold-ttl-ms": "holdTtlMs",
@@ -20,19 +22,29 @@ const LIMIT_FLAGS: Record<string, keyof RelayLimits> = {
   "ping-interval-ms": "pingIntervalMs",
   "ping-timeout-ms": "pingTimeoutMs",
 };
+const AUTH_FLAGS: Record<string, keyof AuthLimits> = {
+  "auth-max-failures": "authMaxFailures",
+  "auth-lockout-ms": "authLockoutMs",
+  "auth-max-lockout-ms": "authMaxLockoutMs",
+  "auth-log-interval-ms": "authLogIntervalMs",
+};
 const { values } = parseArgs({
   options: {
     host: { type: "string" },
     port: { type: "string" },
     "token-file": { type: "string" },
     socket: { type: "string" },
-    ...Object.fromEntries(Object.keys(LIMIT_FLAGS).map((f) => [f, { type: "string" as const }])),
+    ...Object.fromEntries([...Object.keys(LIMIT_FLAGS), ...Object.keys(AUTH_FLAGS)].map((f) => [f, { type: "string" as const }])),
   },
 });
 const v = values as Record<string, string | undefined>;
 const limits: Partial<RelayLimits> = {};
 for (const [flag, key] of Object.entries(LIMIT_FLAGS)) {
   if (v[flag] !== undefined) limits[key] = Number(v[flag]);
+}
+const authLimits: Partial<AuthLimits> = {};
+for (const [flag, key] of Object.entries(AUTH_FLAGS)) {
+  if (v[flag] !== undefined) authLimits[key] = Number(v[flag]);
 }
 let relay: Relay;
 try {
@@ -42,6 +54,7 @@ try {
     tokenFile: v["token-file"],
     socketPath: v.socket,
     ...limits,
+    ...authLimits,
   });
 } catch (e) {
   // One line, no stack: what is wrong and what to do.

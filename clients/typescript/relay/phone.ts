@@ -1,11 +1,12 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import type { WebSocket, RawData } from "ws";
 import { SessiondClient, type ClientOptions } from "../src/client.js";
-import { ConnectionClosedError, InvalidParamsError, MessageTooLargeError, SessiondError, StreamLostError } from "../src/errors.js";
+import { ConnectionClosedError, DaemonUnavailableError, InvalidParamsError, MessageTooLargeError, SessiondError, StreamLostError } from "../src/errors.js";
 import type { Subscription } from "../src/subscription.js";
 import { METHOD_CAPABILITY, type MethodName } from "../src/generated/types.js";
 import { RELAYED_METHODS } from "./methods.js";
-import { HoldLedger, RelayError, type RelayLimits } from "./limits.js";
+import { FRAME_MARGIN, HoldLedger, RelayError, type RelayLimits } from "./limits.js";
+import { ByteBudget, REPLY_BUDGET, replyCost } from "./budget.js";
 
 type Json = Record<string, unknown>;
 
@@ -53,6 +54,12 @@ export class Phone {
   private subs = new Map<string, Subscription>();
   private closed = false;
   private inFlight = 0;
+  /** Replies of its calls on their way from the daemon (REPLY_BUDGET):
+   * a call waits, in flight, until the replies before it have passed. */
+  private replies = new ByteBudget(REPLY_BUDGET);
+  /** Bytes of its requests in flight (their frames): at most
+   * 2 x (maxMessageBytes + FRAME_MARGIN). */
+  private requestBytes = 0;
   /** Attaches under way (counted against maxStreamsPerPhone). */
   private attaching = 0;
   /** Notifications (requests without an id) of session methods, which
@@ -200,6 +207,7 @@ export class Phone {
     clearInterval(this.pingTimer);
     clearTimeout(this.pongTimer);
     for (const w of this.drainWaiters.splice(0)) w();
+    this.replies.end();
     if (this.droppedNotifications > 1) {
       this.sh.log("phone notifications dropped", { phone: this.id, count: this.droppedNotifications });
     }
@@ -334,16 +342,38 @@ export class Phone {
       return this.error(id, -32019, `${this.inFlight} calls of this phone are being answered, the relay's limit (maxInFlight ${max})`,
         { reason: "limit_exceeded", limit: "phone_calls", max });
     }
+    // The request waits here with its frame: what waits is bounded too
+    // (one frame alone always fits).
+    const maxRequests = 2 * (limit + FRAME_MARGIN);
+    if (this.inFlight > 0 && this.requestBytes + buf.length > maxRequests) {
+      return this.error(id, -32019, `this phone's calls being answered hold ${this.requestBytes} bytes of requests; ${buf.length} more would pass the relay's limit of ${maxRequests} (2 x (maxMessageBytes + FRAME_MARGIN))`,
+        { reason: "limit_exceeded", limit: "phone_request_bytes", max: maxRequests });
+    }
     this.inFlight++;
+    this.requestBytes += buf.length;
     const params = (msg.params ?? {}) as Json;
+    const cost = replyCost(method);
+    let reserved = false;
     try {
+      // Its reply is counted from before the call goes to the daemon until
+      // it is in bufferedAmount (sent) or dropped.
+      reserved = await this.replies.take(cost);
+      if (!reserved) return;
+      if (!(await this.room())) return;
       this.reply(id, { result: await this.forward(method as MethodName, params) });
     } catch (e) {
       if (e instanceof SessiondError || e instanceof RelayError) this.error(id, e.code, e.message, e.data);
       else if (e instanceof InvalidParamsError) this.error(id, -32602, e.message, { reason: "invalid_params" });
-      else if (e instanceof MessageTooLargeError) this.error(id, -32600, e.message, { reason: "message_too_large", limit: e.limit });
+      else if (e instanceof DaemonUnavailableError) {
+        // Not a wire error of its own (PROTOCOL.md has none): -32603 with
+        // data.cause naming it, retryable, the socket and how to start it.
+        this.error(id, -32603, `the relay cannot reach sessiond: ${e.message}`,
+          { reason: "internal_error", cause: "daemon_unavailable", retryable: true, socketPath: e.socketPath });
+      } else if (e instanceof MessageTooLargeError) this.error(id, -32600, e.message, { reason: "message_too_large", limit: e.limit });
       else this.error(id, -32603, (e as Error).message, { reason: "internal_error" });
     } finally {
+      if (reserved) this.replies.give(cost);
+      this.requestBytes -= buf.length;
       this.inFlight--;
     }
   }

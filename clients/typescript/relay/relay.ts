@@ -4,11 +4,13 @@ import { join } from "node:path";
 import { WebSocketServer } from "ws";
 import { SessiondClient, type ClientOptions } from "../src/client.js";
 import { resolveSocketPath, resolveStateDir } from "../src/socket.js";
+import { DaemonUnavailableError as ClientDaemonUnavailableError } from "../src/errors.js";
 import { bearer, loadOrCreateToken, tokenMatches } from "./token.js";
 import { Phone, type PhoneShared } from "./phone.js";
 import { FRAME_MARGIN, HoldLedger, resolveLimits, type RelayLimits } from "./limits.js";
+import { AuthGuard, resolveAuthLimits, type AuthLimits } from "./auth.js";
 
-export interface RelayOptions extends Partial<RelayLimits> {
+export interface RelayOptions extends Partial<RelayLimits>, Partial<AuthLimits> {
   /** Listen address (default 127.0.0.1) and port (default 8787; 0 = any). */
   host?: string;
   port?: number;
@@ -23,13 +25,13 @@ export interface RelayOptions extends Partial<RelayLimits> {
 export { RELAYED_METHODS } from "./methods.js";
 export { DEFAULT_LIMITS, FRAME_MARGIN, type RelayLimits } from "./limits.js";
 export { CLOSE_NOT_READING } from "./phone.js";
+export { DEFAULT_AUTH_LIMITS, type AuthLimits } from "./auth.js";
 
 /** startRelay found no daemon on the socket. newToken: the token file
  * this start created (print it: the next start reuses it). */
-export class DaemonUnavailableError extends Error {
-  constructor(readonly socketPath: string, cause: unknown, readonly newToken?: { token: string; tokenFile: string }) {
-    super(`no sessiond answers on ${socketPath} (${(cause as Error)?.message ?? String(cause)}); start the daemon first (sessiond serve)`, { cause });
-    this.name = "DaemonUnavailableError";
+export class DaemonUnavailableError extends ClientDaemonUnavailableError {
+  constructor(socketPath: string, cause: unknown, readonly newToken?: { token: string; tokenFile: string }) {
+    super("startRelay", socketPath, cause instanceof ClientDaemonUnavailableError ? cause.cause : cause);
   }
 }
 
@@ -54,7 +56,9 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   const tokenFile = opts.tokenFile ?? join(resolveStateDir(), "relay", "token");
   const { token, created } = loadOrCreateToken(tokenFile);
   const limits = resolveLimits(opts);
+  const authLimits = resolveAuthLimits(opts);
   const log = opts.log ?? ((msg, fields) => console.error(JSON.stringify({ time: new Date().toISOString(), msg, ...fields })));
+  const auth = new AuthGuard(authLimits, log);
   const clientOpts: ClientOptions = { socketPath: opts.socketPath, client: { name: "sessiond-relay", version: "0.1.0" } };
   let holds: SessiondClient;
   try {
@@ -75,10 +79,22 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     sock.on("error", () => sock.destroy());
     socks.add(sock);
     sock.once("close", () => socks.delete(sock));
-    if (!tokenMatches(bearer(req.headers.authorization), token)) {
+    // A source that presented too many wrong tokens is refused without
+    // a look at this one, until its lockout ends (README "Authentication").
+    const source = req.socket.remoteAddress ?? "unknown";
+    const locked = auth.lockedFor(source);
+    if (locked > 0) {
+      sock.end(`HTTP/1.1 429 Too Many Requests\r\nConnection: close\r\nRetry-After: ${Math.ceil(locked / 1000)}\r\nContent-Type: text/plain\r\n\r\n` +
+        `too many wrong tokens from ${source}: try again in ${Math.ceil(locked / 1000)} s\n`);
+      return;
+    }
+    const presented = bearer(req.headers.authorization);
+    if (!tokenMatches(presented, token)) {
+      auth.failed(source, presented === undefined ? "no bearer token" : "wrong token");
       sock.end("HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
       return;
     }
+    auth.passed(source);
     const identity = phoneIdentity(req);
     if (identity === null) {
       sock.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Type: text/plain\r\n\r\n" +

@@ -5,7 +5,7 @@ import { Subscription, internal } from "./subscription.js";
 import { Holds } from "./holds.js";
 import { Streams } from "./streams.js";
 import { resolveSocketPath } from "./socket.js";
-import { ClientClosedError, ConnectionClosedError } from "./errors.js";
+import { ClientClosedError, ConnectionClosedError, DaemonUnavailableError } from "./errors.js";
 import { RETRY_SAFE, sleep, untilSettled, withMessageId } from "./calls.js";
 import { DEFAULT_CAPABILITIES, type CallOptions, type ClientOptions } from "./options.js";
 import { ensureDaemon } from "./ensure.js";
@@ -67,6 +67,14 @@ export class SessiondClient extends EventEmitter {
   private backoffMs = 0;
   private attempts = 0;
   private healthyTimer: NodeJS.Timeout | undefined;
+  /** Since when reconnect attempts find no daemon (this cycle), what the
+   * last one met, and whether unavailableMs has passed since: calls then
+   * fail with DaemonUnavailableError instead of waiting. */
+  private noDaemonSince: number | undefined;
+  private noDaemonCause: unknown;
+  private unavailable = false;
+  private unavailableTimer: NodeJS.Timeout | undefined;
+  private unavailableWaiters: Array<() => void> = [];
   private holds = new Holds();
   private streams: Streams;
 
@@ -87,7 +95,12 @@ export class SessiondClient extends EventEmitter {
   static async connect(opts: ClientOptions = {}): Promise<SessiondClient> {
     const c = new SessiondClient(opts);
     if (opts.ensureDaemon && !opts.transport) await c.startDaemon();
-    c.link = await c.open();
+    try {
+      c.link = await c.open();
+    } catch (e) {
+      if (noDaemon(e) && !opts.transport) throw new DaemonUnavailableError("connect", c.socketPath, e);
+      throw e;
+    }
     return c;
   }
 
@@ -215,7 +228,12 @@ export class SessiondClient extends EventEmitter {
         } catch (e) {
           if (!noDaemon(e)) throw e;
           foundNone = true;
-          if (!this.opts.ensureDaemon || this.opts.transport) throw e;
+          // A client that keeps the daemon alive starts it instead: its
+          // calls wait for that start (bounded by ensureDaemon's timeout).
+          if (!this.opts.ensureDaemon || this.opts.transport) {
+            this.foundNoDaemon(e);
+            throw e;
+          }
           await this.startDaemon();
           if (this.closedByUser) throw new ClientClosedError();
           link = await this.open();
@@ -241,6 +259,7 @@ export class SessiondClient extends EventEmitter {
       }
       this.link = link;
       this.connecting = undefined;
+      this.daemonBack();
       if (foundNone) this.resetBackoff();
       // The backoff carries on (doubled) should this connection drop
       // before it has been up for healthyMs.
@@ -252,6 +271,49 @@ export class SessiondClient extends EventEmitter {
       this.emit("reconnected", this.initResult);
       return link;
     }
+  }
+
+  /** A reconnect attempt found no daemon: the first of a cycle starts the
+   * unavailableMs clock of the calls waiting (README "Reconnection"). */
+  private foundNoDaemon(e: unknown): void {
+    this.noDaemonCause = e;
+    if (this.noDaemonSince !== undefined) return;
+    this.noDaemonSince = Date.now();
+    const r = typeof this.opts.reconnect === "object" ? this.opts.reconnect : {};
+    this.unavailableTimer = setTimeout(() => {
+      this.unavailable = true;
+      for (const w of this.unavailableWaiters.splice(0)) w();
+    }, r.unavailableMs ?? 5000);
+    this.unavailableTimer.unref();
+  }
+
+  /** A reconnect succeeded: calls wait for reconnects again. */
+  private daemonBack(): void {
+    clearTimeout(this.unavailableTimer);
+    this.noDaemonSince = undefined;
+    this.noDaemonCause = undefined;
+    this.unavailable = false;
+    this.unavailableWaiters.length = 0;
+  }
+
+  private unavailableError(method: string): DaemonUnavailableError {
+    return new DaemonUnavailableError(method, this.socketPath, this.noDaemonCause,
+      this.noDaemonSince === undefined ? undefined : Date.now() - this.noDaemonSince);
+  }
+
+  /** The wait for a reconnect, ended by DaemonUnavailableError once the
+   * daemon has been found absent for unavailableMs. */
+  private untilReconnected(method: string): Promise<Link> {
+    const connecting = this.connecting!;
+    if (this.unavailable) return Promise.reject(this.unavailableError(method));
+    return new Promise<Link>((res, rej) => {
+      const gone = () => rej(this.unavailableError(method));
+      this.unavailableWaiters.push(gone);
+      connecting.then(res, rej).finally(() => {
+        const i = this.unavailableWaiters.indexOf(gone);
+        if (i >= 0) this.unavailableWaiters.splice(i, 1);
+      });
+    });
   }
 
   private resetBackoff(): void {
@@ -279,8 +341,9 @@ export class SessiondClient extends EventEmitter {
       this.connecting = this.reconnect();
       this.connecting.catch(() => undefined);
     }
-    // The caller's signal and close() end the wait at once.
-    return untilSettled(this.connecting, method, deadline, signal, this.closing.signal);
+    // The caller's signal and close() end the wait at once; a daemon found
+    // absent for unavailableMs ends it with DaemonUnavailableError.
+    return untilSettled(this.untilReconnected(method), method, deadline, signal, this.closing.signal);
   }
 
   /** Any method by name, typed by the generated Methods map. */
@@ -386,6 +449,7 @@ export class SessiondClient extends EventEmitter {
     this.closedByUser = true;
     this.closing.abort();
     clearTimeout(this.healthyTimer);
+    clearTimeout(this.unavailableTimer);
     const link = this.link;
     this.link = undefined; // no detach calls: the connection's end detaches all
     this.streams.closeAll();

@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
-import { mkdirSync, openSync, closeSync, readFileSync, fstatSync, writeSync, unlinkSync } from "node:fs";
+import { mkdirSync, openSync, closeSync, readFileSync, fstatSync, writeSync, unlinkSync, statSync } from "node:fs";
+import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { createRequire } from "node:module";
 import { createConnection } from "node:net";
@@ -69,7 +70,7 @@ export async function ensureDaemon(opts: EnsureDaemonOptions = {}): Promise<Ensu
   // spawns, the others wait for its daemon to answer (and start one
   // themselves only if that starter died or gave up).
   for (let delay = 20; ; delay = Math.min(delay * 2, 250)) {
-    const unlock = takeStartLock(join(stateDir, "start.lock"));
+    const unlock = takeStartLock(join(stateDir, "start.lock"), Math.max(opts.timeoutMs ?? 15_000, START_LOCK_MAX_AGE_MS));
     if (unlock) {
       try {
         if (await daemonAnswers(socketPath)) return { socketPath, started: false };
@@ -86,18 +87,38 @@ export async function ensureDaemon(opts: EnsureDaemonOptions = {}): Promise<Ensu
   }
 }
 
-/** Takes path (O_EXCL, holding our pid): the unlock function, or
- * undefined while a live process holds it. A lock whose process is gone is
- * taken over. */
-function takeStartLock(path: string): (() => void) | undefined {
+/** A start lock older than this (or than the caller's start timeout, if
+ * longer) is stale: its starter hung or died without a trace. */
+const START_LOCK_MAX_AGE_MS = 60_000;
+
+/** What start.lock holds: the starter's pid, its process start time
+ * (Linux: /proc/PID/stat field 22, else null), when it took the lock, and
+ * a nonce of that take. */
+interface LockRecord { pid: number; start: string | null; at: number; nonce: string }
+
+/** Nonces of the start locks this process holds now (two ensureDaemon
+ * calls of one process wait on each other like two processes). */
+const ownLocks = new Set<string>();
+
+/** Takes path (O_EXCL, holding a LockRecord): the unlock function, or
+ * undefined while another start holds it. A lock is stale and taken over
+ * when its process is gone, when the pid now runs another process (its
+ * start time differs from the one recorded), when it is older than the
+ * start timeout (maxAgeMs), or when it is this process's pid but no take
+ * of this process (a pid reused after a reboot, say). */
+function takeStartLock(path: string, maxAgeMs: number): (() => void) | undefined {
   for (let i = 0; i < 2; i++) {
+    const rec: LockRecord = { pid: process.pid, start: procStart(process.pid), at: Date.now(), nonce: randomBytes(8).toString("hex") };
+    const text = JSON.stringify(rec);
     try {
       const fd = openSync(path, "wx", 0o600);
-      writeSync(fd, String(process.pid));
+      writeSync(fd, text);
       closeSync(fd);
+      ownLocks.add(rec.nonce);
       return () => {
+        ownLocks.delete(rec.nonce);
         try {
-          if (readFileSync(path, "utf8") === String(process.pid)) unlinkSync(path);
+          if (readFileSync(path, "utf8") === text) unlinkSync(path);
         } catch {
           // gone already
         }
@@ -105,20 +126,73 @@ function takeStartLock(path: string): (() => void) | undefined {
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
     }
-    let pid = NaN;
+    let held: string;
+    let mtime: number;
     try {
-      pid = Number(readFileSync(path, "utf8"));
+      held = readFileSync(path, "utf8");
+      mtime = statSync(path).mtimeMs;
     } catch {
       continue; // released meanwhile: try again
     }
-    if (pid === process.pid || alive(pid)) return undefined;
+    if (!lockStale(held, mtime, maxAgeMs)) return undefined;
     try {
-      unlinkSync(path); // its starter died
+      if (readFileSync(path, "utf8") === held) unlinkSync(path); // its starter is gone
     } catch {
       // another took it over first
     }
   }
   return undefined;
+}
+
+function lockStale(held: string, mtime: number, maxAgeMs: number): boolean {
+  let rec: Partial<LockRecord> = {};
+  try {
+    const v = JSON.parse(held) as unknown;
+    if (typeof v === "number") rec = { pid: v }; // an older client's: the pid alone
+    else if (v && typeof v === "object") rec = v as Partial<LockRecord>;
+  } catch {
+    return true; // not a lock any start wrote whole
+  }
+  const at = typeof rec.at === "number" ? rec.at : mtime;
+  if (Date.now() - at > maxAgeMs) return true;
+  const pid = Number(rec.pid);
+  if (pid === process.pid) return !(typeof rec.nonce === "string" && ownLocks.has(rec.nonce));
+  if (!alive(pid)) return true;
+  if (rec.start === undefined) {
+    // An older client's lock, the pid alone: a pid that lives but whose
+    // process started after the lock was written is another process now.
+    const started = procStartMs(pid);
+    return started !== null && started > mtime + 1000;
+  }
+  const now = procStart(pid);
+  return now !== null && rec.start !== null && now !== rec.start;
+}
+
+/** When a process started (ms since the epoch): boot time (/proc/stat
+ * btime) plus its start time in clock ticks (100 a second on Linux), or
+ * null where there is no /proc. */
+function procStartMs(pid: number): number | null {
+  const ticks = procStart(pid);
+  if (ticks === null) return null;
+  try {
+    const m = /^btime (\d+)$/m.exec(readFileSync("/proc/stat", "utf8"));
+    return m ? Number(m[1]) * 1000 + Number(ticks) * 10 : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A process's start time (Linux /proc/PID/stat field 22, in clock ticks
+ * since boot), or null where there is no /proc. */
+function procStart(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // comm (field 2) may hold spaces and parentheses: count from the last ")".
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return fields[19] ?? null; // fields[0] is field 3 (state): field 22 is fields[19]
+  } catch {
+    return null;
+  }
 }
 
 function alive(pid: number): boolean {

@@ -131,3 +131,23 @@ export class BadAnswerError extends Error {
     this.method = method;
   }
 }
+
+/** No daemon answers on the socket (refused, or no socket): the client's
+ * own error, never on the wire (reason "daemon_unavailable"). connect()
+ * throws it at once; a call made while the client reconnects waits for
+ * the daemon up to reconnect.unavailableMs after a reconnect first found
+ * none (default 5 s), then fails with it, and so does every call until a
+ * reconnect succeeds. */
+export class DaemonUnavailableError extends Error {
+  readonly method: string;
+  readonly reason = "daemon_unavailable";
+  readonly socketPath: string;
+  constructor(method: string, socketPath: string, cause?: unknown, downForMs?: number) {
+    const why = (cause as NodeJS.ErrnoException | undefined)?.code ?? "not reachable";
+    super(`${method}: no sessiond answers on ${socketPath} (${why}${downForMs !== undefined ? `, for ${downForMs} ms` : ""}); ` +
+      "start it with `sessiond serve` (or connect with ensureDaemon: true)", { cause });
+    this.name = "DaemonUnavailableError";
+    this.method = method;
+    this.socketPath = socketPath;
+  }
+}

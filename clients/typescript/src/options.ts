@@ -22,6 +22,12 @@ export interface ReconnectOptions {
    * counts as a failed attempt, so a daemon that accepts and then drops
    * every connection is retried ever more slowly, not at once. */
   healthyMs?: number;
+  /** A call made while the client reconnects waits for the daemon; once
+   * a reconnect attempt found none on the socket (refused, no socket), it
+   * waits at most this long from then (default 5000 ms), then fails with
+   * DaemonUnavailableError, as every call does at once until a reconnect
+   * succeeds (the client keeps trying). */
+  unavailableMs?: number;
 }
 
 export interface LagRetryOptions {

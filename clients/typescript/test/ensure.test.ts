@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, writeFileSync, readlinkSync, rmSync, existsSync, readdirSync, readFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, writeFileSync, readlinkSync, rmSync, existsSync, readdirSync, readFileSync, mkdirSync, utimesSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sessiondBinary } from "./daemon.js";
@@ -136,4 +136,52 @@ test("ensureDaemon fails at once, with the exit code and the log, when the daemo
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test("a stale start.lock naming a live unrelated pid is taken over, the daemon starts; a live starter's lock is waited for", T, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "sdlk-"));
+  cleanup(t, dir);
+  writeFileSync(join(dir, "none.toml"), "");
+  const env = { ...process.env, SESSIOND_CONFIG: join(dir, "none.toml") };
+  const startOf = (pid: number) => { const st = readFileSync(`/proc/${pid}/stat`, "utf8"); return st.slice(st.lastIndexOf(")") + 2).split(" ")[19]!; };
+  const start1 = startOf(1);
+  // A live process that is no starter: it waits on its stdin; spawned
+  // after the lock naming it was written (its pid is a reused one).
+  const hourAgo = new Date(Date.now() - 3_600_000);
+  const bystander = () => {
+    const p = spawn(process.execPath, ["-e", "process.stdin.resume()"], { stdio: ["pipe", "ignore", "ignore"] });
+    t.after(() => p.kill("SIGKILL"));
+    return new Promise<number>((res) => p.once("spawn", () => res(p.pid!)));
+  };
+  const cases: Array<{ name: string; lock: () => Promise<string>; mtime?: Date }> = [
+    { name: "an older client's lock naming init, left an hour ago", lock: async () => "1", mtime: hourAgo },
+    { name: "an older client's lock whose pid now runs a process started after it", lock: async () => String(await bystander()), mtime: new Date(Date.now() - 5000) },
+    { name: "our own pid, no take of ours", lock: async () => String(process.pid) },
+    { name: "pid 1 with another start time (reused)", lock: async () => JSON.stringify({ pid: 1, start: String(Number(start1) + 1), at: Date.now(), nonce: "x" }) },
+    { name: "older than the start timeout", lock: async () => JSON.stringify({ pid: 1, start: start1, at: Date.now() - 3_600_000, nonce: "y" }) },
+  ];
+  for (const [i, c] of cases.entries()) {
+    const stateDir = join(dir, `state${i}`);
+    const socketPath = join(dir, `run${i}`, "s.sock");
+    mkdirSync(stateDir, { recursive: true });
+    const lockFile = join(stateDir, "start.lock");
+    // The lock's mtime is set before a bystander it names is spawned.
+    writeFileSync(lockFile, "");
+    if (c.mtime) utimesSync(lockFile, c.mtime, c.mtime);
+    const text = await c.lock();
+    writeFileSync(lockFile, text);
+    if (c.mtime) utimesSync(lockFile, c.mtime, c.mtime);
+    const r = await ensureDaemon({ binary: sessiondBinary(), socketPath, stateDir, env, timeoutMs: 20_000 });
+    assert.equal(r.started, true, c.name);
+    assert.equal(existsSync(lockFile), false, `released after the start: ${c.name}`);
+    await shutdown(socketPath);
+  }
+  // A live starter's lock (its pid, its start time, just now) is not
+  // taken over: the wait ends at the timeout naming the lock.
+  const pid = await bystander();
+  const stateDir = join(dir, "live");
+  mkdirSync(stateDir, { recursive: true });
+  writeFileSync(join(stateDir, "start.lock"), JSON.stringify({ pid, start: startOf(pid), at: Date.now(), nonce: "z" }));
+  await assert.rejects(ensureDaemon({ binary: sessiondBinary(), socketPath: join(dir, "runlive", "s.sock"), stateDir, env, timeoutMs: 300 }),
+    /another process \(.*start\.lock\) is starting one/);
 });

@@ -4,7 +4,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -68,4 +68,21 @@ console.log(JSON.stringify({ pid: st.pid, relay: typeof startRelay }));
 `)) as { pid: number; relay: string };
   assert.equal(out.pid, d.proc!.pid);
   assert.equal(out.relay, "function");
+});
+
+/** The js block that follows heading in README.md. */
+function readmeBlock(heading: string): string {
+  const readme = readFileSync(join(pkgRoot, "README.md"), "utf8");
+  const at = readme.indexOf(heading);
+  assert.ok(at >= 0, `README has "${heading}"`);
+  const m = /```js\n([\s\S]*?)```/.exec(readme.slice(at));
+  assert.ok(m, `a js block after "${heading}"`);
+  return m[1]!;
+}
+
+test("the README's CommonJS and ESM examples run as written, each in a fresh app of its kind from the tarball", T, () => {
+  const esm = app("module", "main.js", readmeBlock("An ESM app"));
+  assert.match(esm.trim(), /^\S+$/, "the ESM example prints the daemon's version");
+  const cjs = app("commonjs", "main.js", readmeBlock("A CommonJS app"));
+  assert.equal(cjs.trim(), "-32010 session_not_found", "the CommonJS example prints the SessiondError's code and reason");
 });

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { Daemon } from "./daemon.js";
 import { INIT, fakePeer, frame } from "./fake.js";
 import { deltaText, gapless, untilTurnCompleted } from "./helpers.js";
-import { SessiondClient, StreamLostError, ConnectionClosedError, UnsafeSocketError, ensureDaemon, type Subscription } from "../src/index.js";
+import { SessiondClient, StreamLostError, ConnectionClosedError, DaemonUnavailableError, UnsafeSocketError, ensureDaemon, type Subscription } from "../src/index.js";
 
 const T = { timeout: Number(process.env.SESSIOND_TEST_TIMEOUT_MS ?? 60_000) };
 let d: Daemon;
@@ -188,5 +188,40 @@ test("the high-water mark counts bytes: a slow consumer of large events pauses t
   } finally {
     c.close();
     watcher.close();
+  }
+});
+
+test("calls while the daemon is down: connect fails at once with DaemonUnavailableError; a connected client's calls wait across the reconnect until unavailableMs after it found no daemon, then fail typed naming the socket and how to start it; served once it is back", T, async () => {
+  const d2 = await Daemon.start();
+  const c = await SessiondClient.connect({ socketPath: d2.socket, timeoutMs: 120_000, reconnect: { initialDelayMs: 20, maxDelayMs: 100, unavailableMs: 300 } });
+  const unavailable = (method: string) => (e: unknown) => e instanceof DaemonUnavailableError && e.reason === "daemon_unavailable" &&
+    e.socketPath === d2.socket && e.method === method && e.message.includes(d2.socket) && /sessiond serve/.test(e.message);
+  try {
+    await c.list();
+    await d2.kill("SIGKILL");
+    // The call timeout (120 s) is past the test's: only the unavailableMs
+    // bound ends this wait.
+    await assert.rejects(c.list(), unavailable("agentSession.list"));
+    await assert.rejects(c.get("x"), unavailable("agentSession.get"), "at once while it stays down");
+    await assert.rejects(SessiondClient.connect({ socketPath: d2.socket, reconnect: false }), unavailable("connect"));
+    const back = new Promise((res) => c.once("reconnected", res));
+    await d2.start();
+    await back;
+    assert.ok(Array.isArray((await c.list()).sessions), "served after the restart");
+    // A restart shorter than unavailableMs is waited across.
+    const c2 = await SessiondClient.connect({ socketPath: d2.socket, timeoutMs: 120_000, reconnect: { initialDelayMs: 20, maxDelayMs: 100, unavailableMs: 60_000 } });
+    try {
+      const disc = new Promise((res) => c2.once("disconnected", res));
+      await d2.kill("SIGKILL");
+      await disc;
+      const waiting = c2.list();
+      await d2.start();
+      assert.ok(Array.isArray((await waiting).sessions), "the call waited across the reconnect");
+    } finally {
+      c2.close();
+    }
+  } finally {
+    c.close();
+    await d2.stop();
   }
 });

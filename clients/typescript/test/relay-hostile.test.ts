@@ -289,8 +289,13 @@ async function relayProcess(args: string[]): Promise<{ pid: number; url: string;
 }
 
 // The documented bound (README "The relay's limits"): a phone that never
-// reads costs the relay at most maxBufferedBytes, plus per stream it has
-// attached maxBufferedBytes/32 and one page (1 MiB), plus 6 MiB.
+// reads costs the relay at most maxBufferedBytes, plus its replies on their
+// way (REPLY_BUDGET, 4 MiB) and its requests in flight (2 x (maxMessageBytes
+// + FRAME_MARGIN)), plus per stream it has attached maxBufferedBytes/16 and
+// one page (1 MiB), plus 6 MiB.
+function phoneBound(maxBuffered: number, streams: number): number {
+  return maxBuffered + (4 << 20) + 2 * ((1 << 20) + (64 << 10)) + streams * (maxBuffered / 16 + (1 << 20)) + (6 << 20);
+}
 test("phones that never read cost the relay at most the documented bound each (RSS measured); SIGTERM then ends it", T, async () => {
   const maxBuffered = 4 << 20;
   const phones = 6;
@@ -327,7 +332,7 @@ test("phones that never read cost the relay at most the documented bound each (R
     }
     await live.drop();
     const per = (peak - before) / phones;
-    const bound = maxBuffered + (maxBuffered / 32 + (1 << 20)) + (6 << 20);
+    const bound = phoneBound(maxBuffered, 1);
     console.log(`relay RSS per never-reading phone: ${(per / 2 ** 20).toFixed(1)} MiB (bound ${(bound / 2 ** 20).toFixed(1)} MiB, maxBufferedBytes ${maxBuffered >> 20} MiB)`);
     assert.ok(per <= bound, `${per} bytes per phone, over ${bound}`);
     assert.equal(r.lines.filter((l) => l.msg === "phone closed: not reading").length, 0, "the pump waits: no phone passed maxBufferedBytes");
@@ -408,5 +413,62 @@ test("a phone that floods pings and never reads is closed 1008 (its pongs count 
     await next.closed;
   } finally {
     r.kill("SIGKILL");
+  }
+});
+
+test("phones with no stream that send 64 reads of ~1 MiB pages each and never read cost at most the documented bound each: replies in flight count (RSS measured)", T, async () => {
+  const phones = 4;
+  const { sessionId } = await direct.create({ provider: "echo", cwd: d.dir });
+  await direct.hold({ sessionId, holderId: "desk" });
+  const sub = await direct.attach(sessionId);
+  const { turnId } = await direct.send({ sessionId, text: "/flood 1500 10000" }); // ~15 MB of journal
+  await untilTurnCompleted(sub, turnId);
+  sub.close();
+  const r = await relayProcess([]);
+  try {
+    // A reading phone walks the journal twice first: what every relay
+    // costs anyway (its heap grown to carry pages) is paid.
+    const warm = await Phone.connect(r.url, r.token);
+    for (let round = 0; round < 2; round++) {
+      for (let after = 0, more = true; more;) {
+        const page = await warm.call<{ events: Array<{ seq: number }>; hasMore: boolean }>("agentSession.read", { sessionId, afterSeq: after, limit: 4096 });
+        more = page.hasMore && page.events.length > 0;
+        if (page.events.length > 0) after = page.events[page.events.length - 1]!.seq;
+      }
+    }
+    await warm.drop();
+    const live = await Phone.connect(r.url, r.token);
+    await live.call("agentSession.get", { sessionId });
+    const before = rss(r.pid);
+    const ps: Phone[] = [];
+    for (let i = 0; i < phones; i++) {
+      const p = await Phone.connect(r.url, r.token);
+      p.reading(false);
+      ps.push(p);
+    }
+    for (const p of ps) {
+      for (let i = 0; i < 64; i++) p.ws.send(JSON.stringify({ jsonrpc: "2.0", id: i + 1, method: "agentSession.read", params: { sessionId, afterSeq: 0, limit: 4096 } }));
+    }
+    // Their replies back up to half of maxBufferedBytes, then their calls
+    // wait (logged once per phone): the peak is sampled across a live
+    // phone's round trips until then and 50 more.
+    let backed = false;
+    const backing = Promise.race([r.until("phone output backed up", phones), r.until("phone closed: not reading")]).then(() => (backed = true));
+    let peak = rss(r.pid);
+    for (let after = 50; after > 0; after -= backed ? 1 : 0) {
+      await live.call("agentSession.get", { sessionId });
+      peak = Math.max(peak, rss(r.pid));
+    }
+    await backing;
+    const per = (peak - before) / phones;
+    const bound = phoneBound(16 << 20, 0);
+    console.log(`relay RSS per never-reading phone with 64 reads sent: ${(per / 2 ** 20).toFixed(1)} MiB (bound ${(bound / 2 ** 20).toFixed(1)} MiB)`);
+    assert.ok(per <= bound, `${per} bytes per phone, over ${bound}`);
+    assert.equal(r.lines.filter((l) => l.msg === "phone closed: not reading").length, 0, "their calls wait: none passed maxBufferedBytes");
+    await live.drop();
+    for (const p of ps) await p.drop();
+  } finally {
+    r.kill("SIGKILL");
+    await direct.release({ sessionId, holderId: "desk" });
   }
 });

@@ -44,7 +44,11 @@ async function untilLogged(msg: string): Promise<void> {
 const refused = (limit: string, max: number) => (e: unknown) =>
   e instanceof RpcError && e.code === -32019 && e.data.reason === "limit_exceeded" && e.data.limit === limit && e.data.max === max;
 
-test("a phone that never reads is closed 1008 once its unread output passes maxBufferedBytes; logged once; other phones unaffected", T, async () => {
+// A phone that never reads does not get here by its calls: they wait while
+// half of maxBufferedBytes is unread, as its streams do (relay-hostile
+// "64 reads"), and the heartbeat ends it. A reply that would pass the whole
+// of it does: a page of ~1 MiB against maxBufferedBytes 512 KiB.
+test("a reply that would take a phone's unread output past maxBufferedBytes closes it 1008; logged once; other phones unaffected", T, async () => {
   const { sessionId } = await direct.create({ provider: "echo", cwd: d.dir });
   await direct.hold({ sessionId, holderId: "desk" });
   const sub = await direct.attach(sessionId);
@@ -52,7 +56,7 @@ test("a phone that never reads is closed 1008 once its unread output passes maxB
   await untilTurnCompleted(sub, turnId);
   sub.close();
   // A relay of its own: maxInFlight (64 by default) lets the pages pile up.
-  const r2 = await startRelay({ port: 0, socketPath: d.socket, tokenFile: join(tokenDir, "token"), maxBufferedBytes: 2 << 20,
+  const r2 = await startRelay({ port: 0, socketPath: d.socket, tokenFile: join(tokenDir, "token"), maxBufferedBytes: 512 << 10,
     log: (msg, fields) => {
       logs.push({ msg, fields });
       logged();
@@ -61,7 +65,7 @@ test("a phone that never reads is closed 1008 once its unread output passes maxB
   const other = await Phone.connect(r2.url, r2.token);
   try {
     hog.reading(false);
-    // 60 pages of 1 MiB, never read (more than the kernel's socket buffers).
+    // 60 pages of ~1 MiB, never read.
     const calls = Array.from({ length: 60 }, () =>
       hog.call("agentSession.read", { sessionId, afterSeq: 0, limit: 4096 }).catch(() => undefined));
     await untilLogged("phone closed: not reading");
@@ -70,10 +74,10 @@ test("a phone that never reads is closed 1008 once its unread output passes maxB
     hog.reading(true);
     const { code, reason } = await hog.closed;
     assert.equal(code, CLOSE_NOT_READING);
-    assert.match(reason, /over 2097152 bytes of unread output \(maxBufferedBytes\)/);
+    assert.match(reason, /over 524288 bytes of unread output \(maxBufferedBytes\)/);
     void calls;
     assert.equal(logs.filter((x) => x.msg === "phone closed: not reading").length, 1, "logged once");
-    assert.equal(logs.find((x) => x.msg === "phone closed: not reading")!.fields.max_buffered_bytes, 2 << 20);
+    assert.equal(logs.find((x) => x.msg === "phone closed: not reading")!.fields.max_buffered_bytes, 512 << 10);
   } finally {
     await hog.drop();
     await other.drop();
