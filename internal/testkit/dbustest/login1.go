@@ -34,18 +34,38 @@ func (in *Inhibition) Held() bool {
 // write end, as logind hands out a FIFO's, and the service watches the
 // read end for the EOF that means released.
 type Login1 struct {
-	calls chan *Inhibition
-	mu    sync.Mutex
-	all   []*Inhibition
+	calls    chan *Inhibition
+	attempts chan struct{} // one per Inhibit call received, answered or not
+	mu       sync.Mutex
+	all      []*Inhibition
+	tried    int
 }
+
+// Login1Mode is how a Login1 answers Inhibit.
+type Login1Mode int
+
+// The modes: a working logind, one that never answers Inhibit, one that
+// answers an error, and one that answers no descriptor (a string).
+const (
+	Login1Works Login1Mode = iota
+	Login1Mute
+	Login1Fails
+	Login1NoFD
+)
 
 // StartLogin1 owns org.freedesktop.login1 on b and serves Inhibit (and
 // Peer.Ping) until the test ends.
 func StartLogin1(t testing.TB, b *Bus) *Login1 {
 	t.Helper()
+	return StartLogin1Mode(t, b, Login1Works)
+}
+
+// StartLogin1Mode is StartLogin1 answering Inhibit as mode says.
+func StartLogin1Mode(t testing.TB, b *Bus, mode Login1Mode) *Login1 {
+	t.Helper()
 	c := b.Connect(t)
 	own(t, c, "org.freedesktop.login1")
-	l := &Login1{calls: make(chan *Inhibition, 64)}
+	l := &Login1{calls: make(chan *Inhibition, 64), attempts: make(chan struct{}, 4096)}
 	serve(t, c, func(m *dbus.Message) (*dbus.Message, func()) {
 		switch member(m) {
 		case "org.freedesktop.DBus.Peer.Ping":
@@ -54,6 +74,21 @@ func StartLogin1(t testing.TB, b *Bus) *Login1 {
 			var in Inhibition
 			if err := dbus.Store(m.Body, &in.What, &in.Who, &in.Why, &in.Mode); err != nil {
 				return errorReply(m, "org.freedesktop.DBus.Error.InvalidArgs", err.Error()), nil
+			}
+			l.mu.Lock()
+			l.tried++
+			l.mu.Unlock()
+			select {
+			case l.attempts <- struct{}{}:
+			default:
+			}
+			switch mode {
+			case Login1Mute:
+				return nil, nil
+			case Login1Fails:
+				return errorReply(m, "org.freedesktop.DBus.Error.AccessDenied", "Permission denied"), nil
+			case Login1NoFD:
+				return reply(m, "not a descriptor"), nil
 			}
 			r, w, err := os.Pipe()
 			if err != nil {
@@ -96,6 +131,23 @@ func (l *Login1) Next(t testing.TB) *Inhibition {
 		t.Fatalf("no Inhibit call within %v", within)
 		return nil
 	}
+}
+
+// Attempt waits for the next Inhibit call received (answered or not).
+func (l *Login1) Attempt(t testing.TB) {
+	t.Helper()
+	select {
+	case <-l.attempts:
+	case <-timeout():
+		t.Fatalf("no Inhibit call within %v", within)
+	}
+}
+
+// Tried is how many Inhibit calls were received so far.
+func (l *Login1) Tried() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.tried
 }
 
 // Calls is how many Inhibit calls were answered so far.

@@ -16,16 +16,30 @@ type Notification struct {
 // records every Notify, and answers it only after recording it, so a
 // caller whose Notify returned has been counted.
 type Notifications struct {
-	mu  sync.Mutex
-	got []Notification
+	mu   sync.Mutex
+	got  []Notification
+	each chan Notification // every Notify recorded, as it comes
+	mute bool              // never answer Notify (a wedged notification daemon)
 }
 
 // StartNotifications owns org.freedesktop.Notifications on b.
 func StartNotifications(t testing.TB, b *Bus) *Notifications {
 	t.Helper()
+	return startNotifications(t, b, false)
+}
+
+// StartMuteNotifications is StartNotifications whose Notify calls are
+// recorded but never answered: a notification service that hangs.
+func StartMuteNotifications(t testing.TB, b *Bus) *Notifications {
+	t.Helper()
+	return startNotifications(t, b, true)
+}
+
+func startNotifications(t testing.TB, b *Bus, mute bool) *Notifications {
+	t.Helper()
 	c := b.Connect(t)
 	own(t, c, "org.freedesktop.Notifications")
-	n := &Notifications{}
+	n := &Notifications{each: make(chan Notification, 4096), mute: mute}
 	serve(t, c, func(m *dbus.Message) (*dbus.Message, func()) {
 		if member(m) != "org.freedesktop.Notifications.Notify" {
 			return errorReply(m, "org.freedesktop.DBus.Error.UnknownMethod", "no "+member(m)), nil
@@ -45,9 +59,28 @@ func StartNotifications(t testing.TB, b *Bus) *Notifications {
 		n.got = append(n.got, nt)
 		id := uint32(len(n.got))
 		n.mu.Unlock()
+		select {
+		case n.each <- nt:
+		default:
+		}
+		if n.mute {
+			return nil, nil
+		}
 		return reply(m, id), nil
 	})
 	return n
+}
+
+// Next waits for the next Notify call.
+func (n *Notifications) Next(t testing.TB) Notification {
+	t.Helper()
+	select {
+	case nt := <-n.each:
+		return nt
+	case <-timeout():
+		t.Fatalf("no Notify call within %v", within)
+		return Notification{}
+	}
 }
 
 // Got is every Notify so far, in order.
