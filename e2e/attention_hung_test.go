@@ -1,8 +1,12 @@
 package e2e
 
 import (
+	"io"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/rpc"
@@ -62,4 +66,53 @@ func TestE2EKeepAwakeMuteLogind(t *testing.T) {
 		t.Fatalf("%d Inhibit calls while the first still hangs, want 1", n)
 	}
 	d.Stop()
+}
+
+// TestE2EAttentionNonReader: a connection that negotiated
+// daemon.attention.v1 and reads nothing is closed once
+// rpc.maxAttentionQueued (256) notices wait for it, logged once; the
+// reading connection gets every notice meanwhile.
+func TestE2EAttentionNonReader(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Options{Config: "keep_awake = false\n"})
+	c := dialAttn(t, d, "desktop", "", rpc.Capabilities)
+	mute := dialRaw(t, d.Socket, false)
+	mute.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"client":{"name":"mute"},"capabilities":["daemon.attention.v1"]}}`)
+	mute.recv()
+	title := strings.Repeat("t", api.MaxTitleBytes) // ~4 KB a notice: the socket's buffer fills soon
+	var ids []string
+	for range 20 {
+		ids = append(ids, heldSession(t, c.Client, title))
+	}
+	pid := d.Cmd.Process.Pid
+	before := probeRSS(pid)
+	for round := 0; !strings.Contains(d.Log.String(), "reads no daemon.attention"); round++ {
+		if round == 40 { // 800 notices, ~3.4 MB, against a socket buffer and 256 queued
+			t.Fatalf("the connection that reads nothing is still open after %d notices:\n%s", round*len(ids), d.Log.String())
+		}
+		for _, id := range ids {
+			sendTurn(t, c.Client, id, "hello")
+			c.next(t, id, api.AttentionTurnCompleted)
+		}
+	}
+	t.Logf("RSS %s before, %s after", before, probeRSS(pid))
+	mute.nc.SetReadDeadline(time.Now().Add(15 * time.Second))
+	if _, err := io.Copy(io.Discard, mute.nc); err != nil { // what it had been sent, then EOF
+		t.Fatalf("the non-reading connection: %v, want it closed", err)
+	}
+	sendTurn(t, c.Client, ids[0], "hello")
+	c.next(t, ids[0], api.AttentionTurnCompleted)
+	if n := strings.Count(d.Log.String(), "reads no daemon.attention"); n != 1 {
+		t.Fatalf("logged %d times, want once", n)
+	}
+}
+
+// probeRSS is the process's VmRSS line, for the log.
+func probeRSS(pid int) string {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "VmRSS") {
+			return strings.Join(strings.Fields(l)[1:], " ")
+		}
+	}
+	return "?"
 }
