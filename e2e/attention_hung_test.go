@@ -116,3 +116,28 @@ func probeRSS(pid int) string {
 	}
 	return "?"
 }
+
+// TestE2EKeepAwakeTwoDescriptors: a logind answering Inhibit with two
+// descriptors is a wrong answer: the daemon closes both (none stays held
+// unseen), reports why, and turns run as ever.
+func TestE2EKeepAwakeTwoDescriptors(t *testing.T) {
+	bus := dbustest.StartBus(t)
+	l := dbustest.StartLogin1Mode(t, bus, dbustest.Login1TwoFDs)
+	d := daemontest.Start(t, daemontest.Options{Env: []string{"DBUS_SYSTEM_BUS_ADDRESS=" + bus.Address}})
+	c := dialAttn(t, d, "desktop", "", rpc.Capabilities)
+	a := heldSession(t, c.Client, "two")
+	sendTurn(t, c.Client, a, "/approve")
+	first, second := l.Next(t), l.Next(t)
+	for i, in := range []*dbustest.Inhibition{first, second} {
+		select {
+		case <-in.Released():
+		case <-time.After(30 * time.Second):
+			t.Fatalf("descriptor %d of a two-descriptor answer still open 30 s on, the turn still running", i+1)
+		}
+	}
+	waitLog(t, d, "keep-awake unavailable")
+	c.next(t, a, api.AttentionApprovalRequested)
+	if at := attentionOf(t, d); at.KeepAwake.Active || at.KeepAwake.Held {
+		t.Fatalf("attention %+v after a two-descriptor answer, want inactive", at)
+	}
+}

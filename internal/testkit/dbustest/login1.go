@@ -45,12 +45,14 @@ type Login1 struct {
 type Login1Mode int
 
 // The modes: a working logind, one that never answers Inhibit, one that
-// answers an error, and one that answers no descriptor (a string).
+// answers an error, one that answers no descriptor (a string), and one
+// that answers two descriptors (each watched: Inhibitions gets both).
 const (
 	Login1Works Login1Mode = iota
 	Login1Mute
 	Login1Fails
 	Login1NoFD
+	Login1TwoFDs
 )
 
 // StartLogin1 owns org.freedesktop.login1 on b and serves Inhibit (and
@@ -90,30 +92,38 @@ func StartLogin1Mode(t testing.TB, b *Bus, mode Login1Mode) *Login1 {
 			case Login1NoFD:
 				return reply(m, "not a descriptor"), nil
 			}
-			r, w, err := os.Pipe()
-			if err != nil {
-				return errorReply(m, "org.freedesktop.DBus.Error.Failed", err.Error()), nil
+			n := 1
+			if mode == Login1TwoFDs {
+				n = 2
 			}
-			in.r, in.released = r, make(chan struct{})
-			go func() {
-				defer close(in.released)
-				buf := make([]byte, 1)
-				for {
-					if _, err := r.Read(buf); err != nil {
-						return
+			var (
+				ins  []*Inhibition
+				ws   []*os.File
+				body []any
+			)
+			for range n {
+				in := in // each its own pipe
+				w, err := in.watch(t)
+				if err != nil {
+					for _, w := range ws {
+						w.Close()
 					}
+					return errorReply(m, "org.freedesktop.DBus.Error.Failed", err.Error()), nil
 				}
-			}()
-			t.Cleanup(func() { r.Close() })
-			out := reply(m, dbus.UnixFD(w.Fd()))
+				ins, ws, body = append(ins, &in), append(ws, w), append(body, dbus.UnixFD(w.Fd()))
+			}
 			// After the reply is written (Send is synchronous), the caller
 			// holds its own copy: ours must go, or EOF never comes.
-			return out, func() {
-				w.Close()
+			return reply(m, body...), func() {
+				for _, w := range ws {
+					w.Close()
+				}
 				l.mu.Lock()
-				l.all = append(l.all, &in)
+				l.all = append(l.all, ins...)
 				l.mu.Unlock()
-				l.calls <- &in
+				for _, in := range ins {
+					l.calls <- in
+				}
 			}
 		}
 		return errorReply(m, "org.freedesktop.DBus.Error.UnknownMethod", "no "+member(m)), nil
@@ -121,7 +131,29 @@ func StartLogin1Mode(t testing.TB, b *Bus, mode Login1Mode) *Login1 {
 	return l
 }
 
-// Next waits for the next Inhibit call.
+// watch makes in a new pipe and watches its read end for EOF; the write
+// end is returned, to hand out.
+func (in *Inhibition) watch(t testing.TB) (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	in.r, in.released = r, make(chan struct{})
+	go func() {
+		defer close(in.released)
+		buf := make([]byte, 1)
+		for {
+			if _, err := r.Read(buf); err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { r.Close() })
+	return w, nil
+}
+
+// Next waits for the next Inhibit call (with Login1TwoFDs: the next
+// descriptor handed out).
 func (l *Login1) Next(t testing.TB) *Inhibition {
 	t.Helper()
 	select {
