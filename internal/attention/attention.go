@@ -18,6 +18,12 @@ import (
 // callTimeout bounds one inhibitor or desktop call.
 const callTimeout = 5 * time.Second
 
+// retryAfter is how long after a failed probe or Inhibit no new one is
+// started: while keep-awake is unavailable, turns do not each cost a bus
+// connection (and the bus a failed activation of logind). The first
+// batch of turn events after it tries again.
+const retryAfter = 30 * time.Second
+
 // Notify modes (config notify).
 const (
 	NotifyNone    = "none"
@@ -69,6 +75,8 @@ type Attention struct {
 	taking    bool      // a taker goroutine runs
 	again     bool      // the loop wanted an inhibitor while a taker ran: it tries once more
 	warned    bool      // the inhibitor's unavailability was logged
+	failedAt  time.Time // when the last probe or Inhibit failed (zero: it did not)
+	now       func() time.Time
 
 	wake      chan struct{}
 	stop      chan struct{}
@@ -98,6 +106,7 @@ func New(o Options) *Attention {
 	}
 	a := &Attention{o: o, log: o.Logger, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
+	a.now = time.Now
 	if o.Desktop != nil {
 		a.posts = make(chan post, maxPosts)
 	}
@@ -252,9 +261,12 @@ func (a *Attention) sync() {
 	a.want = n
 	start := false
 	if n > 0 && a.inhibitor == nil {
-		if a.taking {
+		switch {
+		case a.taking:
 			a.again = true
-		} else {
+		case !a.failedAt.IsZero() && a.now().Sub(a.failedAt) < retryAfter:
+			// unavailable a moment ago: a later batch tries again
+		default:
 			a.taking, start = true, true
 		}
 	}
@@ -269,8 +281,8 @@ func (a *Attention) sync() {
 }
 
 // take runs on its own goroutine, one at a time (taking): it probes
-// (first) or calls Inhibit, and calls Inhibit once more when the loop
-// wanted an inhibitor meanwhile (again) and none was had. A descriptor
+// (first) or calls Inhibit, and calls Inhibit when the loop wanted an
+// inhibitor meanwhile (again) and the probe succeeded. A descriptor
 // it gets when no turn runs any more, or after Close, is closed at once.
 func (a *Attention) take(probe bool) {
 	defer a.calls.Done()
@@ -306,7 +318,7 @@ func (a *Attention) take(probe bool) {
 			a.log.Info("keeping the machine awake", "inhibitor", a.o.Inhibitor.Name(), "turns", n)
 			return
 		}
-		retry := a.again && a.want > 0 && !a.closed
+		retry := err == nil && a.again && a.want > 0 && !a.closed // a failure waits retryAfter
 		a.again = false
 		if !retry {
 			a.taking = false
@@ -349,6 +361,10 @@ func (a *Attention) noteInhibitor(err error) {
 	}
 	a.mu.Lock()
 	a.reason = reason
+	a.failedAt = time.Time{}
+	if err != nil {
+		a.failedAt = a.now()
+	}
 	warn := err != nil && !a.warned
 	recovered := err == nil && a.warned
 	a.warned = err != nil

@@ -120,30 +120,39 @@ func TestCloseReleases(t *testing.T) {
 }
 
 // TestUnavailableLoggedOnce: an inhibitor that cannot be had is logged
-// once however many turns start, reported in Status, and a later success
-// clears it.
+// once however many turns start, reported in Status, and tried again
+// only retryAfter after its last failure (turns in between cost no call).
 func TestUnavailableLoggedOnce(t *testing.T) {
 	var logs syncBuf
 	f := newFake(errors.New("no logind here"))
 	var running atomic.Int32
+	var clock atomic.Int64 // seconds
 	pub := make(chan api.AttentionNotice, 8)
+	probed := make(chan struct{}, 1)
+	text := slog.NewTextHandler(&logs, nil)
 	a := New(Options{Inhibitor: f, Running: func() int { return int(running.Load()) },
-		Publish: func(n api.AttentionNotice) { pub <- n }, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		Publish: func(n api.AttentionNotice) { pub <- n },
+		Logger:  slog.New(teeHandler{text, onMessage("sleep inhibitor probed", probed)})})
+	a.now = func() time.Time { return time.Unix(clock.Load(), 0) }
 	a.Start()
 	defer a.Close()
-	for range 3 {
+	recv(t, probed, "the start's probe") // failed: the clock starts
+	busy := func() {
 		running.Store(1)
 		a.Observe([]event.Event{ev("s", event.TurnStarted, nil), ev("s", event.ApprovalRequested, nil)})
 		recv(t, pub, "notice")
-		recv(t, f.tried, "Inhibit call") // the one of this idle-to-busy change
 		running.Store(0)
 		a.Observe([]event.Event{ev("s", event.TurnCompleted, event.TurnCompletedData{Status: event.StatusCompleted})})
 		recv(t, pub, "notice")
 	}
-	// One per idle-to-busy change (plus, maybe, the start's own count,
-	// which can see the first turn too): it is retried, not given up.
-	if n := f.calls.Load(); n < 3 {
-		t.Fatalf("%d Inhibit calls, want one per idle-to-busy change", n)
+	for round := range 3 {
+		busy() // within retryAfter of the last failure: no call
+		if n := f.calls.Load(); n != int32(round) {
+			t.Fatalf("round %d: %d Inhibit calls within retryAfter of a failure, want %d", round, n, round)
+		}
+		clock.Add(int64(retryAfter / time.Second))
+		busy() // retryAfter on: one call
+		recv(t, f.tried, "Inhibit call retryAfter after the failure")
 	}
 	if n := strings.Count(logs.String(), "keep-awake unavailable"); n != 1 {
 		t.Fatalf("logged %d times:\n%s", n, logs.String())
@@ -152,6 +161,19 @@ func TestUnavailableLoggedOnce(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 }
+
+// teeHandler hands each record to both handlers.
+type teeHandler struct{ a, b slog.Handler }
+
+func (h teeHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h teeHandler) Handle(ctx context.Context, r slog.Record) error {
+	if h.a.Enabled(ctx, r.Level) {
+		h.a.Handle(ctx, r)
+	}
+	return h.b.Handle(ctx, r)
+}
+func (h teeHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h teeHandler) WithGroup(string) slog.Handler      { return h }
 
 // TestKeepAwakeOff: without an inhibitor Status says keep_awake = false.
 func TestKeepAwakeOff(t *testing.T) {
