@@ -16,8 +16,8 @@
 // inhibitor is released first when no turn runs any more, then each
 // notice is queued for the desktop and handed to the connections. No call
 // that can hang runs on the loop: Inhibit (and the start's Probe) runs on
-// a taker goroutine, one call at a time (turns that start meanwhile make
-// it try once more if it fails), and desktop posts on a poster goroutine
+// a taker goroutine, one call at a time (a failure is tried again only
+// retryAfter on, at a later batch), and desktop posts on a poster goroutine
 // behind a bounded queue (past maxPosts they are dropped, logged once). A
 // client told that the last turn ended therefore finds the inhibitor
 // released; one told that a turn started may hear it before the
