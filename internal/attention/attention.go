@@ -301,7 +301,9 @@ func (a *Attention) take(probe bool) {
 			c, err = a.o.Inhibitor.Inhibit(ctx, why)
 		}
 		cancel()
-		a.noteInhibitor(err)
+		if a.ctx.Err() == nil { // not Close's cancel: that says nothing of the inhibitor
+			a.noteInhibitor(err)
+		}
 		a.mu.Lock()
 		if c != nil {
 			keep := a.want > 0 && !a.closed

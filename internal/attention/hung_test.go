@@ -72,8 +72,10 @@ func TestHungInhibitHoldsNothing(t *testing.T) {
 	var running atomic.Int32
 	pub := make(chan api.AttentionNotice, 8)
 	probed := make(chan struct{}, 1)
+	var logs syncBuf
 	a := New(Options{Inhibitor: h, Running: func() int { return int(running.Load()) },
-		Publish: func(n api.AttentionNotice) { pub <- n }, Logger: slog.New(onMessage("sleep inhibitor probed", probed))})
+		Publish: func(n api.AttentionNotice) { pub <- n },
+		Logger:  slog.New(teeHandler{slog.NewTextHandler(&logs, nil), onMessage("sleep inhibitor probed", probed)})})
 	a.Start()
 	recv(t, probed, "the start's probe") // the turns below start the Inhibit call, not the probe's taker
 	running.Store(2)
@@ -97,6 +99,9 @@ func TestHungInhibitHoldsNothing(t *testing.T) {
 		}
 	default:
 		t.Fatal("Close returned with the Inhibit call still running")
+	}
+	if strings.Contains(logs.String(), "keep-awake unavailable") {
+		t.Fatalf("Close's cancel logged as keep-awake unavailable:\n%s", logs.String())
 	}
 }
 
