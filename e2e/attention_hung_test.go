@@ -141,3 +141,24 @@ func TestE2EKeepAwakeTwoDescriptors(t *testing.T) {
 		t.Fatalf("attention %+v after a two-descriptor answer, want inactive", at)
 	}
 }
+
+// TestE2EAttentionNotifyDescriptor: a notification service whose Notify
+// answer carries a descriptor (a wrong answer) leaves none open in the
+// daemon.
+func TestE2EAttentionNotifyDescriptor(t *testing.T) {
+	bus := dbustest.StartBus(t)
+	notes := dbustest.StartFDNotifications(t, bus)
+	d := daemontest.Start(t, daemontest.Options{Config: "keep_awake = false\nnotify = \"desktop\"\n",
+		Env: []string{"DBUS_SESSION_BUS_ADDRESS=" + bus.Address}})
+	c := dialAttn(t, d, "desktop", "", rpc.Capabilities)
+	a := heldSession(t, c.Client, "fd")
+	sendTurn(t, c.Client, a, "hello")
+	c.next(t, a, api.AttentionTurnCompleted)
+	notes.Next(t)
+	in := notes.Handed()[0]
+	select {
+	case <-in.Released():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the descriptor in a Notify answer is still open in the daemon 30 s on")
+	}
+}

@@ -34,10 +34,12 @@ func (FreedesktopNotify) Notify(ctx context.Context, summary, body string) error
 	if err != nil {
 		return err
 	}
-	conn, err := dbus.Connect(addr, dbus.WithContext(ctx))
+	var sw fdSweeper // a notification service hands out no descriptor: any is closed
+	conn, err := dbus.Connect(addr, dbus.WithContext(ctx), dbus.WithIncomingInterceptor(sw.intercept))
 	if err != nil {
 		return fmt.Errorf("session bus: %w", err)
 	}
+	defer sw.finish(-1)
 	defer conn.Close()
 	var id uint32
 	return conn.Object("org.freedesktop.Notifications", "/org/freedesktop/Notifications").CallWithContext(ctx,
