@@ -25,6 +25,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type fakeInhibitor struct {
 	err      error
 	calls    atomic.Int32
+	tried    chan struct{} // one per Inhibit call, failed or not
 	taken    chan string   // why, per Inhibit
 	released chan struct{} // one send per Close
 }
@@ -33,6 +34,7 @@ func (f *fakeInhibitor) Name() string                { return "fake" }
 func (f *fakeInhibitor) Probe(context.Context) error { return f.err }
 func (f *fakeInhibitor) Inhibit(_ context.Context, why string) (io.Closer, error) {
 	f.calls.Add(1)
+	f.tried <- struct{}{}
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -45,7 +47,7 @@ type closerFunc func() error
 func (c closerFunc) Close() error { return c() }
 
 func newFake(err error) *fakeInhibitor {
-	return &fakeInhibitor{err: err, taken: make(chan string, 8), released: make(chan struct{}, 8)}
+	return &fakeInhibitor{err: err, tried: make(chan struct{}, 64), taken: make(chan string, 8), released: make(chan struct{}, 8)}
 }
 
 func ev(id, typ string, data any) event.Event {
@@ -94,8 +96,9 @@ func TestCloseReleases(t *testing.T) {
 	f := newFake(nil)
 	var running atomic.Int32
 	pub := make(chan api.AttentionNotice, 8)
+	kept := make(chan struct{}, 1)
 	a := New(Options{Inhibitor: f, Running: func() int { return int(running.Load()) },
-		Publish: func(n api.AttentionNotice) { pub <- n }})
+		Publish: func(n api.AttentionNotice) { pub <- n }, Logger: slog.New(onMessage("keeping the machine awake", kept))})
 	a.Start()
 	running.Store(1)
 	a.Observe([]event.Event{ev("s", event.TurnStarted, event.TurnStartedData{TurnID: "t"}),
@@ -103,7 +106,8 @@ func TestCloseReleases(t *testing.T) {
 	if why := recv(t, f.taken, "Inhibit"); why != "1 agent turn(s) running" {
 		t.Fatalf("why %q", why)
 	}
-	recv(t, pub, "notice") // published after the inhibitor was taken
+	recv(t, pub, "notice")
+	recv(t, kept, "the inhibitor held")
 	if st := a.Status(); !st.KeepAwake.Held || !st.KeepAwake.Active || st.Notify != NotifyNone {
 		t.Fatalf("status %+v", st)
 	}
@@ -116,18 +120,24 @@ func TestCloseReleases(t *testing.T) {
 }
 
 // TestUnavailableLoggedOnce: an inhibitor that cannot be had is logged
-// once however many turns start, reported in Status, and a later success
-// clears it.
+// once however many turns start, reported in Status, and tried again
+// only retryAfter after its last failure (turns in between cost no call).
 func TestUnavailableLoggedOnce(t *testing.T) {
 	var logs syncBuf
 	f := newFake(errors.New("no logind here"))
 	var running atomic.Int32
+	var clock atomic.Int64 // seconds
 	pub := make(chan api.AttentionNotice, 8)
+	probed := make(chan struct{}, 1)
+	text := slog.NewTextHandler(&logs, nil)
 	a := New(Options{Inhibitor: f, Running: func() int { return int(running.Load()) },
-		Publish: func(n api.AttentionNotice) { pub <- n }, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		Publish: func(n api.AttentionNotice) { pub <- n },
+		Logger:  slog.New(teeHandler{text, onMessage("sleep inhibitor probed", probed)})})
+	a.now = func() time.Time { return time.Unix(clock.Load(), 0) }
 	a.Start()
 	defer a.Close()
-	for range 3 {
+	recv(t, probed, "the start's probe") // failed: the clock starts
+	busy := func() {
 		running.Store(1)
 		a.Observe([]event.Event{ev("s", event.TurnStarted, nil), ev("s", event.ApprovalRequested, nil)})
 		recv(t, pub, "notice")
@@ -135,10 +145,14 @@ func TestUnavailableLoggedOnce(t *testing.T) {
 		a.Observe([]event.Event{ev("s", event.TurnCompleted, event.TurnCompletedData{Status: event.StatusCompleted})})
 		recv(t, pub, "notice")
 	}
-	// One per idle-to-busy change (plus, maybe, the start's own count,
-	// which can see the first turn too): it is retried, not given up.
-	if n := f.calls.Load(); n < 3 {
-		t.Fatalf("%d Inhibit calls, want one per idle-to-busy change", n)
+	for round := range 3 {
+		busy() // within retryAfter of the last failure: no call
+		if n := f.calls.Load(); n != int32(round) {
+			t.Fatalf("round %d: %d Inhibit calls within retryAfter of a failure, want %d", round, n, round)
+		}
+		clock.Add(int64(retryAfter / time.Second))
+		busy() // retryAfter on: one call
+		recv(t, f.tried, "Inhibit call retryAfter after the failure")
 	}
 	if n := strings.Count(logs.String(), "keep-awake unavailable"); n != 1 {
 		t.Fatalf("logged %d times:\n%s", n, logs.String())
@@ -147,6 +161,19 @@ func TestUnavailableLoggedOnce(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 }
+
+// teeHandler hands each record to both handlers.
+type teeHandler struct{ a, b slog.Handler }
+
+func (h teeHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h teeHandler) Handle(ctx context.Context, r slog.Record) error {
+	if h.a.Enabled(ctx, r.Level) {
+		h.a.Handle(ctx, r)
+	}
+	return h.b.Handle(ctx, r)
+}
+func (h teeHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h teeHandler) WithGroup(string) slog.Handler      { return h }
 
 // TestKeepAwakeOff: without an inhibitor Status says keep_awake = false.
 func TestKeepAwakeOff(t *testing.T) {
@@ -174,3 +201,25 @@ func (s *syncBuf) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// onMessage is a slog handler that signals ch on each record whose
+// message is msg.
+func onMessage(msg string, ch chan<- struct{}) slog.Handler { return msgHandler{msg, ch} }
+
+type msgHandler struct {
+	msg string
+	ch  chan<- struct{}
+}
+
+func (h msgHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h msgHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		select {
+		case h.ch <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+func (h msgHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h msgHandler) WithGroup(string) slog.Handler      { return h }

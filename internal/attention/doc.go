@@ -12,10 +12,17 @@
 // that negotiated daemon.attention.v1, and with notify = "desktop" posted
 // as a desktop notification when no surface is attached to the session.
 //
-// Ordering (one goroutine, in commit order): for each batch of events the
-// inhibitor is taken or released first, then each notice goes to the
-// desktop, then to the connections. A client that received a notice
-// therefore sees the inhibitor state and the desktop notification that
-// the same event caused; a daemon that is SIGKILLed releases the
-// inhibitor with its process (the kernel closes the descriptor).
+// Ordering (one loop, in commit order): for each batch of events the
+// inhibitor is released first when no turn runs any more, then each
+// notice is queued for the desktop and handed to the connections. No call
+// that can hang runs on the loop: Inhibit (and the start's Probe) runs on
+// a taker goroutine, one call at a time (a failure is tried again only
+// retryAfter on, at a later batch), and desktop posts on a poster goroutine
+// behind a bounded queue (past maxPosts they are dropped, logged once). A
+// client told that the last turn ended therefore finds the inhibitor
+// released; one told that a turn started may hear it before the
+// inhibitor is held; a logind or notification service that never answers
+// delays no notice, no release and no shutdown (Close cancels the calls
+// under way). A daemon that is SIGKILLed releases the inhibitor with its
+// process (the kernel closes the descriptor).
 package attention

@@ -35,7 +35,9 @@ type conn struct {
 	initialized bool
 	caps        map[string]bool
 	origin      *event.Origin  // who this connection is (initialize's client), stamped on its inputs
-	attnTail    chan struct{}  // closed once the last daemon.attention queued is written (attention.go)
+	attnQueue   [][]byte       // daemon.attention notices not yet written (attention.go)
+	attnWriting bool           // an attention writer runs
+	attnShed    bool           // closed for not reading them
 	closing     bool           // no new handler or pump may start
 	handlers    sync.WaitGroup // every request handler running or queued
 	pumps       sync.WaitGroup // every subscription pump

@@ -122,6 +122,13 @@ func StartBus(t testing.TB) *Bus {
 	return &Bus{Address: strings.TrimSpace(line), cmd: cmd}
 }
 
+// Kill SIGKILLs the bus daemon and waits for it: the bus dies under its
+// clients.
+func (b *Bus) Kill() {
+	b.cmd.Process.Kill()
+	b.cmd.Wait()
+}
+
 // Connect opens a connection to the bus, closed in t.Cleanup.
 func (b *Bus) Connect(t testing.TB) *dbus.Conn {
 	t.Helper()

@@ -34,18 +34,40 @@ func (in *Inhibition) Held() bool {
 // write end, as logind hands out a FIFO's, and the service watches the
 // read end for the EOF that means released.
 type Login1 struct {
-	calls chan *Inhibition
-	mu    sync.Mutex
-	all   []*Inhibition
+	calls    chan *Inhibition
+	attempts chan struct{} // one per Inhibit call received, answered or not
+	mu       sync.Mutex
+	all      []*Inhibition
+	tried    int
 }
+
+// Login1Mode is how a Login1 answers Inhibit.
+type Login1Mode int
+
+// The modes: a working logind, one that never answers Inhibit, one that
+// answers an error, one that answers no descriptor (a string), and one
+// that answers two descriptors (each watched: Inhibitions gets both).
+const (
+	Login1Works Login1Mode = iota
+	Login1Mute
+	Login1Fails
+	Login1NoFD
+	Login1TwoFDs
+)
 
 // StartLogin1 owns org.freedesktop.login1 on b and serves Inhibit (and
 // Peer.Ping) until the test ends.
 func StartLogin1(t testing.TB, b *Bus) *Login1 {
 	t.Helper()
+	return StartLogin1Mode(t, b, Login1Works)
+}
+
+// StartLogin1Mode is StartLogin1 answering Inhibit as mode says.
+func StartLogin1Mode(t testing.TB, b *Bus, mode Login1Mode) *Login1 {
+	t.Helper()
 	c := b.Connect(t)
 	own(t, c, "org.freedesktop.login1")
-	l := &Login1{calls: make(chan *Inhibition, 64)}
+	l := &Login1{calls: make(chan *Inhibition, 64), attempts: make(chan struct{}, 4096)}
 	serve(t, c, func(m *dbus.Message) (*dbus.Message, func()) {
 		switch member(m) {
 		case "org.freedesktop.DBus.Peer.Ping":
@@ -55,30 +77,53 @@ func StartLogin1(t testing.TB, b *Bus) *Login1 {
 			if err := dbus.Store(m.Body, &in.What, &in.Who, &in.Why, &in.Mode); err != nil {
 				return errorReply(m, "org.freedesktop.DBus.Error.InvalidArgs", err.Error()), nil
 			}
-			r, w, err := os.Pipe()
-			if err != nil {
-				return errorReply(m, "org.freedesktop.DBus.Error.Failed", err.Error()), nil
+			l.mu.Lock()
+			l.tried++
+			l.mu.Unlock()
+			select {
+			case l.attempts <- struct{}{}:
+			default:
 			}
-			in.r, in.released = r, make(chan struct{})
-			go func() {
-				defer close(in.released)
-				buf := make([]byte, 1)
-				for {
-					if _, err := r.Read(buf); err != nil {
-						return
+			switch mode {
+			case Login1Mute:
+				return nil, nil
+			case Login1Fails:
+				return errorReply(m, "org.freedesktop.DBus.Error.AccessDenied", "Permission denied"), nil
+			case Login1NoFD:
+				return reply(m, "not a descriptor"), nil
+			}
+			n := 1
+			if mode == Login1TwoFDs {
+				n = 2
+			}
+			var (
+				ins  []*Inhibition
+				ws   []*os.File
+				body []any
+			)
+			for range n {
+				in := in // each its own pipe
+				w, err := in.watch(t)
+				if err != nil {
+					for _, w := range ws {
+						w.Close()
 					}
+					return errorReply(m, "org.freedesktop.DBus.Error.Failed", err.Error()), nil
 				}
-			}()
-			t.Cleanup(func() { r.Close() })
-			out := reply(m, dbus.UnixFD(w.Fd()))
+				ins, ws, body = append(ins, &in), append(ws, w), append(body, dbus.UnixFD(w.Fd()))
+			}
 			// After the reply is written (Send is synchronous), the caller
 			// holds its own copy: ours must go, or EOF never comes.
-			return out, func() {
-				w.Close()
+			return reply(m, body...), func() {
+				for _, w := range ws {
+					w.Close()
+				}
 				l.mu.Lock()
-				l.all = append(l.all, &in)
+				l.all = append(l.all, ins...)
 				l.mu.Unlock()
-				l.calls <- &in
+				for _, in := range ins {
+					l.calls <- in
+				}
 			}
 		}
 		return errorReply(m, "org.freedesktop.DBus.Error.UnknownMethod", "no "+member(m)), nil
@@ -86,7 +131,29 @@ func StartLogin1(t testing.TB, b *Bus) *Login1 {
 	return l
 }
 
-// Next waits for the next Inhibit call.
+// watch makes in a new pipe and watches its read end for EOF; the write
+// end is returned, to hand out.
+func (in *Inhibition) watch(t testing.TB) (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	in.r, in.released = r, make(chan struct{})
+	go func() {
+		defer close(in.released)
+		buf := make([]byte, 1)
+		for {
+			if _, err := r.Read(buf); err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { r.Close() })
+	return w, nil
+}
+
+// Next waits for the next Inhibit call (with Login1TwoFDs: the next
+// descriptor handed out).
 func (l *Login1) Next(t testing.TB) *Inhibition {
 	t.Helper()
 	select {
@@ -96,6 +163,23 @@ func (l *Login1) Next(t testing.TB) *Inhibition {
 		t.Fatalf("no Inhibit call within %v", within)
 		return nil
 	}
+}
+
+// Attempt waits for the next Inhibit call received (answered or not).
+func (l *Login1) Attempt(t testing.TB) {
+	t.Helper()
+	select {
+	case <-l.attempts:
+	case <-timeout():
+		t.Fatalf("no Inhibit call within %v", within)
+	}
+}
+
+// Tried is how many Inhibit calls were received so far.
+func (l *Login1) Tried() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.tried
 }
 
 // Calls is how many Inhibit calls were answered so far.

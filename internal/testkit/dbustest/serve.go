@@ -7,9 +7,9 @@ import (
 	"github.com/godbus/dbus/v5"
 )
 
-// serve answers the method calls c receives with handle's reply, then
-// runs its after (nil: nothing) once the reply is written. It reads raw
-// messages (Eavesdrop) rather than exporting an object: an exported
+// serve answers the method calls c receives with handle's reply (nil:
+// none, ever), then runs its after (nil: nothing) once the reply is
+// written. It reads raw messages (Eavesdrop) rather than exporting an object: an exported
 // method's reply is written after the method returns, and Login1 must
 // close its copy of a descriptor only once the reply carrying it is out.
 func serve(t testing.TB, c *dbus.Conn, handle func(*dbus.Message) (*dbus.Message, func())) {
@@ -24,7 +24,7 @@ func serve(t testing.TB, c *dbus.Conn, handle func(*dbus.Message) (*dbus.Message
 				continue
 			}
 			out, after := handle(m)
-			if m.Flags&dbus.FlagNoReplyExpected == 0 {
+			if out != nil && m.Flags&dbus.FlagNoReplyExpected == 0 { // nil: never answered
 				c.Send(out, nil)
 			}
 			if after != nil {
