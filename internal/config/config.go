@@ -172,11 +172,11 @@ type fileLadder struct {
 }
 
 type fileProvider struct {
-	Command  []string          `toml:"command"`
-	Env      map[string]string `toml:"env"`
-	Protocol string            `toml:"protocol"`
-	Auth     *string           `toml:"auth_method"`
-	Processes *string `toml:"processes"`
+	Command   []string          `toml:"command"`
+	Env       map[string]string `toml:"env"`
+	Protocol  string            `toml:"protocol"`
+	Auth      *string           `toml:"auth_method"`
+	Processes *string           `toml:"processes"`
 }
 
 type file struct {

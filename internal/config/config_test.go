@@ -232,7 +232,8 @@ func TestProcessesDefaults(t *testing.T) {
 		}
 	}
 	c = Default()
-	if err := Parse("[providers.codex]\nprocesses=\"session\"\n", &c); err != nil || c.Providers["codex"].Shared() {
-		t.Fatalf("codex with processes=session: shared=%v err=%v", c.Providers["codex"].Shared(), nil)
+	err := Parse("[providers.codex]\nprocesses=\"session\"\n", &c)
+	if err != nil || c.Providers["codex"].Shared() {
+		t.Fatalf("codex with processes=session: shared=%v err=%v", c.Providers["codex"].Shared(), err)
 	}
 }
