@@ -31,9 +31,9 @@ type Adapter struct {
 
 	done chan struct{} // closed when the reader has emitted everything and stopped
 
-	stdin    lineWriter      // bounded, cancellable writes to o.In (or the runtime's stdin)
-	rt       *Runtime        // the shared runtime this thread is on; nil: the adapter owns its child
-	stopping chan struct{}   // closed by BeginStop
+	stdin    lineWriter    // bounded, cancellable writes to o.In (or the runtime's stdin)
+	rt       *Runtime      // the shared runtime this thread is on; nil: the adapter owns its child
+	stopping chan struct{} // closed by BeginStop
 	stopOnce sync.Once
 
 	// emitMu serializes Emit calls and guards stopped: once Drain has

@@ -410,4 +410,3 @@ func (a *Adapter) Detach(ctx context.Context) error {
 // Silence stops emitting now (the reader goes on routing the thread's
 // lines to nobody): what the session journals from here on is the host's.
 func (a *Adapter) Silence() { a.stop() }
-
