@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -238,4 +239,61 @@ func TestRuntimeDetach(t *testing.T) {
 		t.Fatalf("a detached thread's late line counted as an anomaly (%d)", n)
 	}
 	_ = b
+}
+
+// TestRuntimeOnEcho: one real echo process serves five threads with a
+// turn running on each at once; every reply is in its own thread's
+// events only; detaching one leaves the others' turns alone.
+func TestRuntimeOnEcho(t *testing.T) {
+	p := startEcho(t, t.TempDir())
+	rt := newRuntime(provider.RuntimeOptions{In: p.in, Out: p.out, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	t.Cleanup(func() {
+		_ = p.in.Close()
+		<-rt.Done()
+	})
+	ctx := testCtx(t)
+	if err := rt.Handshake(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const n = 5
+	ths := make([]provider.Thread, n)
+	recs := make([]*recorder, n)
+	for i := range ths {
+		recs[i] = newRecorder()
+		ths[i] = rt.Thread(provider.Options{Cwd: t.TempDir(), Emit: recs[i].emit})
+		if _, err := ths[i].Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Thread 0 runs a long turn; the others a short one each, at once.
+	if err := ths[0].StartTurn(ctx, "t_0", "long /sleep 600000"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < n; i++ {
+		if err := ths[i].StartTurn(ctx, fmt.Sprintf("t_%d", i), fmt.Sprintf("reply %d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 1; i < n; i++ {
+		recs[i].waitFor(t, event.TurnCompleted, fmt.Sprintf("t_%d", i))
+		if got, want := turnText(recs[i].all(), fmt.Sprintf("t_%d", i)), fmt.Sprintf("echo: reply %d", i); got != want {
+			t.Errorf("thread %d's reply %q, want %q", i, got, want)
+		}
+		if strings.Count(deltas(recs[i].all()), "reply") > 1 || strings.Contains(deltas(recs[i].all()), "long") {
+			t.Errorf("thread %d got another thread's deltas: %q", i, deltas(recs[i].all()))
+		}
+	}
+	if err := ths[1].Detach(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !ths[0].Busy() {
+		t.Fatal("detaching thread 1 ended thread 0's turn")
+	}
+	if _, err := ths[0].Interrupt(ctx); err != nil {
+		t.Fatal(err)
+	}
+	recs[0].waitFor(t, event.TurnCompleted, "t_0")
+	if got := deltas(recs[0].all()); got != "" {
+		t.Errorf("thread 0 got deltas %q", got)
+	}
 }
