@@ -18,6 +18,7 @@ const (
 	CapItems          = "agent-session.items.v1"
 	CapApprovalsV2    = "agent-session.approvals.v2"
 	CapUpgrade        = "daemon.upgrade.v1"
+	CapRuntimes       = "agent-session.runtimes.v1"
 )
 
 // ProtocolVersion is the wire protocol version this daemon speaks.
@@ -56,6 +57,11 @@ type SessionInfo struct {
 	// Cgroup is the live child's cgroup v2 directory (cgroup mode only):
 	// ctl show/top read its memory and process count there.
 	Cgroup string `json:"cgroup,omitempty"`
+	// RuntimeID is the provider process the live session runs on
+	// (agent-session.runtimes.v1): shared by every session of a
+	// processes="account" profile's account; Account names that account.
+	RuntimeID string `json:"runtimeId,omitempty"`
+	Account   string `json:"account,omitempty"`
 }
 
 // CreateParams is agentSession.create's params.
