@@ -149,6 +149,8 @@ type ProviderExitedData struct {
 	// Limit names the cgroup limit the child hit before it exited on its
 	// own (memory_limit | pids_limit), when it did.
 	Limit string `json:"limit,omitempty"`
+	// RuntimeID is the shared runtime that exited (agent-session.runtimes.v1).
+	RuntimeID string `json:"runtimeId,omitempty"`
 }
 
 // ProviderDetachedData is the data of provider.detached.
