@@ -205,3 +205,68 @@ func TestE2ESharedRuntime(t *testing.T) {
 		t.Fatalf("a hold after the runtime stopped: runtime %s pid %d (the stopped one: %s pid %d)", si.RuntimeID, si.PID, runtimeID, pid)
 	}
 }
+
+// TestE2ESharedRuntimeDaemonCrash: kill -9 of the daemon with two
+// sessions mid-turn on one runtime: the restarted daemon reaps the
+// runtime before it listens (its lease owner, and a tagged process no
+// lease names) and gives each session its tail (turn.completed
+// {interrupted, daemon_restart}, provider.exited, session.ended,
+// lease.released); a hold then resumes each thread in one new runtime.
+func TestE2ESharedRuntimeDaemonCrash(t *testing.T) {
+	cfg := "[providers.echo]\nprocesses = \"account\"\n"
+	d := daemontest.Start(t, daemontest.Options{Config: cfg})
+	c := d.Client(t)
+	dir := t.TempDir()
+	ids := make([]string, 2)
+	var pid int
+	threads := map[string]string{}
+	for i := range ids {
+		var s api.SessionInfo
+		if err := c.Call(ctx10(t), "agentSession.create", api.CreateParams{Provider: "echo", Cwd: dir}, &s); err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = s.SessionID
+		var hr api.HoldResult
+		if err := c.Call(ctx10(t), "agentSession.hold", api.HoldParams{SessionID: s.SessionID, HolderID: "w"}, &hr); err != nil {
+			t.Fatal(err)
+		}
+		pid, threads[s.SessionID] = hr.PID, hr.ThreadID
+		var sr api.SendResult
+		if err := c.Call(ctx10(t), "agentSession.send", api.SendParams{SessionID: s.SessionID, Text: "long /sleep 600000"}, &sr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close()
+	d.Kill()
+	d2 := daemontest.Start(t, daemontest.Options{StateDir: d.StateDir, Config: cfg})
+	if !exitsWithin(t, pid, 0, 0) {
+		t.Fatalf("the crashed run's runtime %d still runs once the restarted daemon listens", pid)
+	}
+	c2 := d2.Client(t)
+	var newPID int
+	for _, id := range ids {
+		var rr api.ReadResult
+		if err := c2.Call(ctx10(t), "agentSession.read", api.ReadParams{SessionID: id, AfterSeq: 0, Limit: 4096}, &rr); err != nil {
+			t.Fatal(err)
+		}
+		var types []string
+		for _, ev := range rr.Events {
+			types = append(types, ev.Type)
+		}
+		want := []string{event.TurnCompleted, event.ProviderExited, event.SessionEnded, event.LeaseReleased}
+		if len(types) < 4 || strings.Join(types[len(types)-4:], " ") != strings.Join(want, " ") {
+			t.Fatalf("session %s's journal after the crash: %v", id, types)
+		}
+		if tc := rr.Events[len(rr.Events)-4]; !strings.Contains(string(tc.Data), `"daemon_restart"`) {
+			t.Fatalf("turn.completed %s", tc.Data)
+		}
+		var hr api.HoldResult
+		if err := c2.Call(ctx10(t), "agentSession.hold", api.HoldParams{SessionID: id, HolderID: "w"}, &hr); err != nil {
+			t.Fatal(err)
+		}
+		if hr.ThreadID != threads[id] || (newPID != 0 && hr.PID != newPID) || hr.PID == pid {
+			t.Fatalf("re-hold of %s: thread %s pid %d (before: %s pid %d; first re-hold pid %d)", id, hr.ThreadID, hr.PID, threads[id], pid, newPID)
+		}
+		newPID = hr.PID
+	}
+}
