@@ -103,6 +103,14 @@ func TestE2ESharedRuntime(t *testing.T) {
 	if tagged := daemontest.TaggedProcesses(d.StateID); len(tagged) != 1 || tagged[0] != pid {
 		t.Fatalf("tagged provider processes %v, want the one runtime %d", tagged, pid)
 	}
+	var st rpc.Status
+	if err := c.Call(ctx10(t), "daemon.status", struct{}{}, &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Runtimes) != 1 || st.Runtimes[0].RuntimeID != runtimeID || st.Runtimes[0].PID != pid ||
+		st.Runtimes[0].Sessions != n || st.Runtimes[0].RSSBytes <= 0 || st.Runtimes[0].Provider != "echo" {
+		t.Fatalf("daemon.status.runtimes %+v", st.Runtimes)
+	}
 	// Session 0 runs a long turn; 1..4 a turn each, all at once.
 	var long api.SendResult
 	if err := c.Call(ctx10(t), "agentSession.send", api.SendParams{SessionID: ids[0], Text: "long /sleep 600000"}, &long); err != nil {

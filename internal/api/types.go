@@ -213,6 +213,21 @@ type LaggedNotice struct {
 	LastDeliveredSeq uint64 `json:"lastDeliveredSeq"`
 }
 
+// RuntimeInfo is one entry of daemon.status.runtimes (a shared provider
+// process; agent-session.runtimes.v1). PSSBytes is 0 until the PSS reader
+// lands.
+type RuntimeInfo struct {
+	RuntimeID    string    `json:"runtimeId"`
+	Provider     string    `json:"provider"`
+	Account      string    `json:"account"`
+	PID          int       `json:"pid"`
+	Sessions     int       `json:"sessions"`
+	TurnsRunning int       `json:"turnsRunning"`
+	RSSBytes     int64     `json:"rssBytes"`
+	PSSBytes     int64     `json:"pssBytes"`
+	StartedAt    time.Time `json:"startedAt"`
+}
+
 // SessionCounts is daemon.status's sessions field.
 type SessionCounts struct {
 	Stored int `json:"stored"`

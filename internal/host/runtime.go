@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -514,4 +515,33 @@ func (h *Host) stopRuntimes() {
 		}()
 	}
 	wg.Wait()
+}
+
+// Runtimes lists the live shared runtimes by id (daemon.status.runtimes).
+// PSSBytes stays 0: the PSS reader is not in proc yet.
+func (h *Host) Runtimes() []api.RuntimeInfo {
+	h.mu.Lock()
+	rts := slices.Collect(maps.Values(h.runtimes))
+	h.mu.Unlock()
+	out := make([]api.RuntimeInfo, 0, len(rts))
+	for _, rt := range rts {
+		rt.mu.Lock()
+		if rt.state != runtimeLive {
+			rt.mu.Unlock()
+			continue
+		}
+		ri := api.RuntimeInfo{RuntimeID: rt.id, Provider: rt.key.profile, Account: rt.key.account, PID: rt.pid,
+			Sessions: len(rt.sessions), StartedAt: rt.startedAt}
+		bound := slices.Collect(maps.Keys(rt.sessions))
+		rt.mu.Unlock()
+		for _, id := range bound {
+			if h.j.State(id).OpenTurn != "" {
+				ri.TurnsRunning++
+			}
+		}
+		ri.RSSBytes, _ = proc.RSS(ri.PID)
+		out = append(out, ri)
+	}
+	slices.SortFunc(out, func(a, b api.RuntimeInfo) int { return strings.Compare(a.RuntimeID, b.RuntimeID) })
+	return out
 }

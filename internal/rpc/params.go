@@ -96,5 +96,8 @@ type Status struct {
 	Sessions        api.SessionCounts `json:"sessions"`
 	Connections     int               `json:"connections"`
 	Providers       []string          `json:"providers"`
-	Supervision     api.Supervision   `json:"supervision"`
+	// Runtimes: the shared provider processes (only for a connection
+	// that negotiated agent-session.runtimes.v1).
+	Runtimes    []api.RuntimeInfo `json:"runtimes,omitempty"`
+	Supervision api.Supervision   `json:"supervision"`
 }
