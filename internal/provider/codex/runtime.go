@@ -178,6 +178,16 @@ func (r *Runtime) bind(threadID string, a *Adapter) error {
 	return nil
 }
 
+// release undoes a bind of threadID to a that did not lead to a thread
+// (a refused resume): its lines are unknown again.
+func (r *Runtime) release(threadID string, a *Adapter) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.threads[threadID] == a {
+		delete(r.threads, threadID)
+	}
+}
+
 // unbind stops routing a's thread to it; later lines of the thread are
 // dropped without an anomaly.
 func (r *Runtime) unbind(a *Adapter) {
@@ -270,13 +280,21 @@ func (r *Runtime) route(line []byte) {
 	switch {
 	case a != nil:
 		a.handleLine(line)
-	case quiet:
-		r.log.Debug("line of a detached thread dropped", "thread_id", truncate([]byte(threadID), 80), "method", truncate([]byte(m.Method), 100))
+	case quiet || isIgnored(m.Method):
+		// A detached thread's late line, or a status line codex sends for
+		// a thread it loads before answering the call that names it.
+		r.log.Debug("line of a thread no session is on dropped", "thread_id", truncate([]byte(threadID), 80), "method", truncate([]byte(m.Method), 100))
 		r.refuseUnrouted(&m, "the thread was unsubscribed")
 	default:
 		r.anomaly("unknown_thread", "thread_id", truncate([]byte(threadID), 80), "method", truncate([]byte(m.Method), 100))
 		r.refuseUnrouted(&m, "no session is on this thread")
 	}
+}
+
+// isIgnored: a notification the adapters would not journal anyway.
+func isIgnored(method string) bool {
+	_, ok := notifyIgnored[method]
+	return ok
 }
 
 // threadOf reads params.threadId: tagged is false when absent, ok false

@@ -34,7 +34,17 @@ func (a *Adapter) Start(ctx context.Context) (StartResult, error) {
 		}
 	}
 	if old := a.o.ThreadID; old != "" {
+		if a.rt != nil {
+			// Bound before the request: codex tells a resumed thread's
+			// status (thread/status/changed) before it answers.
+			if err := a.rt.bind(old, a); err != nil {
+				return res, fmt.Errorf("resume thread %s: %w", old, err)
+			}
+		}
 		id, err := a.thread(ctx, "thread/resume", map[string]any{"threadId": old})
+		if err != nil && a.rt != nil {
+			a.rt.release(old, a)
+		}
 		switch {
 		case err == nil:
 			res.ThreadID, res.Resumed = id, true
@@ -125,7 +135,10 @@ func isThreadNotFound(err error) bool {
 		return true
 	}
 	msg := strings.ToLower(re.Message)
-	return strings.Contains(msg, "no rollout found") || strings.Contains(msg, "not found")
+	// "missing source rollout": a process that still has the thread
+	// loaded (a shared runtime) once its rollout file was removed.
+	return strings.Contains(msg, "no rollout found") || strings.Contains(msg, "not found") ||
+		strings.Contains(msg, "missing source rollout")
 }
 
 // causeOf is the provider's own wording of an error, for the journal.
