@@ -41,6 +41,15 @@ func TestCodexSharedRuntime(t *testing.T) {
 			t.Fatalf("session %d: runtime %q pid %d; session 0: %q pid %d", i, si.RuntimeID, si.PID, rt, ss[0].Hold.PID)
 		}
 	}
+	// Figures, not asserted: hold-to-ready of the cold start (spawn,
+	// initialize, thread/start) and of the warm ones (thread/start only).
+	for _, line := range strings.Split(d.Log.String(), "\n") {
+		if strings.Contains(line, `"msg":"provider started"`) {
+			if i := strings.Index(line, `"ready_us":`); i >= 0 {
+				t.Logf("hold-to-ready %s µs", strings.TrimRight(line[i+len(`"ready_us":`):], "}"))
+			}
+		}
+	}
 	turns := make([]string, len(ss))
 	for i, s := range ss {
 		turns[i] = s.Send(t, "say something")
