@@ -1,6 +1,7 @@
 package codextest_test
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -78,6 +79,47 @@ func TestCodexSharedRuntime(t *testing.T) {
 		if ev.TurnID == last {
 			break
 		}
+	}
+	providertest.NoAnomalies(t, d, "codex")
+}
+
+// TestCodexSharedApprovalWhileAnotherStreams: on one codex app-server, a
+// command approval stays open on one session while another session's
+// turn streams and completes; the approval then runs the command on the
+// first. Each approval and reply only in its own journal.
+func TestCodexSharedApprovalWhileAnotherStreams(t *testing.T) {
+	dir := t.TempDir()
+	marker := dir + "/ran"
+	m := codextest.NewModel(t, codextest.Exec("call_1", "touch "+marker), codextest.Text("other ", "streams"), codextest.Text("command ", "done"))
+	d := providertest.Daemon(t, "", sharedProviderConfig(t, "codex", codextest.Home(t, m.URL, "")))
+	a := providertest.NewSession(t, d, client, "codex", dir)
+	b := providertest.NewSession(t, d, client, "codex", t.TempDir())
+	if a.Hold.PID != b.Hold.PID {
+		t.Fatalf("two processes: %d and %d", a.Hold.PID, b.Hold.PID)
+	}
+	ta := a.Send(t, "run it")
+	req := providertest.Decode[event.ApprovalRequestedData](t, a.Next(t, event.ApprovalRequested))
+	tb := b.Send(t, "say something")
+	if done := providertest.Decode[event.TurnCompletedData](t, b.Next(t, event.TurnCompleted)); done.Status != event.StatusCompleted {
+		t.Fatalf("b's turn while a's approval is open: %+v", done)
+	}
+	if text, _ := b.Message(t, tb); text != "other streams" {
+		t.Fatalf("b's reply %q", text)
+	}
+	for _, ev := range b.Events() {
+		if ev.Type == event.ApprovalRequested {
+			t.Fatalf("a's approval reached b: %s", ev.Data)
+		}
+	}
+	a.Respond(t, req.RequestID, "approve")
+	if done := providertest.Decode[event.TurnCompletedData](t, a.Next(t, event.TurnCompleted)); done.Status != event.StatusCompleted {
+		t.Fatalf("a's turn: %+v", done)
+	}
+	if text, _ := a.Message(t, ta); text != "command done" {
+		t.Fatalf("a's reply %q", text)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("the approved command did not run: %v", err)
 	}
 	providertest.NoAnomalies(t, d, "codex")
 }
