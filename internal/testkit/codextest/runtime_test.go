@@ -4,6 +4,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/sessiond/sessiond/internal/api"
@@ -122,4 +123,47 @@ func TestCodexSharedApprovalWhileAnotherStreams(t *testing.T) {
 		t.Fatalf("the approved command did not run: %v", err)
 	}
 	providertest.NoAnomalies(t, d, "codex")
+}
+
+// TestCodexSharedRuntimeKilled: SIGKILL of the shared codex process with
+// an approval open on each of two sessions: each session's approval is
+// cancelled, its turn ends interrupted (provider_exited), provider.exited
+// names the runtime, the lease is released, nothing of the tree is left,
+// and the next hold starts a new runtime.
+func TestCodexSharedRuntimeKilled(t *testing.T) {
+	m := codextest.NewModel(t, codextest.Exec("call_1", "echo never"), codextest.Exec("call_2", "echo never"))
+	d := providertest.Daemon(t, "", sharedProviderConfig(t, "codex", codextest.Home(t, m.URL, "")))
+	ss := []*providertest.Session{
+		providertest.NewSession(t, d, client, "codex", t.TempDir()),
+		providertest.NewSession(t, d, client, "codex", t.TempDir()),
+	}
+	var rt string
+	if err := ss[0].C.Call(providertest.Ctx(t), "agentSession.get", map[string]any{"sessionId": ss[0].ID}, &struct {
+		RuntimeID *string `json:"runtimeId"`
+	}{&rt}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range ss {
+		s.Send(t, "run it")
+		s.Next(t, event.ApprovalRequested)
+	}
+	pid := ss[0].Hold.PID
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range ss {
+		res := providertest.Decode[event.ApprovalResolvedData](t, s.Next(t, event.ApprovalResolved))
+		tc := providertest.Decode[event.TurnCompletedData](t, s.Next(t, event.TurnCompleted))
+		ex := providertest.Decode[event.ProviderExitedData](t, s.Next(t, event.ProviderExited))
+		s.Next(t, event.LeaseReleased)
+		if res.Decision != "cancel" || res.Reason != "provider_exited" || tc.Status != event.StatusInterrupted ||
+			tc.Reason != event.ReasonProviderExited || ex.RuntimeID != rt || ex.Expected {
+			t.Fatalf("session %d: approval.resolved %+v, turn.completed %+v, provider.exited %+v (runtime %s)", i, res, tc, ex, rt)
+		}
+	}
+	providertest.NoProcesses(t, d)
+	ss[0].AttachAndHold(t)
+	if ss[0].Hold.PID == pid || ss[0].Hold.PID == 0 {
+		t.Fatalf("re-hold after the runtime died: pid %d (the dead one %d)", ss[0].Hold.PID, pid)
+	}
 }
