@@ -34,6 +34,7 @@ const (
 	KindUpgradeRefused
 	KindSessionDamaged
 	KindStoreUnavailable
+	KindThreadBusy
 )
 
 var kindNames = [...]string{
@@ -58,6 +59,7 @@ var kindNames = [...]string{
 	KindUpgradeRefused:      "upgrade_refused",
 	KindSessionDamaged:      "session_damaged",
 	KindStoreUnavailable:    "store_unavailable",
+	KindThreadBusy:          "thread_busy",
 }
 
 // String is the data.reason of the kind.

@@ -19,6 +19,7 @@ const (
 	CapApprovalsV2    = "agent-session.approvals.v2"
 	CapUpgrade        = "daemon.upgrade.v1"
 	CapAttention      = "daemon.attention.v1"
+	CapRuntimes       = "agent-session.runtimes.v1"
 )
 
 // ProtocolVersion is the wire protocol version this daemon speaks.
@@ -57,6 +58,11 @@ type SessionInfo struct {
 	// Cgroup is the live child's cgroup v2 directory (cgroup mode only):
 	// ctl show/top read its memory and process count there.
 	Cgroup string `json:"cgroup,omitempty"`
+	// RuntimeID is the provider process the live session runs on
+	// (agent-session.runtimes.v1): shared by every session of a
+	// processes="account" profile's account; Account names that account.
+	RuntimeID string `json:"runtimeId,omitempty"`
+	Account   string `json:"account,omitempty"`
 }
 
 // CreateParams is agentSession.create's params.
@@ -210,6 +216,21 @@ type EventNotice struct {
 type LaggedNotice struct {
 	SubscriptionID   string `json:"subscriptionId"`
 	LastDeliveredSeq uint64 `json:"lastDeliveredSeq"`
+}
+
+// RuntimeInfo is one entry of daemon.status.runtimes (a shared provider
+// process; agent-session.runtimes.v1). PSSBytes is 0 until the PSS reader
+// lands.
+type RuntimeInfo struct {
+	RuntimeID    string    `json:"runtimeId"`
+	Provider     string    `json:"provider"`
+	Account      string    `json:"account"`
+	PID          int       `json:"pid"`
+	Sessions     int       `json:"sessions"`
+	TurnsRunning int       `json:"turnsRunning"`
+	RSSBytes     int64     `json:"rssBytes"`
+	PSSBytes     int64     `json:"pssBytes"`
+	StartedAt    time.Time `json:"startedAt"`
 }
 
 // SessionCounts is daemon.status's sessions field.

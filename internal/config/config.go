@@ -89,7 +89,17 @@ type Provider struct {
 	// AuthMethod (protocol acp only): the methodId the daemon
 	// authenticates with after initialize (auth_method).
 	AuthMethod string
+	// Processes is how sessions map to provider processes (processes):
+	// ProcessesSession (one per live session) or ProcessesAccount (one
+	// runtime per (profile, account) serving every session as a thread).
+	Processes string
 }
+
+// Values of a provider's processes.
+const (
+	ProcessesSession = "session"
+	ProcessesAccount = "account"
+)
 
 // Ladder is the close ladder's timing.
 type Ladder struct {
@@ -142,7 +152,7 @@ func Default() Config {
 	c.MaxConnections = DefaultMaxConnections
 	c.KeepAwake, c.Notify = DefaultKeepAwake, DefaultNotify
 	if _, err := lookPath("codex"); err == nil {
-		c.Providers["codex"] = Provider{Command: []string{"codex", "app-server"}, Protocol: ProtocolCodexAppServer}
+		c.Providers["codex"] = Provider{Command: []string{"codex", "app-server"}, Protocol: ProtocolCodexAppServer, Processes: ProcessesAccount}
 	}
 	if _, err := lookPath("claude"); err == nil {
 		c.Providers["claude"] = builtinClaude()
@@ -168,12 +178,11 @@ type fileLadder struct {
 }
 
 type fileProvider struct {
-	Command  []string          `toml:"command"`
-	Env      map[string]string `toml:"env"`
-	Protocol string            `toml:"protocol"`
-	Auth     *string           `toml:"auth_method"`
-	// Processes is accepted as "session" only until runtimes land.
-	Processes *string `toml:"processes"`
+	Command   []string          `toml:"command"`
+	Env       map[string]string `toml:"env"`
+	Protocol  string            `toml:"protocol"`
+	Auth      *string           `toml:"auth_method"`
+	Processes *string           `toml:"processes"`
 }
 
 type file struct {
@@ -343,9 +352,19 @@ func Parse(text string, c *Config) error {
 			return fmt.Errorf("%w: providers.%s.protocol = %q: want %q, %q or %q", ErrBadValue, prefix(name), prefix(p.Protocol),
 				ProtocolCodexAppServer, ProtocolClaudeStreamJSON, ProtocolACP)
 		}
-		if fp.Processes != nil && *fp.Processes != "session" {
-			return fmt.Errorf("%w: providers.%s.processes = %q: only \"session\" (one provider process per session) is implemented; runtimes (\"account\") are not yet",
-				ErrBadValue, prefix(name), prefix(*fp.Processes))
+		switch {
+		case fp.Processes != nil:
+			p.Processes = *fp.Processes
+		case name == "codex" && p.Protocol == ProtocolCodexAppServer:
+			p.Processes = ProcessesAccount // the built-in codex profile's default
+		default:
+			p.Processes = "" // another protocol than the built-in's: its own default
+			if ok && c.Providers[name].Protocol == p.Protocol {
+				p.Processes = c.Providers[name].Processes
+			}
+		}
+		if err := checkProcesses(name, p); err != nil {
+			return err
 		}
 		if fp.Auth != nil {
 			if p.Protocol != ProtocolACP {

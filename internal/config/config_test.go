@@ -134,8 +134,9 @@ func TestParseErrors(t *testing.T) {
 		{"protocol", "[providers.x]\ncommand=[\"x\"]\nprotocol=\"mcp\"\n", "providers.x.protocol", ErrBadValue},
 		{"auth_method not acp", "[providers.x]\ncommand=[\"x\"]\nauth_method=\"k\"\n", "providers.x.auth_method", ErrBadValue},
 		{"auth_method empty", "[providers.x]\ncommand=[\"x\"]\nprotocol=\"acp\"\nauth_method=\"\"\n", "providers.x.auth_method", ErrBadValue},
-		{"processes account", "[providers.x]\ncommand=[\"x\"]\nprotocol=\"acp\"\nprocesses=\"account\"\n", "runtimes (\"account\") are not yet", ErrBadValue},
-		{"processes other", "[providers.x]\ncommand=[\"x\"]\nprocesses=\"thread\"\n", "providers.x.processes", ErrBadValue},
+		{"processes account acp", "[providers.x]\ncommand=[\"x\"]\nprotocol=\"acp\"\nprocesses=\"account\"\n", "shared ACP runtimes are not built yet", ErrBadValue},
+		{"processes account claude", "[providers.x]\ncommand=[\"x\"]\nprotocol=\"claude-stream-json\"\nprocesses=\"account\"\n", `providers.x.processes = "account": protocol "claude-stream-json" serves one conversation per process`, ErrBadValue},
+		{"processes other", "[providers.x]\ncommand=[\"x\"]\nprocesses=\"thread\"\n", `providers.x.processes = "thread": want "session" or "account"`, ErrBadValue},
 		{"no command", "[providers.x]\nenv={A=\"b\"}\n", "providers.x.command", ErrBadValue},
 		{"syntax", "idle_timeout = \n", "", ErrBadValue},
 	}
@@ -214,5 +215,28 @@ func TestParseACP(t *testing.T) {
 	}
 	if fix := ProviderFix("qwen"); !strings.Contains(fix, "npm install -g @qwen-code/qwen-code") {
 		t.Fatalf("ProviderFix(qwen) = %s", fix)
+	}
+}
+
+// TestProcessesDefaults: the built-in codex profile shares one runtime per
+// account, every other profile runs a process per session, and a profile
+// may choose either.
+func TestProcessesDefaults(t *testing.T) {
+	old := lookPath
+	lookPath = func(f string) (string, error) { return "/usr/bin/" + f, nil }
+	t.Cleanup(func() { lookPath = old })
+	c := Default()
+	if err := Parse("[providers.echo2]\ncommand=[\"x\"]\nprocesses=\"account\"\n[providers.solo]\ncommand=[\"x\"]\n", &c); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{"codex": true, "echo2": true, "echo": false, "claude": false, "solo": false} {
+		if got := c.Providers[name].Shared(); got != want {
+			t.Errorf("%s: shared = %v, want %v (processes %q)", name, got, want, c.Providers[name].Processes)
+		}
+	}
+	c = Default()
+	err := Parse("[providers.codex]\nprocesses=\"session\"\n", &c)
+	if err != nil || c.Providers["codex"].Shared() {
+		t.Fatalf("codex with processes=session: shared=%v err=%v", c.Providers["codex"].Shared(), err)
 	}
 }

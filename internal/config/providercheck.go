@@ -40,3 +40,30 @@ func checkProvider(name string, p Provider) error {
 	}
 	return nil
 }
+
+// checkProcesses refuses a processes value the profile's protocol cannot
+// run: an unknown one (naming the allowed set), and "account" for
+// claude-stream-json (one conversation per CLI process) and, this round,
+// for acp (its runtime is not shared yet).
+func checkProcesses(name string, p Provider) error {
+	switch p.Processes {
+	case "", ProcessesSession:
+		return nil
+	case ProcessesAccount:
+	default:
+		return fmt.Errorf("%w: providers.%s.processes = %q: want %q or %q", ErrBadValue, prefix(name), prefix(p.Processes),
+			ProcessesSession, ProcessesAccount)
+	}
+	switch p.Protocol {
+	case ProtocolClaudeStreamJSON:
+		return fmt.Errorf("%w: providers.%s.processes = %q: protocol %q serves one conversation per process; only %q is possible",
+			ErrBadValue, prefix(name), ProcessesAccount, p.Protocol, ProcessesSession)
+	case ProtocolACP:
+		return fmt.Errorf("%w: providers.%s.processes = %q: shared ACP runtimes are not built yet; only %q is possible",
+			ErrBadValue, prefix(name), ProcessesAccount, ProcessesSession)
+	}
+	return nil
+}
+
+// Shared reports whether the profile's sessions share one runtime per account.
+func (p Provider) Shared() bool { return p.Processes == ProcessesAccount }

@@ -63,7 +63,7 @@ var schema = map[string]field{
 		"command":     {kind: kindStrings, want: "an array of strings: the program and its arguments"},
 		"env":         {kind: kindStringMap, want: "a table of strings"},
 		"protocol":    {kind: kindString, want: fmt.Sprintf("a string, %q, %q or %q", ProtocolCodexAppServer, ProtocolClaudeStreamJSON, ProtocolACP)},
-		"processes":   {kind: kindString, want: "a string, \"session\" (runtimes, \"account\", are not yet implemented)"},
+		"processes":   {kind: kindString, want: "a string, \"session\" or \"account\""},
 		"auth_method": {kind: kindString, want: "a string naming one of the ACP agent's authMethods"},
 	}},
 }

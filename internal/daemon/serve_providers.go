@@ -17,13 +17,14 @@ import (
 // arguments with which it resumes a thread (none: it resumes over stdio).
 var protocols = map[string]struct {
 	new        provider.New
+	newRuntime provider.NewRuntime // a protocol whose process can serve many sessions
 	resumeArgs func(string) []string
 	// freshThread mints a fresh thread's id for the command line (nil:
 	// the provider names its threads).
 	freshThread func(reuse string) (string, []string, error)
 	adopt       provider.Adopt // rebuilds the adapter around a child a live upgrade handed over
 }{
-	config.ProtocolCodexAppServer:   {new: codex.New, adopt: codex.Adopt},
+	config.ProtocolCodexAppServer:   {new: codex.New, newRuntime: codex.NewRuntime, adopt: codex.Adopt},
 	config.ProtocolClaudeStreamJSON: {new: claude.New, resumeArgs: claude.ResumeArgs, freshThread: claude.FreshThread, adopt: claude.Adopt},
 	config.ProtocolACP:              {new: acp.New, adopt: acp.Adopt},
 }
@@ -38,7 +39,7 @@ func (d *daemon) providers() (map[string]host.Provider, error) {
 			return nil, fmt.Errorf("providers.%s: protocol %q is not implemented", name, p.Protocol)
 		}
 		hp := host.Provider{Name: name, Command: p.Command, Env: map[string]string{}, New: proto.new, ResumeArgs: proto.resumeArgs,
-			FreshThread: proto.freshThread, Adopt: proto.adopt}
+			FreshThread: proto.freshThread, Adopt: proto.adopt, Shared: p.Shared(), NewRuntime: proto.newRuntime}
 		if p.Protocol == config.ProtocolACP {
 			hp.New = acp.NewFor(acp.Profile{AuthMethod: p.AuthMethod})
 		}

@@ -23,6 +23,9 @@ const (
 	ProviderExited        = "provider.exited"
 	SessionEnded          = "session.ended"
 	LeaseReleased         = "lease.released"
+	// ProviderDetached: a session's thread left its shared runtime, which
+	// goes on (ProviderDetachedData; agent-session.runtimes.v1).
+	ProviderDetached = "provider.detached"
 	// JournalLoss records events a live session handed to the journal that
 	// could not be stored (JournalLossData), in the place they would have had.
 	JournalLoss = "journal.loss"
@@ -160,7 +163,19 @@ type ProviderExitedData struct {
 	// Limit names the cgroup limit the child hit before it exited on its
 	// own (memory_limit | pids_limit), when it did.
 	Limit string `json:"limit,omitempty"`
+	// RuntimeID is the shared runtime that exited (agent-session.runtimes.v1).
+	RuntimeID string `json:"runtimeId,omitempty"`
 }
+
+// ProviderDetachedData is the data of provider.detached.
+type ProviderDetachedData struct {
+	RuntimeID string `json:"runtimeId"`
+	ThreadID  string `json:"threadId"`
+}
+
+// RuntimesV1 reports whether events of type typ are only for connections
+// that negotiated agent-session.runtimes.v1.
+func RuntimesV1(typ string) bool { return typ == ProviderDetached }
 
 // SessionEndedData is the data of session.ended.
 type SessionEndedData struct {

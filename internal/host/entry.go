@@ -46,6 +46,9 @@ type entry struct {
 	limitHit  string // the last limit code the live child's cgroup reported
 	fence     uint64
 	threadID  string
+	// rt is the shared runtime the session's thread is on (nil: a process
+	// of its own, e.child). Written with both locks held.
+	rt *sharedRuntime
 	// stopper is the live child's adapter, reachable without the session
 	// lock: beginStopMapLocked cancels its writes so a teardown never waits
 	// behind a send blocked on a provider that stopped reading.
@@ -126,6 +129,10 @@ func (h *Host) forgetLocked(e *entry) {
 func (h *Host) beginStopMapLocked(e *entry) {
 	switch {
 	case e.stopper == nil:
+	case e.rt != nil && !e.rt.exited():
+		// A thread of a shared runtime that goes on: its teardown still
+		// talks to the provider (interrupt, unsubscribe); a write to the
+		// shared stdin is bounded by its own timeout.
 	case e.state == StateExited:
 		e.stopper.CancelWrites()
 	default:

@@ -65,6 +65,12 @@ var ErrExitUnproven = errors.New("provider root not proven exited")
 // rows are drained, the sink is closed only after, the lease is released at
 // the fence captured now, and the entry is forgotten last.
 func (h *Host) plan(e *entry, cause evictCause) []eviction.Step {
+	if e.rt != nil {
+		if e.rt.exited() {
+			return h.exitedSharedPlan(e, cause)
+		}
+		return h.sharedPlan(e, cause)
+	}
 	fence := e.fence
 	return []eviction.Step{
 		{Name: StepStopChild, Timeout: h.stopTimeout(), Run: func(ctx context.Context) error { return h.stepStop(ctx, e) }},

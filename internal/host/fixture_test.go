@@ -133,6 +133,10 @@ func newFixture(t *testing.T, jopts ...journal.Options) *fixture {
 			"stubborn":  prov("stubborn", "--ignore-sigterm", "--ignore-eof"),
 			"failstart": prov("failstart", "--exit-at-start"),
 			"slowstart": prov("slowstart", "--slow-start", "300"),
+			"shared":    sharedProv(prov("shared")),
+			// sharedstubborn's process outlives its stdin and SIGTERM: its
+			// ladder runs to SIGKILL.
+			"sharedstubborn": sharedProv(prov("sharedstubborn", "--ignore-sigterm", "--ignore-eof")),
 		},
 	})
 	if err != nil {
@@ -152,6 +156,12 @@ func newFixture(t *testing.T, jopts ...journal.Options) *fixture {
 		}
 	})
 	return f
+}
+
+// sharedProv is p with processes = "account": one runtime per account.
+func sharedProv(p Provider) Provider {
+	p.Shared, p.NewRuntime = true, codex.NewRuntime
+	return p
 }
 
 func (f *fixture) create(provider string) string {

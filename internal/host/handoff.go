@@ -61,6 +61,10 @@ func (h *Host) Quiesce(ctx context.Context) (q *Quiesced, err error) {
 			q = nil
 		}
 	}()
+	// A shared runtime cannot be handed over yet: one serving nobody (its
+	// release clock running) is stopped now; one with sessions refuses
+	// the upgrade below, through its sessions.
+	h.stopIdleRuntimes()
 	h.mu.Lock()
 	ids := make([]string, 0, len(h.sessions))
 	for id := range h.sessions {
@@ -88,6 +92,9 @@ func (h *Host) Quiesce(ctx context.Context) (q *Quiesced, err error) {
 		switch {
 		case e.state == StateStored || e.gone:
 			continue // nothing runs
+		case e.rt != nil:
+			return nil, fmt.Errorf("session %s: %w: it runs on shared runtime %s, which cannot be handed over yet: close the session or wait for it to be released",
+				id, ErrNotHandedOver, e.rt.id)
 		case e.state != StateLive || e.child == nil:
 			return nil, fmt.Errorf("session %s: %w: it is %s", id, ErrNotHandedOver, e.state)
 		}

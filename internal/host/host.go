@@ -53,6 +53,11 @@ type Provider struct {
 	// handed over by a live upgrade; nil: a live session of this provider
 	// refuses the upgrade.
 	Adopt provider.Adopt
+	// Shared (processes = "account") runs the profile's sessions as
+	// threads of one runtime per account, built by NewRuntime (a protocol
+	// that can share); without NewRuntime a session has its own process.
+	Shared     bool
+	NewRuntime provider.NewRuntime
 }
 
 // Options configures a Host.
@@ -95,6 +100,8 @@ type Host struct {
 
 	mu       sync.Mutex // map lock
 	sessions map[string]*entry
+	runtimes map[runtimeKey]*sharedRuntime // live and starting shared runtimes
+	loaded   map[string]*sharedRuntime     // provider thread id -> the runtime that has it loaded
 	subs     map[string]*subscription
 	conns    map[string]*connState
 	closing  bool
@@ -104,6 +111,10 @@ type Host struct {
 	// down instead of waiting out its handshake.
 	starts       context.Context
 	cancelStarts context.CancelCauseFunc
+
+	// runtimeEvicting, when set (tests), is told a runtime's teardown
+	// began: it has left the map, its process still runs.
+	runtimeEvicting func(runtimeID string)
 
 	stats counters
 	wg    sync.WaitGroup // watchers and timers' work
@@ -156,6 +167,8 @@ func New(o Options) (*Host, error) {
 		clock:    o.Clock,
 		bootID:   boot,
 		sessions: make(map[string]*entry),
+		runtimes: make(map[runtimeKey]*sharedRuntime),
+		loaded:   make(map[string]*sharedRuntime),
 		subs:     make(map[string]*subscription),
 		conns:    make(map[string]*connState),
 	}

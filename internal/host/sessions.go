@@ -191,6 +191,9 @@ func (h *Host) info(r store.Record) api.SessionInfo {
 		}
 		si.PID = e.pid
 		si.Cgroup = e.cgroup
+		if e.rt != nil {
+			si.RuntimeID, si.Account = e.rt.id, e.rt.key.account
+		}
 		if e.threadID != "" {
 			si.ThreadID = e.threadID
 		}

@@ -115,6 +115,7 @@ func (h *Host) Shutdown(ctx context.Context) error {
 		h.log.Error("shutdown gave up on sessions", "session_ids", left, "err", ctx.Err())
 		out = append(out, fmt.Errorf("shutdown: gave up on %d session(s) %v: %w", len(left), left, ctx.Err()))
 	}
+	h.stopRuntimes() // after their sessions: a runtime outlives every session on it
 	h.cleanup.CloseAll(ctx)
 	waited := make(chan struct{})
 	go func() { h.wg.Wait(); close(waited) }()

@@ -43,6 +43,9 @@ func (h *Host) startLocked(ctx context.Context, e *entry) (err error) {
 	h.mu.Lock()
 	e.fence = grant.Fence
 	h.mu.Unlock()
+	if prov.shared() {
+		return h.startSharedLocked(ctx, e, prov, grant)
+	}
 	e.sink = h.j.Sink(e.id)
 	acq := map[string]any{"fence": grant.Fence}
 	if grant.Evidence != nil {

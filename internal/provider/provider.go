@@ -53,6 +53,51 @@ type Adapter interface {
 // New builds an Adapter over a spawned child (one per protocol).
 type New func(Options) Adapter
 
+// Runtime is one provider process serving many threads (a protocol that
+// can share: codex-app-server): it owns the child's stdio, does the
+// handshake once, keeps one request-id space, routes each line to the
+// thread it belongs to and hands process-wide notifications to every
+// thread. A protocol that cannot share (claude-stream-json) has no
+// NewRuntime: its sessions always get a process of their own through New
+// (a runtime of one).
+type Runtime interface {
+	// Handshake initializes the process (once, before any Thread starts).
+	Handshake(ctx context.Context) error
+	// Thread opens a thread on the runtime (Options.In/Out are ignored);
+	// its Start starts or resumes Options.ThreadID.
+	Thread(o Options) Thread
+	// Drain reads until EOF or `quiet` of silence, then routes nothing more.
+	Drain(ctx context.Context, quiet time.Duration) error
+	// BeginStop makes every thread's writes and waiting requests give up.
+	BeginStop()
+	// Done is closed once the reader ended and every thread was told.
+	Done() <-chan struct{}
+}
+
+// Thread is one session's thread on a shared runtime: an Adapter whose
+// Drain only stops its events, plus Detach.
+type Thread interface {
+	Adapter
+	// Detach stops the thread's events in the provider (codex:
+	// thread/unsubscribe) and on this side; the provider may keep the
+	// thread loaded until its process exits.
+	Detach(ctx context.Context) error
+	// Silence stops emitting now (a teardown journals the rest itself).
+	Silence()
+}
+
+// RuntimeOptions configures a Runtime over a spawned child.
+type RuntimeOptions struct {
+	In             io.WriteCloser
+	Out            io.Reader
+	Logger         *slog.Logger
+	RequestTimeout time.Duration
+	MaxLineBytes   int
+}
+
+// NewRuntime builds a shared Runtime over a spawned child.
+type NewRuntime func(RuntimeOptions) Runtime
+
 // Errors of the adapters.
 var (
 	// ErrExited means the provider's stdout ended or its stdin is gone

@@ -43,6 +43,7 @@ var kindCodes = map[api.Kind]int64{
 	api.KindUpgradeRefused:      -32024,
 	api.KindSessionDamaged:      -32025,
 	api.KindStoreUnavailable:    -32027,
+	api.KindThreadBusy:          -32026,
 }
 
 // protoError is a protocol-level error (not an api.Kind): method_not_found,

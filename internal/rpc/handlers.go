@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 
 	"github.com/sessiond/sessiond/internal/api"
@@ -22,7 +23,19 @@ func hInitialize(_ context.Context, c *conn, params json.RawMessage) (any, error
 
 func hStatus(_ context.Context, c *conn, _ json.RawMessage) (any, error) {
 	s := c.srv
-	return s.encodeStatus(s.o.Backend.Counts(), s.openConns(), s.o.Backend.Providers()), nil // status.go
+	var runtimes []byte
+	if rb, ok := s.o.Backend.(runtimeLister); ok && c.has(api.CapRuntimes) {
+		list := rb.Runtimes()
+		if list == nil {
+			list = []api.RuntimeInfo{}
+		}
+		b, err := json.Marshal(list)
+		if err != nil {
+			return nil, fmt.Errorf("daemon.status: runtimes: %w", err)
+		}
+		runtimes = append([]byte(`,"runtimes":`), b...)
+	}
+	return s.encodeStatusWith(s.o.Backend.Counts(), s.openConns(), s.o.Backend.Providers(), runtimes), nil // status.go
 }
 
 // hDiscover answers the OpenRPC document (openrpc.go).

@@ -9,7 +9,7 @@ import (
 )
 
 // Capabilities is every capability the server offers, sorted.
-var Capabilities = []string{api.CapApprovalsV2, api.CapAttach, api.CapClose, api.CapItems, api.CapStructuredHold, api.CapTurns, api.CapAdmin, api.CapAttention, api.CapUpgrade}
+var Capabilities = []string{api.CapApprovalsV2, api.CapAttach, api.CapClose, api.CapItems, api.CapStructuredHold, api.CapTurns, api.CapAdmin, api.CapAttention, api.CapUpgrade, api.CapRuntimes}
 
 // methodUpgrade is daemon.upgrade: not held by the call gate it closes.
 const methodUpgrade = "daemon.upgrade"

@@ -61,6 +61,7 @@ var eventData = map[string]any{
 	event.ApprovalResolved:      event.ApprovalResolvedData{},
 	event.TurnCompleted:         event.TurnCompletedData{},
 	event.ProviderExited:        event.ProviderExitedData{},
+	event.ProviderDetached:      event.ProviderDetachedData{},
 	event.SessionEnded:          event.SessionEndedData{},
 	event.LeaseReleased:         nil,
 	event.JournalLoss:           event.JournalLossData{},

@@ -104,6 +104,9 @@ type Status struct {
 	Providers       []string          `json:"providers"`
 	// Attention is keep-awake's and notify's state (absent when the
 	// daemon runs without them, as in-process tests do).
-	Attention   *api.AttentionStatus `json:"attention,omitempty"`
-	Supervision api.Supervision      `json:"supervision"`
+	Attention *api.AttentionStatus `json:"attention,omitempty"`
+	// Runtimes: the shared provider processes (only for a connection
+	// that negotiated agent-session.runtimes.v1).
+	Runtimes    []api.RuntimeInfo `json:"runtimes,omitempty"`
+	Supervision api.Supervision   `json:"supervision"`
 }

@@ -52,8 +52,19 @@ func (s *Server) statusParts() *statusParts {
 // encodeStatus is json.Marshal(Status{…static…, Sessions: counts,
 // Connections: conns, Providers: providers}) (providers nil: []).
 func (s *Server) encodeStatus(counts api.SessionCounts, conns int, providers []string) rawResult {
+	return s.encodeStatusWith(counts, conns, providers, nil)
+}
+
+// runtimeLister is a Backend that lists shared runtimes (daemon.status.runtimes).
+type runtimeLister interface {
+	Runtimes() []api.RuntimeInfo
+}
+
+// encodeStatusWith is encodeStatus with extra (`,"runtimes":[…]` or
+// nothing) before "supervision".
+func (s *Server) encodeStatusWith(counts api.SessionCounts, conns int, providers []string, extra []byte) rawResult {
 	p := s.statusParts()
-	n := len(p.head) + len(p.tail) + 96
+	n := len(p.head) + len(p.tail) + 96 + len(extra)
 	for _, name := range providers {
 		n += len(name) + 3
 	}
@@ -81,6 +92,7 @@ func (s *Server) encodeStatus(counts api.SessionCounts, conns int, providers []s
 		b = append(b, `,"attention":`...)
 		b = append(b, at...)
 	}
+	b = append(b, extra...)
 	b = append(b, p.tail...)
 	return rawResult{buf: b, off: rawHead, pooled: true}
 }

@@ -18,8 +18,8 @@ import (
 func TestStatusEncodedAsMarshal(t *testing.T) {
 	// A field added to Status or SessionCounts must be added to
 	// encodeStatus (status.go) and to this test.
-	if n := reflect.TypeOf(Status{}).NumField(); n != 12 {
-		t.Fatalf("Status has %d fields; encodeStatus writes 12", n)
+	if n := reflect.TypeOf(Status{}).NumField(); n != 13 {
+		t.Fatalf("Status has %d fields; encodeStatusWith writes 13", n)
 	}
 	if n := reflect.TypeOf(api.SessionCounts{}).NumField(); n != 2 {
 		t.Fatalf("SessionCounts has %d fields; encodeStatus writes 2", n)
@@ -73,6 +73,20 @@ func TestStatusEncodedAsMarshal(t *testing.T) {
 			resp, err := encodeResponse(&id, raw, nil)
 			if err != nil || string(resp) != `{"id":7,"result":`+string(wantB)+`,"jsonrpc":"2.0"}` {
 				t.Fatalf("response %s, %v", resp, err)
+			}
+			recycle(raw.buf)
+			// With runtimes (a connection that negotiated runtimes.v1).
+			rts := []api.RuntimeInfo{{RuntimeID: "r_1", Provider: `c"x`, Account: "default", PID: 9, Sessions: 2, StartedAt: at}}
+			rb, _ := json.Marshal(rts)
+			raw = s.encodeStatusWith(c.counts, c.conns, c.providers, append([]byte(`,"runtimes":`), rb...))
+			wantR, _ := json.Marshal(Status{
+				Version: o.Version, ProtocolVersion: api.ProtocolVersion, PID: os.Getpid(),
+				StartedAt: o.StartedAt.UTC().Format(time.RFC3339Nano), Socket: o.Socket,
+				StateDir: o.StateDir, StateID: o.StateID, Sessions: c.counts,
+				Connections: c.conns, Providers: providers, Attention: attn, Runtimes: rts, Supervision: supervision(o.Supervision),
+			})
+			if got := string(raw.buf[raw.off:]); got != string(wantR) {
+				t.Fatalf("options %d, call %d with runtimes:\ngot  %s\nwant %s", i, j, got, wantR)
 			}
 			recycle(raw.buf)
 		}

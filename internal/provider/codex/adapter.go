@@ -31,8 +31,9 @@ type Adapter struct {
 
 	done chan struct{} // closed when the reader has emitted everything and stopped
 
-	stdin    *provider.Stdin // bounded, cancellable writes to o.In
-	stopping chan struct{}   // closed by BeginStop
+	stdin    lineWriter    // bounded, cancellable writes to o.In (or the runtime's stdin)
+	rt       *Runtime      // the shared runtime this thread is on; nil: the adapter owns its child
+	stopping chan struct{} // closed by BeginStop
 	stopOnce sync.Once
 
 	// emitMu serializes Emit calls and guards stopped: once Drain has
@@ -74,6 +75,13 @@ type approval struct {
 	options []string
 	params  []byte // the request's params (a permissions grant echoes them)
 	order   int64  // arrival order, for cancelling in request order
+}
+
+// lineWriter is where the adapter's lines go: the child's stdin, or a
+// thread's cancellable view of a shared runtime's stdin.
+type lineWriter interface {
+	WriteLine(b []byte) error
+	Cancel() bool
 }
 
 // NewAdapter returns an adapter and starts its reader goroutine on o.Out.

@@ -31,8 +31,13 @@ func (a *Adapter) requestWithin(ctx context.Context, within time.Duration, metho
 	onResult func(json.RawMessage, *RPCError)) (json.RawMessage, error) {
 	c := &call{method: method, onResult: onResult, resp: make(chan *message, 1)}
 	a.mu.Lock()
-	a.nextID++
-	id := a.nextID
+	var id int64
+	if a.rt != nil {
+		id = a.rt.nextID(a) // one id space per runtime; the response comes back to a
+	} else {
+		a.nextID++
+		id = a.nextID
+	}
 	key := strconv.FormatInt(id, 10)
 	a.calls[key] = c
 	a.mu.Unlock()

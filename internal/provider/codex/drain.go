@@ -13,6 +13,10 @@ import (
 // Out is closed when it is an io.Closer (at EOF too), and nothing is
 // emitted after Drain returns. ctx bounds the wait; on ctx's end the adapter stops too.
 func (a *Adapter) Drain(ctx context.Context, quiet time.Duration) error {
+	if a.rt != nil {
+		a.stop() // a thread of a shared runtime: the runtime drains the process
+		return nil
+	}
 	if quiet <= 0 {
 		quiet = DefaultDrainQuiet
 	}

@@ -39,4 +39,7 @@ const (
 // New is the codex-app-server protocol's provider.New.
 func New(o provider.Options) provider.Adapter { return NewAdapter(o) }
 
+// Runtime is the codex-app-server protocol's provider.NewRuntime: it can share.
+var _ provider.NewRuntime = NewRuntime
+
 func newLineReader(r io.Reader, max int) *provider.LineReader { return provider.NewLineReader(r, max) }

@@ -28,20 +28,23 @@ type threadResult struct {
 // by ctx; stdout ending first yields an error wrapping ErrExited.
 func (a *Adapter) Start(ctx context.Context) (StartResult, error) {
 	var res StartResult
-	initParams := map[string]any{
-		"clientInfo":   map[string]any{"name": "sessiond", "title": "sessiond", "version": ClientVersion},
-		"capabilities": map[string]any{"experimentalApi": false},
-	}
-	// Each handshake request waits until the start's deadline, not the
-	// request timeout: a slow provider gets the whole start_timeout.
-	if _, err := a.requestWithin(ctx, provider.HandshakeWithin(ctx, a.o.RequestTimeout), "initialize", initParams, nil); err != nil {
-		return res, fmt.Errorf("handshake: %w", err)
-	}
-	if err := a.notify("initialized", nil); err != nil {
-		return res, fmt.Errorf("handshake: %w", err)
+	if a.rt == nil { // a shared runtime did its handshake once
+		if err := a.handshake(ctx); err != nil {
+			return res, err
+		}
 	}
 	if old := a.o.ThreadID; old != "" {
+		if a.rt != nil {
+			// Bound before the request: codex tells a resumed thread's
+			// status (thread/status/changed) before it answers.
+			if err := a.rt.bind(old, a); err != nil {
+				return res, fmt.Errorf("resume thread %s: %w", old, err)
+			}
+		}
 		id, err := a.thread(ctx, "thread/resume", map[string]any{"threadId": old})
+		if err != nil && a.rt != nil {
+			a.rt.release(old, a)
+		}
 		switch {
 		case err == nil:
 			res.ThreadID, res.Resumed = id, true
@@ -72,9 +75,41 @@ func (a *Adapter) Start(ctx context.Context) (StartResult, error) {
 	return res, nil
 }
 
-// thread runs thread/start or thread/resume and returns the thread id.
+// handshake is initialize, then the notification initialized.
+func (a *Adapter) handshake(ctx context.Context) error {
+	initParams := map[string]any{
+		"clientInfo":   map[string]any{"name": "sessiond", "title": "sessiond", "version": ClientVersion},
+		"capabilities": map[string]any{"experimentalApi": false},
+	}
+	// Each handshake request waits until the start's deadline, not the
+	// request timeout: a slow provider gets the whole start_timeout.
+	if _, err := a.requestWithin(ctx, provider.HandshakeWithin(ctx, a.o.RequestTimeout), "initialize", initParams, nil); err != nil {
+		return fmt.Errorf("handshake: %w", err)
+	}
+	if err := a.notify("initialized", nil); err != nil {
+		return fmt.Errorf("handshake: %w", err)
+	}
+	return nil
+}
+
+// thread runs thread/start or thread/resume and returns the thread id. On
+// a shared runtime the id is bound to this adapter on the reader
+// goroutine, before any later line is routed.
 func (a *Adapter) thread(ctx context.Context, method string, params any) (string, error) {
-	raw, err := a.requestWithin(ctx, provider.HandshakeWithin(ctx, a.o.RequestTimeout), method, params, nil)
+	var bind func(json.RawMessage, *RPCError)
+	var bindErr error
+	if a.rt != nil {
+		bind = func(raw json.RawMessage, rerr *RPCError) {
+			var tr threadResult
+			if rerr == nil && json.Unmarshal(raw, &tr) == nil && tr.Thread.ID != "" {
+				bindErr = a.rt.bind(tr.Thread.ID, a)
+			}
+		}
+	}
+	raw, err := a.requestWithin(ctx, provider.HandshakeWithin(ctx, a.o.RequestTimeout), method, params, bind)
+	if err == nil && bindErr != nil {
+		return "", fmt.Errorf("provider: %s: %w", method, bindErr)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -100,7 +135,10 @@ func isThreadNotFound(err error) bool {
 		return true
 	}
 	msg := strings.ToLower(re.Message)
-	return strings.Contains(msg, "no rollout found") || strings.Contains(msg, "not found")
+	// "missing source rollout": a process that still has the thread
+	// loaded (a shared runtime) once its rollout file was removed.
+	return strings.Contains(msg, "no rollout found") || strings.Contains(msg, "not found") ||
+		strings.Contains(msg, "missing source rollout")
 }
 
 // causeOf is the provider's own wording of an error, for the journal.

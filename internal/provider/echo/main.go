@@ -124,6 +124,9 @@ func Main(args []string, stdin io.Reader, stdout io.Writer) int {
 	}
 	s := newServer(stdin, stdout, threadStore{dir: home}, log)
 	code := s.run()
+	if code != exitOK || !cfg.ignoreEOF {
+		s.releaseWriterLocks() // as the process's exit would (Main also runs in-process in tests)
+	}
 	if code == exitOK && cfg.ignoreEOF {
 		log.Info("stdin closed; staying up (--ignore-eof)")
 		sleepForever()

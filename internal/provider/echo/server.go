@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sync"
 )
 
@@ -35,6 +36,7 @@ type thread struct {
 	id, cwd string
 	turns   int
 	active  *activeTurn
+	lock    *os.File // the thread's writer lock, held while the process lives
 }
 
 type activeTurn struct {
@@ -146,6 +148,8 @@ func (s *server) handleRequest(m *inMsg) {
 		s.turnStartLocked(m)
 	case "turn/interrupt":
 		s.turnInterruptLocked(m)
+	case "thread/unsubscribe":
+		s.threadUnsubscribeLocked(m)
 	default:
 		s.w.fail(m.ID, rpcError{Code: codeMethodNotFound, Message: "method not found: " + m.Method})
 	}
@@ -161,7 +165,12 @@ func (s *server) threadStartLocked(m *inMsg) {
 		s.w.fail(m.ID, rpcError{Code: codeInvalidRequest, Message: err.Error()})
 		return
 	}
-	s.threads[id] = &thread{id: id, cwd: p.Cwd}
+	lock, err := s.store.lockWriter(id)
+	if err != nil {
+		s.w.fail(m.ID, rpcError{Code: codeInvalidRequest, Message: err.Error()})
+		return
+	}
+	s.threads[id] = &thread{id: id, cwd: p.Cwd, lock: lock}
 	th := map[string]any{"id": id, "cwd": p.Cwd, "turns": []any{}}
 	s.w.result(m.ID, map[string]any{"thread": th})
 	s.w.notify("thread/started", map[string]any{"thread": th})
@@ -190,9 +199,17 @@ func (s *server) threadResumeLocked(m *inMsg) {
 	}
 	th, ok := s.threads[p.ThreadID]
 	if !ok {
-		th = &thread{id: p.ThreadID, cwd: h.Cwd}
+		// Like codex: one process writes a thread; another that has it
+		// loaded keeps it until it exits (unsubscribing does not let go).
+		lock, err := s.store.lockWriter(p.ThreadID)
+		if err != nil {
+			s.w.fail(m.ID, rpcError{Code: codeInvalidRequest, Message: err.Error()})
+			return
+		}
+		th = &thread{id: p.ThreadID, cwd: h.Cwd, lock: lock}
 		s.threads[p.ThreadID] = th
 	}
+	s.w.mute(th.id, false)
 	th.turns = len(turns)
 	past := make([]any, 0, len(turns))
 	for _, t := range turns {
@@ -252,5 +269,34 @@ func (s *server) turnInterruptLocked(m *inMsg) {
 	if !th.active.cancelled {
 		th.active.cancelled = true
 		close(th.active.cancel)
+	}
+}
+
+// threadUnsubscribeLocked stops the thread's events, as codex does: the
+// thread stays loaded (and its writer lock held) until the process exits.
+func (s *server) threadUnsubscribeLocked(m *inMsg) {
+	var p struct {
+		ThreadID string `json:"threadId"`
+	}
+	_ = json.Unmarshal(m.Params, &p)
+	status := "notLoaded"
+	if _, ok := s.threads[p.ThreadID]; ok {
+		status = "notSubscribed"
+		if s.w.mute(p.ThreadID, true) {
+			status = "unsubscribed"
+		}
+	}
+	s.w.result(m.ID, map[string]any{"status": status})
+}
+
+// releaseWriterLocks lets go of every loaded thread's writer lock.
+func (s *server) releaseWriterLocks() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, th := range s.threads {
+		if th.lock != nil {
+			_ = th.lock.Close()
+			th.lock = nil
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"syscall"
 	"time"
 )
 
@@ -117,4 +118,27 @@ func (st threadStore) remove(id string) error {
 		return fmt.Errorf("thread %s: %w", id, err)
 	}
 	return nil
+}
+
+// errActiveWriter: another live process has the thread loaded.
+var errActiveWriter = errors.New("already has an active writer")
+
+// lockWriter takes the thread's writer lock, <dir>/<threadId>.lock (an
+// flock the kernel drops when the process exits, however it exits).
+func (st threadStore) lockWriter(id string) (*os.File, error) {
+	if !validThreadID.MatchString(id) {
+		return nil, fmt.Errorf("invalid thread id %q", id)
+	}
+	f, err := os.OpenFile(filepath.Join(st.dir, id+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("thread %s: writer lock: %w", id, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("thread %s %w", id, errActiveWriter)
+		}
+		return nil, fmt.Errorf("thread %s: writer lock: %w", id, err)
+	}
+	return f, nil
 }

@@ -38,13 +38,46 @@ const (
 // the read loop (interrupts, approval answers). Messages are buffered and
 // flushed per message, except floods, which flush at the end of the turn.
 type writer struct {
-	mu  sync.Mutex
-	out io.Writer
-	bw  *bufio.Writer
-	err error
+	mu    sync.Mutex
+	out   io.Writer
+	bw    *bufio.Writer
+	err   error
+	muted map[string]bool // unsubscribed threads: their notifications and requests are not sent
 }
 
-func newWriter(w io.Writer) *writer { return &writer{out: w, bw: bufio.NewWriterSize(w, 64<<10)} }
+func newWriter(w io.Writer) *writer {
+	return &writer{out: w, bw: bufio.NewWriterSize(w, 64<<10), muted: map[string]bool{}}
+}
+
+// mute stops (on) or restarts (off) sending threadID's messages; it
+// reports whether the state changed.
+func (w *writer) mute(threadID string, on bool) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.muted[threadID] == on {
+		return false
+	}
+	if on {
+		w.muted[threadID] = true
+	} else {
+		delete(w.muted, threadID)
+	}
+	return true
+}
+
+// mutedLocked reports whether v is a message of a muted thread. Needs mu.
+func (w *writer) mutedLocked(v any) bool {
+	m, ok := v.(map[string]any)
+	if !ok || len(w.muted) == 0 {
+		return false
+	}
+	p, ok := m["params"].(map[string]any)
+	if !ok {
+		return false
+	}
+	id, _ := p["threadId"].(string)
+	return w.muted[id]
+}
 
 // closeOut flushes and closes the output (when it can be closed): nothing
 // more is written.
@@ -70,7 +103,7 @@ func (w *writer) send(v any, flush bool) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.err != nil {
+	if w.err != nil || w.mutedLocked(v) {
 		return
 	}
 	b = append(b, '\n')

@@ -31,6 +31,7 @@ export interface SessiondWireTypes {
   NoticeData?: NoticeData;
   Origin?: Origin;
   PlanStep?: PlanStep;
+  ProviderDetachedData?: ProviderDetachedData;
   ProviderExitedData?: ProviderExitedData;
   ReadParams?: ReadParams;
   ReadResult?: ReadResult;
@@ -38,6 +39,7 @@ export interface SessiondWireTypes {
   ReleaseResult?: ReleaseResult;
   RespondParams?: RespondParams;
   RestartingNotice?: RestartingNotice;
+  RuntimeInfo?: RuntimeInfo;
   SendParams?: SendParams;
   SendResult?: SendResult;
   SessionCounts?: SessionCounts;
@@ -124,6 +126,7 @@ export interface EventEnvelope {
  * via the `definition` "SessionInfo".
  */
 export interface SessionInfo {
+  account?: string;
   cgroup?: string;
   createdAt: string;
   cwd: string;
@@ -136,6 +139,7 @@ export interface SessionInfo {
   pid?: number;
   provider: string;
   releaseAt: string | null;
+  runtimeId?: string;
   sessionId: string;
   state: "stored" | "starting" | "live" | "exited" | "evicting";
   subscribers: number;
@@ -373,6 +377,14 @@ export interface PlanStep {
 }
 /**
  * This interface was referenced by `SessiondWireTypes`'s JSON-Schema
+ * via the `definition` "ProviderDetachedData".
+ */
+export interface ProviderDetachedData {
+  runtimeId: string;
+  threadId: string;
+}
+/**
+ * This interface was referenced by `SessiondWireTypes`'s JSON-Schema
  * via the `definition` "ProviderExitedData".
  */
 export interface ProviderExitedData {
@@ -380,6 +392,7 @@ export interface ProviderExitedData {
   expected: boolean;
   limit?: string;
   root: string;
+  runtimeId?: string;
   signal: string | null;
   tree: string;
 }
@@ -442,6 +455,21 @@ export interface RestartingNotice {
 }
 /**
  * This interface was referenced by `SessiondWireTypes`'s JSON-Schema
+ * via the `definition` "RuntimeInfo".
+ */
+export interface RuntimeInfo {
+  account: string;
+  pid: number;
+  provider: string;
+  pssBytes: number;
+  rssBytes: number;
+  runtimeId: string;
+  sessions: number;
+  startedAt: string;
+  turnsRunning: number;
+}
+/**
+ * This interface was referenced by `SessiondWireTypes`'s JSON-Schema
  * via the `definition` "SendParams".
  */
 export interface SendParams {
@@ -489,6 +517,7 @@ export interface Status {
   pid: number;
   protocolVersion: number;
   providers: string[];
+  runtimes?: RuntimeInfo[];
   sessions: SessionCounts;
   socket: string;
   startedAt: string;
@@ -647,6 +676,7 @@ export interface EventDataMap {
   "lease.released": Record<string, unknown>;
   "message.completed": DeltaData;
   "message.delta": DeltaData;
+  "provider.detached": ProviderDetachedData;
   "provider.exited": ProviderExitedData;
   "provider.notice": NoticeData;
   "provider.started": Record<string, unknown>;
@@ -679,7 +709,7 @@ export interface Notifications {
 }
 
 /** Every capability the server can offer. */
-export const SERVER_CAPABILITIES = ["agent-session.approvals.v2","agent-session.attach.v1","agent-session.close.v1","agent-session.items.v1","agent-session.structured.hold.v1","agent-session.turns.v1","daemon.admin.v1","daemon.attention.v1","daemon.upgrade.v1"] as const;
+export const SERVER_CAPABILITIES = ["agent-session.approvals.v2","agent-session.attach.v1","agent-session.close.v1","agent-session.items.v1","agent-session.structured.hold.v1","agent-session.turns.v1","daemon.admin.v1","daemon.attention.v1","daemon.upgrade.v1","agent-session.runtimes.v1"] as const;
 
 /** Every error the server answers: data.reason -> code. */
 export const ERROR_CODES = {
@@ -705,6 +735,7 @@ export const ERROR_CODES = {
   session_owned: -32012,
   stale_fence: -32013,
   store_unavailable: -32027,
+  thread_busy: -32026,
   turn_running: -32017,
   unknown_provider: -32020,
   unsupported_protocol: -32003,
