@@ -43,8 +43,16 @@ func (e *RPCError) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// maxErrorMessageBytes bounds the agent's error message wherever it is
+// shown (a failed start or turn, the log): the agent chooses its length.
+const maxErrorMessageBytes = 1024
+
 func (e *RPCError) Error() string {
-	s := fmt.Sprintf("agent error %d: %s", e.Code, e.Message)
+	msg := capText(e.Message, maxErrorMessageBytes)
+	if len(msg) < len(e.Message) {
+		msg += fmt.Sprintf(" … (%d bytes)", len(e.Message))
+	}
+	s := fmt.Sprintf("agent error %d: %s", e.Code, msg)
 	if len(e.Data) > 0 && string(e.Data) != "null" {
 		s += " (" + capText(string(e.Data), 300) + ")"
 	}
