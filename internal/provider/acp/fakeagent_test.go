@@ -452,6 +452,11 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 		os.Exit(3)
 	case "stop":
 		stop = words[1]
+	case "lateperm": // the prompt answered, then a permission request (not awaited)
+		f.result(id, map[string]any{"stopReason": "end_turn"})
+		f.write(map[string]any{"id": "late-1", "method": "session/request_permission", "params": map[string]any{"sessionId": sid,
+			"toolCall": map[string]any{"toolCallId": "late-call", "title": "rm", "kind": "delete"}, "options": permissionOptions()}})
+		return
 	case "longstop": // a stopReason of n bytes
 		stop = strings.Repeat("s", atoi(words[1]))
 	case "longfail": // an error answer whose message is n bytes
