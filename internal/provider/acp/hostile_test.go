@@ -606,3 +606,33 @@ func TestAnomalyLogEvery(t *testing.T) {
 		t.Fatalf("log:\n%s", l)
 	}
 }
+
+// An agent that stops reading its stdin with fewer answers waiting than
+// fill the queue: the first answer not read within the request timeout
+// makes it hung (Stuck), and the rest are not written (each would hold
+// the stdin, and a session/cancel behind it, for the timeout).
+func TestAgentStopsReadingAnswers(t *testing.T) {
+	stuck := make(chan struct{})
+	var once sync.Once
+	g := startAgent(t, "", func(o *provider.Options, _ *Profile) {
+		o.RequestTimeout = 500 * time.Millisecond
+		o.Stuck = func() { once.Do(func() { close(stuck) }) }
+	})
+	g.start(t)
+	if err := g.a.StartTurn(t.Context(), "t_1", "noread 400 1000"); err != nil { // 400 KB: past the pipe, within the queue
+		t.Fatal(err)
+	}
+	g.until(t, event.MessageDelta)
+	select {
+	case <-stuck:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("answers not read (%d bytes queued) and the agent is not reported stuck\nlog:\n%.3000s", g.a.queuedBytes.Load(), g.log())
+	}
+	if l := g.log(); !strings.Contains(l, "cause=answer_not_read") {
+		t.Fatalf("log:\n%.2000s", l)
+	}
+	ok, err := g.a.Interrupt(t.Context())
+	if !ok || err == nil {
+		t.Fatalf("interrupt: %v %v", ok, err)
+	}
+}

@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -215,11 +216,19 @@ func (a *Adapter) answer(v any) {
 		}
 	}
 	a.queuedBytes.Add(-n)
+	a.setHung("queue_full")
+}
+
+// setHung marks the agent hung (it does not read its stdin) and tells the
+// host to stop it (Options.Stuck), once: the answers' queue is full, or
+// an answer could not be written within the request timeout (the agent
+// may then hold part of a line: nothing more can be written after it).
+func (a *Adapter) setHung(cause string) {
 	if a.hung.Swap(true) {
 		return
 	}
-	a.log.Warn("the agent does not read its stdin; stopping it", "queued_answers", len(a.answers), "queued_bytes", a.queuedBytes.Load(),
-		"max_answers", maxQueuedAnswers, "max_bytes", maxQueuedAnswerBytes)
+	a.log.Warn("the agent does not read its stdin; stopping it", "cause", cause, "queued_answers", len(a.answers),
+		"queued_bytes", a.queuedBytes.Load(), "max_answers", maxQueuedAnswers, "max_bytes", maxQueuedAnswerBytes)
 	if a.o.Stuck != nil {
 		a.o.Stuck()
 	}
@@ -233,6 +242,8 @@ type queued struct {
 }
 
 // writeLoop writes the queued answers in order until the reader ended.
+// Once the agent is hung the rest are dropped: each would hold the stdin
+// for the request timeout, and session/cancel behind it.
 func (a *Adapter) writeLoop() {
 	for {
 		select {
@@ -241,8 +252,13 @@ func (a *Adapter) writeLoop() {
 				close(q.flushed)
 				continue
 			}
-			if err := a.stdin.WriteLine(q.line); err != nil {
-				a.log.Debug("answer agent request", "err", err)
+			if !a.hung.Load() {
+				if err := a.stdin.WriteLine(q.line); err != nil {
+					a.log.Debug("answer agent request", "err", err)
+					if errors.Is(err, provider.ErrTimeout) {
+						a.setHung("answer_not_read")
+					}
+				}
 			}
 			a.queuedBytes.Add(-int64(len(q.line)))
 		case <-a.done:
