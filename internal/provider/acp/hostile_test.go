@@ -636,3 +636,53 @@ func TestAgentStopsReadingAnswers(t *testing.T) {
 		t.Fatalf("interrupt: %v %v", ok, err)
 	}
 }
+
+// A cancel while an answer the agent does not read holds its stdin (the
+// request timeout far off): Interrupt does not wait for the stdin; it
+// returns within InterruptTimeout naming why, and the stuck-turn timer
+// ends the turn interrupted.
+func TestCancelBehindUnreadAnswer(t *testing.T) {
+	g := startAgent(t, "", func(o *provider.Options, _ *Profile) {
+		o.RequestTimeout = time.Hour
+		o.InterruptTimeout = 50 * time.Millisecond
+	})
+	g.start(t)
+	// Two requests whose 500 KB ids are refused: the agent reads the first
+	// answer (its last line read); the second, echoing its id, is far more
+	// than the pipe holds.
+	if err := g.a.StartTurn(t.Context(), "t_1", "noread 2 500000"); err != nil {
+		t.Fatal(err)
+	}
+	g.until(t, event.MessageDelta)
+	for writing := false; !writing; { // recorded as its write starts, which cannot end
+		for _, m := range g.sentLines() {
+			if id, _ := m["id"].(string); strings.HasPrefix(id, "r-1-") {
+				writing = true
+			}
+		}
+		if !writing {
+			select {
+			case <-g.wrote:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the answer is not being written")
+			}
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := g.a.Interrupt(t.Context())
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "does not read its stdin") {
+			t.Fatalf("interrupt: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Interrupt waits for the stdin an unread answer holds")
+	}
+	evs := g.until(t, event.TurnCompleted)
+	if tc := data[event.TurnCompletedData](t, evs[len(evs)-1]); tc.Status != event.StatusInterrupted || tc.Reason != event.ReasonUserCancel {
+		t.Fatalf("turn.completed = %+v", tc)
+	}
+}

@@ -67,7 +67,7 @@ func (a *Adapter) Interrupt(_ context.Context) (bool, error) {
 	if a.hung.Load() {
 		err = fmt.Errorf("provider: session/cancel: the agent does not read its stdin: %w", provider.ErrTimeout)
 	} else {
-		err = a.notify("session/cancel", map[string]any{"sessionId": sid})
+		err = a.notifyWithin(a.o.InterruptTimeout, "session/cancel", map[string]any{"sessionId": sid})
 	}
 	a.cancelApprovals(t.ours, "turn_cancelled")
 	// Armed even when session/cancel could not be written: the agent

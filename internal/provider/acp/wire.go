@@ -193,6 +193,23 @@ func (a *Adapter) notify(method string, params any) error {
 	return nil
 }
 
+// notifyWithin is notify waiting at most d: a write to the agent's stdin
+// in progress (an answer it does not read) holds the stdin for up to the
+// request timeout, and a cancel must not wait that long. The write goes on
+// in the background, bounded by that timeout (or BeginStop).
+func (a *Adapter) notifyWithin(d time.Duration, method string, params any) error {
+	done := make(chan error, 1)
+	go func() { done <- a.notify(method, params) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return fmt.Errorf("provider: %s: not written within %s (the agent does not read its stdin): %w", method, d, provider.ErrTimeout)
+	}
+}
+
 // answer queues a reply to a request of the agent for writeLoop, never
 // waiting on the agent's stdin (the reader calls it). A full queue (by
 // count or bytes) means the agent has stopped reading: it is hung, and
