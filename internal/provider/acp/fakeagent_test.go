@@ -457,6 +457,14 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 		f.write(map[string]any{"id": "late-1", "method": "session/request_permission", "params": map[string]any{"sessionId": sid,
 			"toolCall": map[string]any{"toolCallId": "late-call", "title": "rm", "kind": "delete"}, "options": permissionOptions()}})
 		return
+	case "badutf8": // a tool call and a permission request with invalid UTF-8 in their JSON strings
+		bad := strings.NewReplacer("<ff>", "\xff", "<fe>", "\xfe", "<c3>", "\xc3")
+		f.line(bad.Replace(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"` + sid + `","update":{"sessionUpdate":"tool_call",` +
+			`"toolCallId":"u1","title":"t<ff>","kind":"other","status":"in_progress","rawInput":{"k<ff>":"v<fe>"}}}}`))
+		f.line(bad.Replace(`{"jsonrpc":"2.0","id":"bad-utf8","method":"session/request_permission","params":{"sessionId":"` + sid + `",` +
+			`"toolCall":{"toolCallId":"u1","rawInput":{"x":"<c3>"}},"options":[{"optionId":"a<ff>","name":"A","kind":"allow_once"}]}}`))
+		<-f.cancel
+		stop = "cancelled"
 	case "longstop": // a stopReason of n bytes
 		stop = strings.Repeat("s", atoi(words[1]))
 	case "longfail": // an error answer whose message is n bytes

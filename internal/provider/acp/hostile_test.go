@@ -2,11 +2,13 @@ package acp
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/provider"
@@ -685,4 +687,30 @@ func TestCancelBehindUnreadAnswer(t *testing.T) {
 	if tc := data[event.TurnCompletedData](t, evs[len(evs)-1]); tc.Status != event.StatusInterrupted || tc.Reason != event.ReasonUserCancel {
 		t.Fatalf("turn.completed = %+v", tc)
 	}
+}
+
+// Invalid UTF-8 in the agent's JSON strings: what the adapter keeps of it
+// as raw JSON (an item's raw and input, an approval's detail) is valid
+// UTF-8 (U+FFFD for each bad run) and valid JSON, so every client can
+// decode the events.
+func TestInvalidUTF8(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.lax = true // the agent's lines are not UTF-8
+	g.start(t)
+	if err := g.a.StartTurn(t.Context(), "t_1", "badutf8"); err != nil {
+		t.Fatal(err)
+	}
+	evs := g.until(t, event.ApprovalRequested)
+	for _, d := range evs {
+		if !utf8.Valid(d.Data) || !json.Valid(d.Data) {
+			t.Fatalf("%s is not valid UTF-8 JSON: %q", d.Type, d.Data)
+		}
+	}
+	if len(of(evs, event.ItemStarted)) != 1 {
+		t.Fatalf("events %s", types(evs))
+	}
+	if _, err := g.a.Interrupt(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	g.until(t, event.TurnCompleted)
 }

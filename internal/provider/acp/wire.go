@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sessiond/sessiond/internal/provider"
 )
@@ -352,7 +354,19 @@ func rawOf(b []byte) json.RawMessage {
 	if len(b) == 0 || len(b) > 64<<10 || !json.Valid(b) {
 		return nil
 	}
-	return json.RawMessage(append([]byte(nil), b...))
+	return json.RawMessage(validUTF8(append([]byte(nil), b...)))
+}
+
+// validUTF8 is b (valid JSON) with each run of invalid UTF-8 replaced by
+// U+FFFD. The agent's JSON is kept as raw text (an item's raw and input,
+// an approval's detail), which encoding/json passes on byte for byte;
+// invalid UTF-8 can only be inside its strings, so b stays valid JSON, and
+// a client that decodes UTF-8 strictly can read the event.
+func validUTF8(b []byte) []byte {
+	if utf8.Valid(b) {
+		return b
+	}
+	return bytes.ToValidUTF8(b, []byte("\uFFFD"))
 }
 
 // decodeLenient is provider.Decode: a field of the wrong type is left
