@@ -96,6 +96,16 @@ func (f *fakeAgent) handle(m map[string]any) {
 		case "badversion":
 			f.result(id, map[string]any{"protocolVersion": 2, "agentCapabilities": map[string]any{}, "authMethods": []any{}})
 			return
+		case "manyauth": // 2000 authMethods with 1000-byte ids
+			ams := make([]any, 2000)
+			for i := range ams {
+				ams[i] = map[string]any{"id": fmt.Sprintf("%04d", i) + strings.Repeat("m", 996), "name": "M"}
+			}
+			f.result(id, map[string]any{"protocolVersion": 1, "agentCapabilities": map[string]any{}, "authMethods": ams})
+			return
+		case "initerr": // initialize answered with a 1 MiB error message
+			f.write(map[string]any{"id": id, "error": map[string]any{"code": -32000, "message": strings.Repeat("E", 1<<20)}})
+			return
 		}
 		f.result(id, map[string]any{"protocolVersion": 1, "agentCapabilities": map[string]any{"loadSession": f.mode != "noload"},
 			"authMethods": []any{map[string]any{"id": "key", "name": "Key"}}})
@@ -442,6 +452,24 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 		os.Exit(3)
 	case "stop":
 		stop = words[1]
+	case "lateperm": // the prompt answered, then a permission request (not awaited)
+		f.result(id, map[string]any{"stopReason": "end_turn"})
+		f.write(map[string]any{"id": "late-1", "method": "session/request_permission", "params": map[string]any{"sessionId": sid,
+			"toolCall": map[string]any{"toolCallId": "late-call", "title": "rm", "kind": "delete"}, "options": permissionOptions()}})
+		return
+	case "badutf8": // a tool call and a permission request with invalid UTF-8 in their JSON strings
+		bad := strings.NewReplacer("<ff>", "\xff", "<fe>", "\xfe", "<c3>", "\xc3")
+		f.line(bad.Replace(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"` + sid + `","update":{"sessionUpdate":"tool_call",` +
+			`"toolCallId":"u1","title":"t<ff>","kind":"other","status":"in_progress","rawInput":{"k<ff>":"v<fe>"}}}}`))
+		f.line(bad.Replace(`{"jsonrpc":"2.0","id":"bad-utf8","method":"session/request_permission","params":{"sessionId":"` + sid + `",` +
+			`"toolCall":{"toolCallId":"u1","rawInput":{"x":"<c3>"}},"options":[{"optionId":"a<ff>","name":"A","kind":"allow_once"}]}}`))
+		<-f.cancel
+		stop = "cancelled"
+	case "longstop": // a stopReason of n bytes
+		stop = strings.Repeat("s", atoi(words[1]))
+	case "longfail": // an error answer whose message is n bytes
+		f.write(map[string]any{"id": id, "error": map[string]any{"code": -32603, "message": strings.Repeat("e", atoi(words[1]))}})
+		return
 	case "fail":
 		f.update(sid, chunk("agent_message_chunk", "partial"))
 		f.write(map[string]any{"id": id, "error": map[string]any{"code": -32603, "message": "model exploded"}})
@@ -478,4 +506,9 @@ func answerText(r map[string]any) string {
 		return fmt.Sprintf("%v", e["code"])
 	}
 	return "ok"
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -63,7 +62,7 @@ func (g *agent) log() string {
 // tapIn records the adapter's lines to the agent.
 type tapIn struct {
 	g *agent
-	w io.WriteCloser
+	w *os.File
 }
 
 func (t tapIn) Write(p []byte) (int, error) {
@@ -76,6 +75,8 @@ func (t tapIn) Write(p []byte) (int, error) {
 }
 
 func (t tapIn) Close() error { return t.w.Close() }
+
+func (t tapIn) SetWriteDeadline(d time.Time) error { return t.w.SetWriteDeadline(d) }
 
 func (g *agent) record(dst *[][]byte, dir string, p []byte) {
 	for _, l := range bytes.Split(bytes.TrimRight(p, "\n"), []byte("\n")) {
@@ -111,10 +112,11 @@ func startCmd(t *testing.T, cmd *exec.Cmd, mod func(*provider.Options, *Profile)
 	t.Helper()
 	g := &agent{evs: make(chan event.Draft, 1<<16), check: conformance(t), cmd: cmd, wrote: make(chan struct{}, 1)}
 	g.cmd.Stderr = os.Stderr
-	in, err := g.cmd.StdinPipe()
+	inR, in, err := os.Pipe() // a real pipe, as a child's stdin is: its writes can time out
 	if err != nil {
 		t.Fatal(err)
 	}
+	g.cmd.Stdin = inR
 	outR, outW, err := os.Pipe() // a real pipe, as a child's stdout is: its reads can be paused
 	if err != nil {
 		t.Fatal(err)
@@ -126,6 +128,7 @@ func startCmd(t *testing.T, cmd *exec.Cmd, mod func(*provider.Options, *Profile)
 	if err := g.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	inR.Close()
 	copied := make(chan struct{})
 	go func() { // the agent's stdout, recorded line by line on its way to the adapter
 		defer close(copied)

@@ -2,11 +2,13 @@ package acp
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/provider"
@@ -605,4 +607,110 @@ func TestAnomalyLogEvery(t *testing.T) {
 	if strings.Count(l, "kind=unknown_notification") != 4 || !strings.Contains(l, "count=7 suppressed=2") {
 		t.Fatalf("log:\n%s", l)
 	}
+}
+
+// An agent that stops reading its stdin with fewer answers waiting than
+// fill the queue: the first answer not read within the request timeout
+// makes it hung (Stuck), and the rest are not written (each would hold
+// the stdin, and a session/cancel behind it, for the timeout).
+func TestAgentStopsReadingAnswers(t *testing.T) {
+	stuck := make(chan struct{})
+	var once sync.Once
+	g := startAgent(t, "", func(o *provider.Options, _ *Profile) {
+		o.RequestTimeout = 500 * time.Millisecond
+		o.Stuck = func() { once.Do(func() { close(stuck) }) }
+	})
+	g.start(t)
+	if err := g.a.StartTurn(t.Context(), "t_1", "noread 400 1000"); err != nil { // 400 KB: past the pipe, within the queue
+		t.Fatal(err)
+	}
+	g.until(t, event.MessageDelta)
+	select {
+	case <-stuck:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("answers not read (%d bytes queued) and the agent is not reported stuck\nlog:\n%.3000s", g.a.queuedBytes.Load(), g.log())
+	}
+	if l := g.log(); !strings.Contains(l, "cause=answer_not_read") {
+		t.Fatalf("log:\n%.2000s", l)
+	}
+	ok, err := g.a.Interrupt(t.Context())
+	if !ok || err == nil {
+		t.Fatalf("interrupt: %v %v", ok, err)
+	}
+}
+
+// A cancel while an answer the agent does not read holds its stdin (the
+// request timeout far off): Interrupt does not wait for the stdin; it
+// returns within InterruptTimeout naming why, and the stuck-turn timer
+// ends the turn interrupted.
+func TestCancelBehindUnreadAnswer(t *testing.T) {
+	g := startAgent(t, "", func(o *provider.Options, _ *Profile) {
+		o.RequestTimeout = time.Hour
+		o.InterruptTimeout = 50 * time.Millisecond
+	})
+	g.start(t)
+	// Two requests whose 500 KB ids are refused: the agent reads the first
+	// answer (its last line read); the second, echoing its id, is far more
+	// than the pipe holds.
+	if err := g.a.StartTurn(t.Context(), "t_1", "noread 2 500000"); err != nil {
+		t.Fatal(err)
+	}
+	g.until(t, event.MessageDelta)
+	for writing := false; !writing; { // recorded as its write starts, which cannot end
+		for _, m := range g.sentLines() {
+			if id, _ := m["id"].(string); strings.HasPrefix(id, "r-1-") {
+				writing = true
+			}
+		}
+		if !writing {
+			select {
+			case <-g.wrote:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the answer is not being written")
+			}
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := g.a.Interrupt(t.Context())
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "does not read its stdin") {
+			t.Fatalf("interrupt: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Interrupt waits for the stdin an unread answer holds")
+	}
+	evs := g.until(t, event.TurnCompleted)
+	if tc := data[event.TurnCompletedData](t, evs[len(evs)-1]); tc.Status != event.StatusInterrupted || tc.Reason != event.ReasonUserCancel {
+		t.Fatalf("turn.completed = %+v", tc)
+	}
+}
+
+// Invalid UTF-8 in the agent's JSON strings: what the adapter keeps of it
+// as raw JSON (an item's raw and input, an approval's detail) is valid
+// UTF-8 (U+FFFD for each bad run) and valid JSON, so every client can
+// decode the events.
+func TestInvalidUTF8(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.lax = true // the agent's lines are not UTF-8
+	g.start(t)
+	if err := g.a.StartTurn(t.Context(), "t_1", "badutf8"); err != nil {
+		t.Fatal(err)
+	}
+	evs := g.until(t, event.ApprovalRequested)
+	for _, d := range evs {
+		if !utf8.Valid(d.Data) || !json.Valid(d.Data) {
+			t.Fatalf("%s is not valid UTF-8 JSON: %q", d.Type, d.Data)
+		}
+	}
+	if len(of(evs, event.ItemStarted)) != 1 {
+		t.Fatalf("events %s", types(evs))
+	}
+	if _, err := g.a.Interrupt(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	g.until(t, event.TurnCompleted)
 }

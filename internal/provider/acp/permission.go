@@ -101,6 +101,9 @@ func (a *Adapter) onPermission(m *message) {
 		sid = a.loading // the session a session/load replays is the agent's session already
 	}
 	_, dup := a.approvals[key]
+	// No turn to ask for: not during a load's replay (the agent's pending
+	// request of its session), nor after our cancel (answered cancelled).
+	noTurn := t == nil && a.loading == "" && !a.afterCancel
 	full := len(a.approvals) >= maxOpenApprovals
 	heavy := a.approvalBytes+ap.size()+len(key) > maxApprovalBytes
 	held := a.approvalBytes
@@ -114,6 +117,10 @@ func (a *Adapter) onPermission(m *message) {
 	switch {
 	case dup:
 		refuse, why = "a permission request with this id is already open", "duplicate_id"
+	case noTurn:
+		// Relayed, it would stay open with no turn to end it (and keep
+		// the session busy, its idle eviction deferred, for ever).
+		refuse, why = "request_permission outside a turn: no session/prompt of this session is running", "outside_turn"
 	case full:
 		refuse, why = fmt.Sprintf("request_permission: %d permission requests are open already", maxOpenApprovals), "too_many_open"
 	case heavy:

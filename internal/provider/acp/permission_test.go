@@ -363,3 +363,39 @@ func TestReusedIDs(t *testing.T) {
 		t.Fatalf("log:\n%s", l)
 	}
 }
+
+// A permission request when no turn runs (the prompt answered, no load,
+// no cancel) is refused -32602 naming why, journaled resolved deny by the
+// daemon, never relayed: open, it would keep the session busy for ever.
+func TestPermissionOutsideTurn(t *testing.T) {
+	g := startAgent(t, "", nil)
+	g.start(t)
+	g.turn(t, "t_1", "lateperm")
+	evs := g.until(t, event.ApprovalResolved)
+	if r := of(evs, event.ApprovalRequested); len(r) != 0 {
+		t.Fatalf("relayed outside a turn: %s", r[0].Data)
+	}
+	res := data[event.ApprovalResolvedData](t, evs[len(evs)-1])
+	if res.By != "daemon" || res.Decision != provider.DecisionDeny || !strings.Contains(res.Reason, "outside a turn") {
+		t.Fatalf("resolved %+v", res)
+	}
+	timeout := time.After(20 * time.Second)
+	for {
+		for _, m := range g.sentLines() {
+			if m["id"] == "late-1" {
+				if answerText(m) != "-32602" {
+					t.Fatalf("answered %v", m)
+				}
+				if g.a.Busy() {
+					t.Fatal("busy with no turn and the request refused")
+				}
+				return
+			}
+		}
+		select {
+		case <-g.wrote:
+		case <-timeout:
+			t.Fatalf("the request was not answered\nlog:\n%s", g.log())
+		}
+	}
+}

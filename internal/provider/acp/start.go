@@ -20,9 +20,29 @@ type initializeResult struct {
 	AgentCapabilities struct {
 		LoadSession bool `json:"loadSession"`
 	} `json:"agentCapabilities"`
-	AuthMethods []struct {
-		ID string `json:"id"`
-	} `json:"authMethods"`
+	AuthMethods []authMethod `json:"authMethods"`
+}
+
+type authMethod struct {
+	ID string `json:"id"`
+}
+
+// maxAuthMethodsShown bounds the authMethods an error names (the agent
+// chooses how many, and how long each id is).
+const maxAuthMethodsShown = 16
+
+// authMethodList is the agent's authMethods as an error names them: the
+// first maxAuthMethodsShown ids as names (agentName), then how many more.
+func authMethodList(ams []authMethod) string {
+	ids := make([]string, 0, min(len(ams), maxAuthMethodsShown))
+	for _, am := range ams[:min(len(ams), maxAuthMethodsShown)] {
+		ids = append(ids, agentName(am.ID))
+	}
+	s := fmt.Sprintf("%v", ids)
+	if n := len(ams) - len(ids); n > 0 {
+		s += fmt.Sprintf(" and %d more", n)
+	}
+	return s
 }
 
 // Start initializes the agent (protocol version 1, no fs or terminal
@@ -56,12 +76,8 @@ func (a *Adapter) Start(ctx context.Context) (provider.StartResult, error) {
 		return res, fmt.Errorf("acp initialize: the agent speaks protocolVersion %s; sessiond speaks %d", got, ProtocolVersion)
 	}
 	if m := a.p.AuthMethod; m != "" {
-		ids := make([]string, 0, len(ir.AuthMethods))
-		for _, am := range ir.AuthMethods {
-			ids = append(ids, am.ID)
-		}
-		if !slices.Contains(ids, m) {
-			return res, fmt.Errorf("acp authenticate: auth_method %q is not among the agent's authMethods %v", m, ids)
+		if !slices.ContainsFunc(ir.AuthMethods, func(am authMethod) bool { return am.ID == m }) {
+			return res, fmt.Errorf("acp authenticate: auth_method %q is not among the agent's authMethods %s", m, authMethodList(ir.AuthMethods))
 		}
 		if _, err := a.request(ctx, "authenticate", map[string]any{"methodId": m}, nil); err != nil {
 			return res, fmt.Errorf("acp authenticate %s: %w", m, err)

@@ -205,7 +205,7 @@ func (tl *tool) merge(up *toolUpdate) {
 		}
 	}
 	if len(up.RawInput) > 0 && len(up.RawInput) <= event.MaxRawBytes {
-		tl.rawInput = append(json.RawMessage(nil), up.RawInput...)
+		tl.rawInput = validUTF8(append(json.RawMessage(nil), up.RawInput...))
 	}
 	if len(up.RawOutput) > 0 && string(up.RawOutput) != "null" {
 		// Read as it comes (it may be far larger than a raw is kept):

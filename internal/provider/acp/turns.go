@@ -67,7 +67,7 @@ func (a *Adapter) Interrupt(_ context.Context) (bool, error) {
 	if a.hung.Load() {
 		err = fmt.Errorf("provider: session/cancel: the agent does not read its stdin: %w", provider.ErrTimeout)
 	} else {
-		err = a.notify("session/cancel", map[string]any{"sessionId": sid})
+		err = a.notifyWithin(a.o.InterruptTimeout, "session/cancel", map[string]any{"sessionId": sid})
 	}
 	a.cancelApprovals(t.ours, "turn_cancelled")
 	// Armed even when session/cancel could not be written: the agent
@@ -162,7 +162,9 @@ func (a *Adapter) endTurn(t *openTurn, raw json.RawMessage, rerr *RPCError) {
 
 // completion is turn.completed's data for the prompt's answer.
 func (a *Adapter) completion(t *openTurn, stop string, rerr *RPCError) event.TurnCompletedData {
-	d := event.TurnCompletedData{Status: event.StatusCompleted, StopReason: stop}
+	// The stopReason is the agent's to choose: journaled as a name
+	// (agentName: cut, control characters escaped).
+	d := event.TurnCompletedData{Status: event.StatusCompleted, StopReason: agentName(stop)}
 	switch {
 	case rerr != nil && t.interrupted:
 		// Some agents answer a cancelled prompt with an error.
@@ -181,7 +183,7 @@ func (a *Adapter) completion(t *openTurn, stop string, rerr *RPCError) event.Tur
 				d.Reason = event.ReasonApprovalDenied
 			}
 		default:
-			a.anomaly("unknown_stop_reason", "stopReason", capText(stop, 60))
+			a.anomaly("unknown_stop_reason", "stopReason", capText(stop, 60), "bytes", len(stop))
 			d.Status, d.Reason = event.StatusFailed, event.ReasonProviderError
 			d.Error = "the agent ended the turn with unknown stopReason " + capText(fmt.Sprintf("%q", stop), 80)
 		}

@@ -1,12 +1,15 @@
 package acp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sessiond/sessiond/internal/provider"
 )
@@ -43,8 +46,16 @@ func (e *RPCError) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// maxErrorMessageBytes bounds the agent's error message wherever it is
+// shown (a failed start or turn, the log): the agent chooses its length.
+const maxErrorMessageBytes = 1024
+
 func (e *RPCError) Error() string {
-	s := fmt.Sprintf("agent error %d: %s", e.Code, e.Message)
+	msg := capText(e.Message, maxErrorMessageBytes)
+	if len(msg) < len(e.Message) {
+		msg += fmt.Sprintf(" … (%d bytes)", len(e.Message))
+	}
+	s := fmt.Sprintf("agent error %d: %s", e.Code, msg)
 	if len(e.Data) > 0 && string(e.Data) != "null" {
 		s += " (" + capText(string(e.Data), 300) + ")"
 	}
@@ -184,6 +195,23 @@ func (a *Adapter) notify(method string, params any) error {
 	return nil
 }
 
+// notifyWithin is notify waiting at most d: a write to the agent's stdin
+// in progress (an answer it does not read) holds the stdin for up to the
+// request timeout, and a cancel must not wait that long. The write goes on
+// in the background, bounded by that timeout (or BeginStop).
+func (a *Adapter) notifyWithin(d time.Duration, method string, params any) error {
+	done := make(chan error, 1)
+	go func() { done <- a.notify(method, params) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return fmt.Errorf("provider: %s: not written within %s (the agent does not read its stdin): %w", method, d, provider.ErrTimeout)
+	}
+}
+
 // answer queues a reply to a request of the agent for writeLoop, never
 // waiting on the agent's stdin (the reader calls it). A full queue (by
 // count or bytes) means the agent has stopped reading: it is hung, and
@@ -207,11 +235,19 @@ func (a *Adapter) answer(v any) {
 		}
 	}
 	a.queuedBytes.Add(-n)
+	a.setHung("queue_full")
+}
+
+// setHung marks the agent hung (it does not read its stdin) and tells the
+// host to stop it (Options.Stuck), once: the answers' queue is full, or
+// an answer could not be written within the request timeout (the agent
+// may then hold part of a line: nothing more can be written after it).
+func (a *Adapter) setHung(cause string) {
 	if a.hung.Swap(true) {
 		return
 	}
-	a.log.Warn("the agent does not read its stdin; stopping it", "queued_answers", len(a.answers), "queued_bytes", a.queuedBytes.Load(),
-		"max_answers", maxQueuedAnswers, "max_bytes", maxQueuedAnswerBytes)
+	a.log.Warn("the agent does not read its stdin; stopping it", "cause", cause, "queued_answers", len(a.answers),
+		"queued_bytes", a.queuedBytes.Load(), "max_answers", maxQueuedAnswers, "max_bytes", maxQueuedAnswerBytes)
 	if a.o.Stuck != nil {
 		a.o.Stuck()
 	}
@@ -225,6 +261,8 @@ type queued struct {
 }
 
 // writeLoop writes the queued answers in order until the reader ended.
+// Once the agent is hung the rest are dropped: each would hold the stdin
+// for the request timeout, and session/cancel behind it.
 func (a *Adapter) writeLoop() {
 	for {
 		select {
@@ -233,8 +271,13 @@ func (a *Adapter) writeLoop() {
 				close(q.flushed)
 				continue
 			}
-			if err := a.stdin.WriteLine(q.line); err != nil {
-				a.log.Debug("answer agent request", "err", err)
+			if !a.hung.Load() {
+				if err := a.stdin.WriteLine(q.line); err != nil {
+					a.log.Debug("answer agent request", "err", err)
+					if errors.Is(err, provider.ErrTimeout) {
+						a.setHung("answer_not_read")
+					}
+				}
 			}
 			a.queuedBytes.Add(-int64(len(q.line)))
 		case <-a.done:
@@ -311,7 +354,19 @@ func rawOf(b []byte) json.RawMessage {
 	if len(b) == 0 || len(b) > 64<<10 || !json.Valid(b) {
 		return nil
 	}
-	return json.RawMessage(append([]byte(nil), b...))
+	return json.RawMessage(validUTF8(append([]byte(nil), b...)))
+}
+
+// validUTF8 is b (valid JSON) with each run of invalid UTF-8 replaced by
+// U+FFFD. The agent's JSON is kept as raw text (an item's raw and input,
+// an approval's detail), which encoding/json passes on byte for byte;
+// invalid UTF-8 can only be inside its strings, so b stays valid JSON, and
+// a client that decodes UTF-8 strictly can read the event.
+func validUTF8(b []byte) []byte {
+	if utf8.Valid(b) {
+		return b
+	}
+	return bytes.ToValidUTF8(b, []byte("\uFFFD"))
 }
 
 // decodeLenient is provider.Decode: a field of the wrong type is left
