@@ -178,6 +178,16 @@ func (r *Runtime) bind(threadID string, a *Adapter) error {
 	return nil
 }
 
+// unbindThread forgets threadID's route to a (a resume that failed):
+// unlike unbind, its later lines are anomalies again.
+func (r *Runtime) unbindThread(threadID string, a *Adapter) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.threads[threadID] == a {
+		delete(r.threads, threadID)
+	}
+}
+
 // unbind stops routing a's thread to it; later lines of the thread are
 // dropped without an anomaly.
 func (r *Runtime) unbind(a *Adapter) {

@@ -297,3 +297,48 @@ func TestRuntimeOnEcho(t *testing.T) {
 		t.Errorf("thread 0 got deltas %q", got)
 	}
 }
+
+// TestRuntimeResumeBindsFirst: codex announces a resumed thread
+// (thread/status/changed) before it answers thread/resume: the line
+// reaches the resuming thread, not the unknown-thread anomaly; a second
+// session resuming a thread another session of the runtime is on is
+// refused (ErrThreadTaken) without asking the provider, and the thread's
+// lines stay with the first.
+func TestRuntimeResumeBindsFirst(t *testing.T) {
+	fr := newFakeRuntime(t)
+	f := fr.f
+	go func() { _ = fr.rt.Handshake(testCtx(t)) }()
+	f.reply(t, f.expect(t, "initialize"), map[string]any{})
+	f.expect(t, "initialized")
+	resume := func(rec *recorder) (*Adapter, chan error) {
+		a := fr.rt.Thread(provider.Options{Cwd: "/w", ThreadID: "thr_R", Emit: rec.emit,
+			Logger: slog.New(slog.NewTextHandler(fr.logs, nil))}).(*Adapter)
+		errc := make(chan error, 1)
+		go func() { _, err := a.Start(testCtx(t)); errc <- err }()
+		return a, errc
+	}
+	recA := newRecorder()
+	a, errA := resume(recA)
+	m := f.expect(t, "thread/resume")
+	f.send(t, map[string]any{"method": "thread/status/changed", "params": map[string]any{"threadId": "thr_R", "status": map[string]any{"type": "idle"}}})
+	f.reply(t, m, map[string]any{"thread": map[string]any{"id": "thr_R"}})
+	if err := <-errA; err != nil {
+		t.Fatal(err)
+	}
+	if n := fr.rt.Anomalies("unknown_thread"); n != 0 {
+		t.Fatalf("the resumed thread's own announcement counted as unknown (%d):\n%s", n, fr.logs.String())
+	}
+	recB := newRecorder()
+	_, errB := resume(recB)
+	if err := <-errB; !errors.Is(err, ErrThreadTaken) {
+		t.Fatalf("second resume of thr_R: %v, want ErrThreadTaken", err)
+	}
+	fr.thread(t, "thr_next") // the provider's next request is this thread/start, not a resume
+	fr.turn(t, a, "t_a", "pa")
+	f.send(t, map[string]any{"method": "item/agentMessage/delta",
+		"params": map[string]any{"threadId": "thr_R", "turnId": "pa", "itemId": "i", "delta": "mine"}})
+	recA.waitFor(t, event.MessageDelta, "t_a")
+	if got := deltas(recB.all()); got != "" {
+		t.Fatalf("the refused session got %q", got)
+	}
+}

@@ -34,7 +34,18 @@ func (a *Adapter) Start(ctx context.Context) (StartResult, error) {
 		}
 	}
 	if old := a.o.ThreadID; old != "" {
+		if a.rt != nil {
+			// codex announces a resumed thread (thread/status/changed)
+			// before it answers: route it here from the start, and refuse
+			// a thread another session of the runtime is on before asking.
+			if err := a.rt.bind(old, a); err != nil {
+				return res, fmt.Errorf("resume thread %s: %w", old, err)
+			}
+		}
 		id, err := a.thread(ctx, "thread/resume", map[string]any{"threadId": old})
+		if err != nil && a.rt != nil {
+			a.rt.unbindThread(old, a)
+		}
 		switch {
 		case err == nil:
 			res.ThreadID, res.Resumed = id, true
