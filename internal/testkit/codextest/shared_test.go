@@ -2,6 +2,7 @@ package codextest_test
 
 import (
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"syscall"
@@ -53,6 +54,10 @@ func sharedModel(t *testing.T, gate func(kind string) chan struct{}) *codextest.
 			return codextest.Text("ran-", tag), true
 		case kind == "run":
 			return codextest.Exec("call_"+tag, "echo hi-"+tag), true
+		case kind == "spawn" && afterCall:
+			return codextest.Text("spawned-", tag), true
+		case kind == "spawn": // a command leaving a process codex does not stop
+			return codextest.Exec("call_"+tag, "setsid -f sleep "+leftover(tag)+" >/dev/null 2>&1 </dev/null; echo started"), true
 		}
 		rep := codextest.Text(kind+"-", "reply-", tag)
 		if gate != nil {
@@ -61,6 +66,21 @@ func sharedModel(t *testing.T, gate func(kind string) chan struct{}) *codextest.
 		return rep, true
 	})
 	return m
+}
+
+// leftover is the sleep duration naming tag's leftover command
+// ("60000" + the tag's number).
+func leftover(tag string) string { return "60000" + strings.TrimPrefix(tag, "tag-") }
+
+// leftoverPID finds the running "sleep <leftover(tag)>" among the
+// daemon's tagged processes (0: none).
+func leftoverPID(d *daemontest.Daemon, tag string) int {
+	for _, p := range daemontest.TaggedProcesses(d.StateID) {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p)); err == nil && string(b) == "sleep\x00"+leftover(tag)+"\x00" && providertest.Alive(p) {
+			return p
+		}
+	}
+	return 0
 }
 
 // send starts a turn "PROMPT kind tag-i" on s.
@@ -394,4 +414,46 @@ func TestCodexSharedRestart(t *testing.T) {
 		t.Fatalf("%d requests after the restart, want %d", seen, n)
 	}
 	providertest.NoAnomalies(t, d2, "codex")
+}
+
+// Closing a session of a shared codex runtime kills what is left of its
+// own commands (codex marks each with CODEX_THREAD_ID): each of two
+// sessions leaves a detached process behind an approved command; closing
+// the first stops its process only: the second's and the runtime run on.
+func TestCodexSharedCloseKillsLeftovers(t *testing.T) {
+	m := sharedModel(t, nil)
+	d := providertest.Daemon(t, "", providerConfig(t, "codex", codextest.Home(t, m.URL, "")))
+	ss := []*providertest.Session{
+		providertest.NewSession(t, d, client, "codex", t.TempDir()),
+		providertest.NewSession(t, d, client, "codex", t.TempDir()),
+	}
+	_, pid := oneRuntime(t, ss)
+	left := make([]int, len(ss))
+	for i, s := range ss {
+		turn := send(t, s, "spawn", i)
+		req := providertest.Decode[event.ApprovalRequestedData](t, s.Next(t, event.ApprovalRequested))
+		s.Respond(t, req.RequestID, "approve")
+		if tc := turnDone(t, s, turn); tc.Status != event.StatusCompleted {
+			t.Fatalf("session %d: %+v", i, tc)
+		}
+		if left[i] = leftoverPID(d, fmt.Sprintf("tag-%d", i)); left[i] == 0 {
+			t.Fatalf("session %d's command left no process: nothing to test", i)
+		}
+	}
+	ss[0].Close(t)
+	ss[0].Next(t, event.LeaseReleased)
+	if providertest.Alive(left[0]) {
+		t.Fatalf("the closed session's leftover command %d still runs", left[0])
+	}
+	if !providertest.Alive(left[1]) || !providertest.Alive(pid) {
+		t.Fatalf("closing session 0 stopped session 1's command (%d alive %v) or the runtime (%d alive %v)",
+			left[1], providertest.Alive(left[1]), pid, providertest.Alive(pid))
+	}
+	if !strings.Contains(d.Log.String(), "leftover commands of a detaching session stopped") {
+		t.Errorf("no log line for the stopped leftovers")
+	}
+	tn := send(t, ss[1], "again", 1)
+	if tc := turnDone(t, ss[1], tn); tc.Status != event.StatusCompleted {
+		t.Fatalf("session 1 after session 0 closed: %+v", tc)
+	}
 }
