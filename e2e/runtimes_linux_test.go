@@ -111,6 +111,9 @@ func TestE2ESharedRuntime(t *testing.T) {
 		st.Runtimes[0].Sessions != n || st.Runtimes[0].RSSBytes <= 0 || st.Runtimes[0].Provider != "echo" {
 		t.Fatalf("daemon.status.runtimes %+v", st.Runtimes)
 	}
+	if code, out, errOut := runCtl(t, d.Socket, t.TempDir(), "show", ids[3]); code != 0 || !strings.Contains(out, runtimeID+" (account default, shared)") {
+		t.Fatalf("ctl show: exit %d\n%s%s", code, out, errOut)
+	}
 	// Session 0 runs a long turn; 1..4 a turn each, all at once.
 	var long api.SendResult
 	if err := c.Call(ctx10(t), "agentSession.send", api.SendParams{SessionID: ids[0], Text: "long /sleep 600000"}, &long); err != nil {

@@ -53,6 +53,9 @@ func printSession(tw *tabwriter.Writer, s api.SessionInfo, u *treeUsage) {
 	fmt.Fprintf(tw, "holders\t%s\n", dash(holderList(s.Holders, ", ")))
 	fmt.Fprintf(tw, "subscribers\t%d\n", s.Subscribers)
 	fmt.Fprintf(tw, "pid\t%s\n", pidText(s.PID))
+	if s.RuntimeID != "" { // a shared runtime: pid and the figures below are its, for all its sessions
+		fmt.Fprintf(tw, "runtime\t%s (account %s, shared)\n", tty.Safe(s.RuntimeID), tty.Safe(s.Account))
+	}
 	if u != nil {
 		fmt.Fprintf(tw, "processes\t%d (from %s)\n", u.Procs, u.Source)
 		fmt.Fprintf(tw, "memory\t%s (from %s)\n", bytesText(u.Memory), u.Source)

@@ -61,6 +61,10 @@ func (h *Host) Quiesce(ctx context.Context) (q *Quiesced, err error) {
 			q = nil
 		}
 	}()
+	// A shared runtime cannot be handed over yet: one serving nobody (its
+	// release clock running) is stopped now; one with sessions refuses
+	// the upgrade below, through its sessions.
+	h.stopIdleRuntimes()
 	h.mu.Lock()
 	ids := make([]string, 0, len(h.sessions))
 	for id := range h.sessions {

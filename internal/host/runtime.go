@@ -545,3 +545,19 @@ func (h *Host) Runtimes() []api.RuntimeInfo {
 	slices.SortFunc(out, func(a, b api.RuntimeInfo) int { return strings.Compare(a.RuntimeID, b.RuntimeID) })
 	return out
 }
+
+// stopIdleRuntimes runs the teardown of every live runtime no session is
+// on (a live upgrade cannot hand them over).
+func (h *Host) stopIdleRuntimes() {
+	h.mu.Lock()
+	rts := slices.Collect(maps.Values(h.runtimes))
+	h.mu.Unlock()
+	for _, rt := range rts {
+		rt.mu.Lock()
+		idle := rt.state == runtimeLive && len(rt.sessions) == 0
+		rt.mu.Unlock()
+		if idle {
+			h.evictRuntime(rt, "upgrade")
+		}
+	}
+}

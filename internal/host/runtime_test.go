@@ -333,3 +333,27 @@ func TestSharedPlansOrder(t *testing.T) {
 		t.Fatalf("runtime list %v, want %v", got, runtimeSteps)
 	}
 }
+
+// TestSharedRuntimeRefusesUpgrade: a live upgrade cannot hand a shared
+// runtime over yet: a session on one refuses it (nothing frozen); an
+// idle runtime is stopped first, so it is never left behind unadopted.
+func TestSharedRuntimeRefusesUpgrade(t *testing.T) {
+	f := newFixture(t)
+	a := f.create("shared")
+	f.hold(a, "w", "c1")
+	pid := f.info(a).PID
+	if _, err := f.h.Quiesce(context.Background()); !errors.Is(err, ErrNotHandedOver) {
+		t.Fatalf("quiesce with a session on a shared runtime: %v", err)
+	}
+	if _, err := f.h.Close(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	q, err := f.h.Quiesce(context.Background())
+	if err != nil {
+		t.Fatalf("quiesce with an idle runtime: %v", err)
+	}
+	q.Abandon()
+	if alive(pid) {
+		t.Fatal("the idle runtime survived the quiesce: an upgrade would leave it unadopted")
+	}
+}

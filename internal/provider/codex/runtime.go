@@ -178,9 +178,9 @@ func (r *Runtime) bind(threadID string, a *Adapter) error {
 	return nil
 }
 
-// unbindThread forgets threadID's route to a (a resume that failed):
-// unlike unbind, its later lines are anomalies again.
-func (r *Runtime) unbindThread(threadID string, a *Adapter) {
+// release undoes a bind of threadID to a that did not lead to a thread
+// (a refused resume): its lines are unknown again.
+func (r *Runtime) release(threadID string, a *Adapter) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.threads[threadID] == a {
@@ -280,13 +280,21 @@ func (r *Runtime) route(line []byte) {
 	switch {
 	case a != nil:
 		a.handleLine(line)
-	case quiet:
-		r.log.Debug("line of a detached thread dropped", "thread_id", truncate([]byte(threadID), 80), "method", truncate([]byte(m.Method), 100))
+	case quiet || isIgnored(m.Method):
+		// A detached thread's late line, or a status line codex sends for
+		// a thread it loads before answering the call that names it.
+		r.log.Debug("line of a thread no session is on dropped", "thread_id", truncate([]byte(threadID), 80), "method", truncate([]byte(m.Method), 100))
 		r.refuseUnrouted(&m, "the thread was unsubscribed")
 	default:
 		r.anomaly("unknown_thread", "thread_id", truncate([]byte(threadID), 80), "method", truncate([]byte(m.Method), 100))
 		r.refuseUnrouted(&m, "no session is on this thread")
 	}
+}
+
+// isIgnored: a notification the adapters would not journal anyway.
+func isIgnored(method string) bool {
+	_, ok := notifyIgnored[method]
+	return ok
 }
 
 // threadOf reads params.threadId: tagged is false when absent, ok false
@@ -398,6 +406,8 @@ func (t *threadStdin) Cancel() bool { return !t.cancelled.Swap(true) }
 // CommandEnv: codex 0.169 sets CODEX_THREAD_ID (the thread id) on every
 // command process it runs (provider.CommandMarker).
 func (a *Adapter) CommandEnv() string { return "CODEX_THREAD_ID" }
+
+var _ provider.CommandMarker = (*Adapter)(nil)
 
 func (a *Adapter) Detach(ctx context.Context) error {
 	if a.rt == nil {

@@ -35,16 +35,15 @@ func (a *Adapter) Start(ctx context.Context) (StartResult, error) {
 	}
 	if old := a.o.ThreadID; old != "" {
 		if a.rt != nil {
-			// codex announces a resumed thread (thread/status/changed)
-			// before it answers: route it here from the start, and refuse
-			// a thread another session of the runtime is on before asking.
+			// Bound before the request: codex tells a resumed thread's
+			// status (thread/status/changed) before it answers.
 			if err := a.rt.bind(old, a); err != nil {
 				return res, fmt.Errorf("resume thread %s: %w", old, err)
 			}
 		}
 		id, err := a.thread(ctx, "thread/resume", map[string]any{"threadId": old})
 		if err != nil && a.rt != nil {
-			a.rt.unbindThread(old, a)
+			a.rt.release(old, a)
 		}
 		switch {
 		case err == nil:
@@ -136,7 +135,10 @@ func isThreadNotFound(err error) bool {
 		return true
 	}
 	msg := strings.ToLower(re.Message)
-	return strings.Contains(msg, "no rollout found") || strings.Contains(msg, "not found")
+	// "missing source rollout": a process that still has the thread
+	// loaded (a shared runtime) once its rollout file was removed.
+	return strings.Contains(msg, "no rollout found") || strings.Contains(msg, "not found") ||
+		strings.Contains(msg, "missing source rollout")
 }
 
 // causeOf is the provider's own wording of an error, for the journal.

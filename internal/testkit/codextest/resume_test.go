@@ -14,9 +14,21 @@ import (
 
 // (f) A daemon restart, then a re-hold: codex resumes the same thread, and
 // the model sees the earlier turn in the next request's input.
+// In both process modes.
 func TestCodexResumeAfterRestart(t *testing.T) {
+	for name, table := range processModes {
+		t.Run(name, func(t *testing.T) { resumeAfterRestart(t, table) })
+	}
+}
+
+// processModes: the config tables of the two process modes.
+var processModes = map[string]func(t *testing.T, name, home string) string{
+	"session": providerConfig, "account": sharedProviderConfig,
+}
+
+func resumeAfterRestart(t *testing.T, table func(t *testing.T, name, home string) string) {
 	m := codextest.NewModel(t, codextest.Text("noted"), codextest.Text("apple"))
-	cfg := providerConfig(t, "codex", codextest.Home(t, m.URL, ""))
+	cfg := table(t, "codex", codextest.Home(t, m.URL, ""))
 	d := providertest.Daemon(t, "", cfg)
 	s := providertest.NewSession(t, d, client, "codex", t.TempDir())
 	s.Send(t, "remember the word pineapple-42")
@@ -37,10 +49,18 @@ func TestCodexResumeAfterRestart(t *testing.T) {
 
 // (g) The thread's rollout removed from CODEX_HOME: the re-hold starts a
 // fresh thread and journals provider.thread_replaced.
+// In both process modes (a shared runtime still has the thread loaded:
+// codex says "missing source rollout" instead of "no rollout found").
 func TestCodexRolloutRemoved(t *testing.T) {
+	for name, table := range processModes {
+		t.Run(name, func(t *testing.T) { rolloutRemoved(t, table) })
+	}
+}
+
+func rolloutRemoved(t *testing.T, table func(t *testing.T, name, home string) string) {
 	m := codextest.NewModel(t)
 	home := codextest.Home(t, m.URL, "")
-	d := providertest.Daemon(t, "", providerConfig(t, "codex", home))
+	d := providertest.Daemon(t, "", table(t, "codex", home))
 	s := providertest.NewSession(t, d, client, "codex", t.TempDir())
 	s.Send(t, "hello")
 	s.Next(t, event.TurnCompleted)

@@ -177,10 +177,10 @@ func arrivals(t *testing.T, m *codextest.Model, n int) {
 // only its turn, the others' turns complete on the same process; once
 // every session is released the runtime stops after idle_timeout and no
 // process is left.
-func TestCodexSharedRuntime(t *testing.T) {
+func TestCodexSharedFive(t *testing.T) {
 	gates := map[string]chan struct{}{"say": make(chan struct{}), "later": make(chan struct{})}
 	m := sharedModel(t, func(kind string) chan struct{} { return gates[kind] })
-	d := providertest.Daemon(t, "", "idle_timeout = \"1s\"", providerConfig(t, "codex", codextest.Home(t, m.URL, "")))
+	d := providertest.Daemon(t, "", "idle_timeout = \"1s\"", sharedProviderConfig(t, "codex", codextest.Home(t, m.URL, "")))
 	const n = 5
 	ss := make([]*providertest.Session, n)
 	for i := range ss {
@@ -288,7 +288,7 @@ func contains(pids []int, pid int) bool {
 func TestCodexSharedRuntimeKilled(t *testing.T) {
 	gate := make(chan struct{}) // never opened before the kill
 	m := sharedModel(t, func(string) chan struct{} { return gate })
-	d := providertest.Daemon(t, "", providerConfig(t, "codex", codextest.Home(t, m.URL, "")))
+	d := providertest.Daemon(t, "", sharedProviderConfig(t, "codex", codextest.Home(t, m.URL, "")))
 	ss := make([]*providertest.Session, 3)
 	for i := range ss {
 		ss[i] = providertest.NewSession(t, d, client, "codex", t.TempDir())
@@ -356,7 +356,7 @@ func TestCodexSharedRuntimeKilled(t *testing.T) {
 // request of each carries that session's history alone.
 func TestCodexSharedRestart(t *testing.T) {
 	m := sharedModel(t, nil)
-	cfg := providerConfig(t, "codex", codextest.Home(t, m.URL, ""))
+	cfg := sharedProviderConfig(t, "codex", codextest.Home(t, m.URL, ""))
 	d := providertest.Daemon(t, "", cfg)
 	const n = 5
 	ss := make([]*providertest.Session, n)
@@ -422,7 +422,7 @@ func TestCodexSharedRestart(t *testing.T) {
 // the first stops its process only: the second's and the runtime run on.
 func TestCodexSharedCloseKillsLeftovers(t *testing.T) {
 	m := sharedModel(t, nil)
-	d := providertest.Daemon(t, "", providerConfig(t, "codex", codextest.Home(t, m.URL, "")))
+	d := providertest.Daemon(t, "", sharedProviderConfig(t, "codex", codextest.Home(t, m.URL, "")))
 	ss := []*providertest.Session{
 		providertest.NewSession(t, d, client, "codex", t.TempDir()),
 		providertest.NewSession(t, d, client, "codex", t.TempDir()),
@@ -443,7 +443,7 @@ func TestCodexSharedCloseKillsLeftovers(t *testing.T) {
 	ss[0].Close(t)
 	ss[0].Next(t, event.LeaseReleased)
 	if providertest.Alive(left[0]) {
-		t.Fatalf("the closed session's leftover command %d still runs", left[0])
+		t.Fatalf("the closed session's leftover command %d still runs\n%s", left[0], d.Log.String())
 	}
 	if !providertest.Alive(left[1]) || !providertest.Alive(pid) {
 		t.Fatalf("closing session 0 stopped session 1's command (%d alive %v) or the runtime (%d alive %v)",
