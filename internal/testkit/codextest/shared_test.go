@@ -285,7 +285,7 @@ func contains(pids []int, pid int) bool {
 // then its tail; the idle third gets the tail without a turn; no
 // session's journal has another's events; the next hold starts a new
 // runtime, which the others join.
-func TestCodexSharedRuntimeKilled(t *testing.T) {
+func TestCodexSharedKillMidTurn(t *testing.T) {
 	gate := make(chan struct{}) // never opened before the kill
 	m := sharedModel(t, func(string) chan struct{} { return gate })
 	d := providertest.Daemon(t, "", sharedProviderConfig(t, "codex", codextest.Home(t, m.URL, "")))
