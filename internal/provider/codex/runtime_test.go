@@ -342,3 +342,32 @@ func TestRuntimeResumeBindsFirst(t *testing.T) {
 		t.Fatalf("the refused session got %q", got)
 	}
 }
+
+// TestRuntimeMisTaggedApproval: an approval request that names one
+// thread but another thread's turn is an anomaly: neither session is
+// asked, and the provider gets an answer (it does not wait forever).
+func TestRuntimeMisTaggedApproval(t *testing.T) {
+	fr := newFakeRuntime(t)
+	f := fr.f
+	go func() { _ = fr.rt.Handshake(testCtx(t)) }()
+	f.reply(t, f.expect(t, "initialize"), map[string]any{})
+	f.expect(t, "initialized")
+	a, recA := fr.thread(t, "thr_A")
+	b, recB := fr.thread(t, "thr_B")
+	fr.turn(t, a, "t_a", "pa")
+	fr.turn(t, b, "t_b", "pb")
+	f.send(t, map[string]any{"id": 77, "method": "item/commandExecution/requestApproval",
+		"params": map[string]any{"threadId": "thr_A", "turnId": "pb", "itemId": "c"}})
+	m := f.expect(t, "")
+	if m["id"] != float64(77) {
+		t.Fatalf("answer %v, want one for id 77", m)
+	}
+	for name, rec := range map[string]*recorder{"A": recA, "B": recB} {
+		if n := countType(rec.all(), event.ApprovalRequested); n != 0 {
+			t.Errorf("thread %s was asked the mis-tagged approval (%d)", name, n)
+		}
+	}
+	if !strings.Contains(fr.logs.String(), "anomaly") {
+		t.Errorf("the mis-tagged approval was not logged as an anomaly:\n%s", fr.logs.String())
+	}
+}
