@@ -37,7 +37,7 @@ func TestSmoke(t *testing.T) {
 	for _, want := range []string{"rpc.status.p50_1client", "rpc.status.throughput_", "rpc.hold_release_pair.p99_1client",
 		"events.provider_deltas_per_s", "events.latency_p99", "idle.cpu_", "idle.wakeups_", "idle.rss_per_held_session",
 		"probe.sweep100_cold", "probe.per_identity_vs_ps_spawn", "replay.events_per_s", "startup.", "evict.cooperative_p50",
-		"evict.sigterm_ignoring_p50", "items.output_deltas_per_s", "items.reasoning_deltas_per_s", "codex.daemon_cpu_per_turn", "codex-idle.pss_per_session_", "codex-idle.pss_per_extra_session", "codex-acp.daemon_cpu_per_turn",
+		"evict.sigterm_ignoring_p50", "items.output_deltas_per_s", "items.reasoning_deltas_per_s", "codex.daemon_cpu_per_turn", "runtimes.pss_per_extra_idle_session_shared", "runtimes.hold_to_ready_warm", "runtimes.turns_", "codex-acp.daemon_cpu_per_turn",
 		"claude.daemon_cpu_per_turn", "claude.start_overhead", "upgrade.3sessions_to_accepting_p50", "upgrade.longest_event_gap_"} {
 		if !strings.Contains(out.String(), "bench: "+want) {
 			t.Errorf("no figure %q in:\n%s", want, out.String())

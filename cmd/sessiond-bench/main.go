@@ -28,7 +28,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	smoke := fs.Bool("smoke", false, "tiny sizes: every figure, a few hundred operations, < 30 s")
 	bin := fs.String("sessiond", "", "sessiond binary (default: go build ./cmd/sessiond into a temp dir)")
-	only := fs.String("only", "", "comma-separated groups to run: rpc,events,items,codex,codex-idle,codex-acp,claude,idle,probe,replay,startup,evict,cgroup,upgrade (default all)")
+	only := fs.String("only", "", "comma-separated groups to run: rpc,events,items,codex,runtimes,codex-acp,claude,idle,probe,replay,startup,evict,cgroup,upgrade (default all)")
 	keep := fs.Bool("keep", false, "keep the temp dir (daemon logs) for inspection")
 	compare := fs.String("compare", "", "a second sessiond binary: each group runs twice per binary, alternating A B A B; B's figures end in @b")
 	if err := fs.Parse(args); err != nil {
@@ -117,7 +117,7 @@ var groups = []group{
 	{"events", benchEvents},
 	{"items", benchItems},
 	{"codex", benchCodex},
-	{"codex-idle", benchCodexIdle},
+	{"runtimes", benchRuntimes},
 	{"codex-acp", benchCodexACP},
 	{"claude", benchClaude},
 	{"idle", benchIdle},
@@ -157,20 +157,24 @@ type sizes struct {
 	evictStubborn                                 int           // SIGTERM-ignoring evictions measured
 	cgroupSamples                                 int           // hold/close samples per supervision mode
 	codexTurns                                    int           // real codex turns measured
-	codexIdle                                     int           // idle real-codex sessions held at once (per-session mode)
 	upgradeSessions, upgradeFloods, upgradeFloodN int           // live sessions across a live upgrade, how many stream a flood, its deltas
+	rtIdleSessions                                int           // per-session codex sessions held for PSS and cold holds
+	rtTurns                                       int           // concurrent turns on one codex runtime
+	rtModelDelay                                  time.Duration // the scripted model's latency per reply (runtimes)
 }
 
 func fullSizes() sizes {
 	return sizes{rpcCalls: 20000, thrClients: 32, thrRound: time.Second, thrRounds: 3, floodN: 100000,
 		idleSessions: 200, idleFor: 30 * time.Second, probeN: 1000, psN: 100, replayEvents: 100000,
-		startSessions: 10000, startEvents: 100, startRuns: 3, evictCoop: 10, evictStubborn: 3, codexTurns: 5, codexIdle: 10,
-		cgroupSamples: 20, upgradeSessions: 100, upgradeFloods: 4, upgradeFloodN: 200000}
+		startSessions: 10000, startEvents: 100, startRuns: 3, evictCoop: 10, evictStubborn: 3, codexTurns: 5,
+		cgroupSamples: 20, upgradeSessions: 100, upgradeFloods: 4, upgradeFloodN: 200000,
+		rtIdleSessions: 6, rtTurns: 20, rtModelDelay: time.Second}
 }
 
 func smokeSizes() sizes {
 	return sizes{rpcCalls: 200, thrClients: 4, thrRound: 100 * time.Millisecond, thrRounds: 1, floodN: 500,
 		idleSessions: 5, idleFor: 2 * time.Second, probeN: 100, psN: 3, replayEvents: 2000,
-		startSessions: 20, startEvents: 10, startRuns: 1, evictCoop: 1, evictStubborn: 1, codexTurns: 1, codexIdle: 2,
-		cgroupSamples: 2, upgradeSessions: 3, upgradeFloods: 1, upgradeFloodN: 5000}
+		startSessions: 20, startEvents: 10, startRuns: 1, evictCoop: 1, evictStubborn: 1, codexTurns: 1,
+		cgroupSamples: 2, upgradeSessions: 3, upgradeFloods: 1, upgradeFloodN: 5000,
+		rtIdleSessions: 3, rtTurns: 2, rtModelDelay: 200 * time.Millisecond}
 }

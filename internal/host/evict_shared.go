@@ -9,6 +9,7 @@ import (
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/eviction"
 	"github.com/sessiond/sessiond/internal/journal"
+	"github.com/sessiond/sessiond/internal/proc"
 	"github.com/sessiond/sessiond/internal/provider"
 )
 
@@ -17,6 +18,7 @@ import (
 const (
 	StepDrainSession  = "drain-session"
 	StepInterruptTurn = "interrupt-turn"
+	StepKillCommands  = "kill-thread-commands"
 	StepDetachThread  = "detach-thread"
 )
 
@@ -34,12 +36,43 @@ func (h *Host) sharedPlan(e *entry, cause evictCause) []eviction.Step {
 	return []eviction.Step{
 		{Name: StepDrainSession, Timeout: h.o.StepTimeout, Run: func(ctx context.Context) error { return h.stepDrainSession(ctx, e) }},
 		{Name: StepInterruptTurn, Timeout: h.o.StepTimeout, Run: func(ctx context.Context) error { return h.stepInterruptTurn(ctx, e, cause) }},
+		{Name: StepKillCommands, Timeout: h.o.StepTimeout, Run: func(ctx context.Context) error { h.stepKillCommands(ctx, e); return nil }},
 		{Name: StepDetachThread, Timeout: h.o.StepTimeout, Run: func(ctx context.Context) error { return h.stepDetachThread(ctx, e) }},
 		{Name: StepCloseSink, Timeout: h.o.StepTimeout, Run: func(ctx context.Context) error { return h.stepCloseSink(ctx, e, cause) }},
 		{Name: StepDiscardSink, Timeout: h.o.StepTimeout, Run: func(ctx context.Context) error { return h.stepDiscard(e) }},
 		{Name: StepReleaseLease, Timeout: h.o.StepTimeout, Run: func(ctx context.Context) error { return h.stepRelease(ctx, e, fence) }},
 		{Name: StepForget, Timeout: h.o.StepTimeout, Run: func(ctx context.Context) error { h.forgetShared(e); return nil }},
 	}
+}
+
+// stepKillCommands stops what is left of the session's own commands
+// once its turn was interrupted: the processes of the runtime's tree
+// the provider marked with the session's thread (codex:
+// CODEX_THREAD_ID), and their descendants, through the close ladder's
+// signals; the runtime and its other threads' commands are not
+// touched. A provider that marks nothing, or a thread that never
+// started, has nothing to kill. Failures are logged: the runtime's own
+// eviction stops its whole tree later.
+func (h *Host) stepKillCommands(ctx context.Context, e *entry) {
+	m, ok := e.adapter.(provider.CommandMarker)
+	th, _ := e.adapter.(provider.Thread)
+	if !ok || th == nil || th.ThreadID() == "" {
+		return
+	}
+	tags := proc.Tags{SessionID: e.rt.id, Fence: 1, StateID: h.st.StateID}
+	left, err := proc.Marked(tags, m.CommandEnv(), th.ThreadID())
+	if err != nil {
+		h.log.Warn("find the leftover commands of a detaching session", "session_id", e.id, "runtime_id", e.rt.id, "err", err)
+		return
+	}
+	if len(left) == 0 {
+		return
+	}
+	l := h.o.Ladder
+	l.Grace = 0 // no stdin of ours to close
+	v := proc.StopMarked(ctx, h.log, left, l)
+	h.log.Info("leftover commands of a detaching session stopped", "session_id", e.id, "runtime_id", e.rt.id,
+		"thread_id", th.ThreadID(), "processes", len(left), "tree", v.Tree.String())
 }
 
 // exitedSharedPlan is the teardown of a session whose shared runtime

@@ -16,7 +16,7 @@ import (
 )
 
 // sharedSteps is a detaching session's teardown on a shared runtime.
-var sharedSteps = []string{StepDrainSession, StepInterruptTurn, StepDetachThread, StepCloseSink, StepDiscardSink, StepReleaseLease, StepForget}
+var sharedSteps = []string{StepDrainSession, StepInterruptTurn, StepKillCommands, StepDetachThread, StepCloseSink, StepDiscardSink, StepReleaseLease, StepForget}
 
 // runtimeSteps is a runtime's own teardown.
 var runtimeSteps = []string{StepStopRuntime, StepDrainRuntime, StepForgetRuntime}

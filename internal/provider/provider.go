@@ -86,6 +86,14 @@ type Thread interface {
 	Silence()
 }
 
+// CommandMarker is a Thread whose provider marks every command process
+// it runs for the thread with an environment entry: CommandEnv's key set
+// to the thread id (codex: CODEX_THREAD_ID). A shared runtime's session
+// teardown kills what is left of them.
+type CommandMarker interface {
+	CommandEnv() string
+}
+
 // RuntimeOptions configures a Runtime over a spawned child.
 type RuntimeOptions struct {
 	In             io.WriteCloser

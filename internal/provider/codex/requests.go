@@ -77,9 +77,21 @@ func (a *Adapter) handleServerRequest(m *message) {
 	}
 	var p struct {
 		ItemID string `json:"itemId"`
+		TurnID string `json:"turnId"`
 	}
 	_ = json.Unmarshal(m.Params, &p)
 	a.mu.Lock()
+	if t := a.turn; t != nil && t.provider != "" && p.TurnID != "" && p.TurnID != t.provider {
+		// Another turn's request under this thread's id (a provider
+		// mixing up its threads): nobody here is asked; it is answered.
+		a.anomalyLocked("request_outside_open_turn", "method", truncate([]byte(m.Method), 100), "turn_id", truncate([]byte(p.TurnID), 80))
+		a.mu.Unlock()
+		if err := a.write(outError{ID: m.ID, Error: RPCError{Code: codeInvalidRequest,
+			Message: "turn " + truncate([]byte(p.TurnID), 80) + " is not this thread's open turn"}}); err != nil {
+			a.log.Warn("answer provider request", "method", truncate([]byte(m.Method), 100), "err", err)
+		}
+		return
+	}
 	a.approvalN++
 	a.approvals[key] = &approval{rawID: append([]byte(nil), m.ID...), turnID: turnID, method: m.Method,
 		kind: r.kind, options: r.options, params: append([]byte(nil), m.Params...), order: a.approvalN}

@@ -297,3 +297,77 @@ func TestRuntimeOnEcho(t *testing.T) {
 		t.Errorf("thread 0 got deltas %q", got)
 	}
 }
+
+// TestRuntimeResumeBindsFirst: codex announces a resumed thread
+// (thread/status/changed) before it answers thread/resume: the line
+// reaches the resuming thread, not the unknown-thread anomaly; a second
+// session resuming a thread another session of the runtime is on is
+// refused (ErrThreadTaken) without asking the provider, and the thread's
+// lines stay with the first.
+func TestRuntimeResumeBindsFirst(t *testing.T) {
+	fr := newFakeRuntime(t)
+	f := fr.f
+	go func() { _ = fr.rt.Handshake(testCtx(t)) }()
+	f.reply(t, f.expect(t, "initialize"), map[string]any{})
+	f.expect(t, "initialized")
+	resume := func(rec *recorder) (*Adapter, chan error) {
+		a := fr.rt.Thread(provider.Options{Cwd: "/w", ThreadID: "thr_R", Emit: rec.emit,
+			Logger: slog.New(slog.NewTextHandler(fr.logs, nil))}).(*Adapter)
+		errc := make(chan error, 1)
+		go func() { _, err := a.Start(testCtx(t)); errc <- err }()
+		return a, errc
+	}
+	recA := newRecorder()
+	a, errA := resume(recA)
+	m := f.expect(t, "thread/resume")
+	f.send(t, map[string]any{"method": "thread/status/changed", "params": map[string]any{"threadId": "thr_R", "status": map[string]any{"type": "idle"}}})
+	f.reply(t, m, map[string]any{"thread": map[string]any{"id": "thr_R"}})
+	if err := <-errA; err != nil {
+		t.Fatal(err)
+	}
+	if n := fr.rt.Anomalies("unknown_thread"); n != 0 {
+		t.Fatalf("the resumed thread's own announcement counted as unknown (%d):\n%s", n, fr.logs.String())
+	}
+	recB := newRecorder()
+	_, errB := resume(recB)
+	if err := <-errB; !errors.Is(err, ErrThreadTaken) {
+		t.Fatalf("second resume of thr_R: %v, want ErrThreadTaken", err)
+	}
+	fr.thread(t, "thr_next") // the provider's next request is this thread/start, not a resume
+	fr.turn(t, a, "t_a", "pa")
+	f.send(t, map[string]any{"method": "item/agentMessage/delta",
+		"params": map[string]any{"threadId": "thr_R", "turnId": "pa", "itemId": "i", "delta": "mine"}})
+	recA.waitFor(t, event.MessageDelta, "t_a")
+	if got := deltas(recB.all()); got != "" {
+		t.Fatalf("the refused session got %q", got)
+	}
+}
+
+// TestRuntimeMisTaggedApproval: an approval request that names one
+// thread but another thread's turn is an anomaly: neither session is
+// asked, and the provider gets an answer (it does not wait forever).
+func TestRuntimeMisTaggedApproval(t *testing.T) {
+	fr := newFakeRuntime(t)
+	f := fr.f
+	go func() { _ = fr.rt.Handshake(testCtx(t)) }()
+	f.reply(t, f.expect(t, "initialize"), map[string]any{})
+	f.expect(t, "initialized")
+	a, recA := fr.thread(t, "thr_A")
+	b, recB := fr.thread(t, "thr_B")
+	fr.turn(t, a, "t_a", "pa")
+	fr.turn(t, b, "t_b", "pb")
+	f.send(t, map[string]any{"id": 77, "method": "item/commandExecution/requestApproval",
+		"params": map[string]any{"threadId": "thr_A", "turnId": "pb", "itemId": "c"}})
+	m := f.expect(t, "")
+	if m["id"] != float64(77) {
+		t.Fatalf("answer %v, want one for id 77", m)
+	}
+	for name, rec := range map[string]*recorder{"A": recA, "B": recB} {
+		if n := countType(rec.all(), event.ApprovalRequested); n != 0 {
+			t.Errorf("thread %s was asked the mis-tagged approval (%d)", name, n)
+		}
+	}
+	if !strings.Contains(fr.logs.String(), "anomaly") {
+		t.Errorf("the mis-tagged approval was not logged as an anomaly:\n%s", fr.logs.String())
+	}
+}

@@ -49,7 +49,14 @@ type totals struct {
 // TestChaos runs the real daemon under a randomized workload from several
 // clients, kills it with SIGKILL at a random moment, restarts it on the
 // same state and checks the crash-safety invariants after every restart.
-func TestChaos(t *testing.T) {
+func TestChaos(t *testing.T) { runChaos(t, false) }
+
+// TestChaosShared is TestChaos with the echo profile on processes =
+// "account" (every session a thread of one runtime) and a client that
+// SIGKILLs runtimes mid-turn beside the daemon's own kills.
+func TestChaosShared(t *testing.T) { runChaos(t, true) }
+
+func runChaos(t *testing.T, shared bool) {
 	s := *seed
 	if s == 0 {
 		s = time.Now().UnixNano()
@@ -69,6 +76,10 @@ func TestChaos(t *testing.T) {
 	}
 
 	cfg := chaosSetup(t)
+	var kills atomic.Int64
+	if shared {
+		cfg += sharedConfig
+	}
 	d := daemontest.Start(t, daemontest.Options{Config: cfg})
 	requireMode(t, d)
 	stateDir := d.StateDir
@@ -87,7 +98,16 @@ func TestChaos(t *testing.T) {
 			wg.Add(1)
 			go func() { defer wg.Done(); h.run(stop) }()
 		}
+		var killer *runtimeKiller
+		if shared && *killRuntimes {
+			killer = &runtimeKiller{socket: d.Socket, rng: rand.New(rand.NewSource(rng.Int63())), kills: &kills, checked: make(chan struct{})}
+			wg.Add(1)
+			go func() { defer wg.Done(); killer.run(stop) }()
+		}
 		time.Sleep(time.Duration(50+rng.Intn(1200)) * time.Millisecond) // the random kill moment (not a wait for anything)
+		if killer != nil {
+			<-killer.checked // its runtime kill checked while the daemon lives
+		}
 		d.Kill()
 		close(stop)
 		wg.Wait()
@@ -99,6 +119,9 @@ func TestChaos(t *testing.T) {
 		requireMode(t, d)
 		c := d.Client(t)
 		vs := rec.takeViolations()
+		if killer != nil {
+			vs = append(vs, killer.takeViolations()...)
+		}
 		vs = append(vs, checkReaped(d, left)...)
 		if pids := daemontest.TaggedProcesses(d.StateID); len(pids) != 0 {
 			vs = append(vs, fmt.Sprintf("tagged processes alive right after restart, before any hold: %v\n%s", pids, d.Log.String()))
@@ -117,8 +140,8 @@ func TestChaos(t *testing.T) {
 	}
 	d.Kill()
 	tot.operations = int(ops.Load())
-	line := fmt.Sprintf("chaos: rounds=%d operations=%d hostile_operations=%d orphans_found=%d events_checked=%d turns_checked=%d violations=%d seed=%d",
-		tot.rounds, tot.operations, hostileOps.Load(), tot.orphans, tot.eventsChecked, tot.turnsChecked, tot.violations, s)
+	line := fmt.Sprintf("chaos: shared=%v rounds=%d operations=%d hostile_operations=%d runtime_kills=%d orphans_found=%d events_checked=%d turns_checked=%d violations=%d seed=%d",
+		shared, tot.rounds, tot.operations, hostileOps.Load(), kills.Load(), tot.orphans, tot.eventsChecked, tot.turnsChecked, tot.violations, s)
 	t.Log(line)
 	fmt.Println(line)
 }

@@ -2,6 +2,9 @@
 // randomized multi-client workload, killed with SIGKILL at random moments
 // and restarted on the same state, with the invariants of PROTOCOL.md's
 // Startup section checked after every restart. `make test` runs a short
-// version; `make chaos` passes -rounds=200. The package has no production
-// code.
+// version; `make chaos` passes -rounds=200. TestChaosShared runs the same
+// with the echo profile on processes = "account" (every session a thread
+// of one runtime) and, each round, a SIGKILL of a runtime mid-turn while
+// the daemon lives (its sessions must leave the dead pid within 8 s)
+// before the daemon's own SIGKILL. The package has no production code.
 package chaos

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/sessiond/sessiond/internal/testkit/modelserver"
@@ -62,6 +63,18 @@ func (r Request) Input() string {
 // http://127.0.0.1:PORT/v1, a model provider's base_url).
 type Model struct {
 	*modelserver.Server[Reply]
+
+	mu    sync.Mutex
+	route func(Request) (Reply, bool)
+}
+
+// Route makes f choose the reply to each request it answers ok for,
+// instead of the script (tests whose sessions run concurrently, where
+// the order of requests is not theirs to choose).
+func (m *Model) Route(f func(Request) (Reply, bool)) {
+	m.mu.Lock()
+	m.route = f
+	m.mu.Unlock()
 }
 
 // NewModel starts a model server answering replies in order; once they
@@ -99,7 +112,7 @@ func (m *Model) Summary() string {
 
 // StartModel is NewModel outside a test (the benchmark); Close stops it.
 func StartModel(replies ...Reply) (*Model, error) {
-	m := &Model{modelserver.New(replies)}
+	m := &Model{Server: modelserver.New(replies)}
 	if err := m.Start("/v1", m.serve); err != nil {
 		return nil, err
 	}
@@ -122,6 +135,14 @@ func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	body, _ := io.ReadAll(r.Body)
 	rep, n := m.Take(body, Text("ok"))
+	m.mu.Lock()
+	route := m.route
+	m.mu.Unlock()
+	if route != nil {
+		if r, ok := route(Request{Body: body}); ok {
+			rep = r
+		}
+	}
 	if rep.Status != 0 && rep.Status != http.StatusOK {
 		http.Error(w, `{"error":{"message":"scripted failure","type":"server_error"}}`, rep.Status)
 		return
