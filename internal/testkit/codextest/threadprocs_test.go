@@ -110,22 +110,9 @@ func TestCodexThreadCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitGone(t, cmdA)
+	waitGone(t, cmdA, "the closed thread's command")
 	if !providertest.Alive(cmdB) {
 		t.Fatalf("thread %s's command %d stopped with the other thread's", threadB, cmdB)
-	}
-}
-
-// waitGone waits until pid has exited. There is no signal for another
-// process's exit, so this polls.
-func waitGone(t *testing.T, pid int) {
-	t.Helper()
-	deadline := time.Now().Add(providertest.WaitLong)
-	for providertest.Alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d still runs", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -191,6 +178,6 @@ func TestCodexThreadCommandsSandboxed(t *testing.T) {
 		}
 	}
 	for _, pid := range marked {
-		waitGone(t, pid)
+		waitGone(t, pid, "a marked process")
 	}
 }
