@@ -160,6 +160,15 @@ func (r *Runtime) nextID(a *Adapter) int64 {
 	return r.next
 }
 
+// forgetID drops id from the runtime's id space once its call ended (a
+// call its caller gave up on would otherwise keep its entry, and its
+// adapter, for the process's life; a late answer is then an anomaly).
+func (r *Runtime) forgetID(id int64) {
+	r.mu.Lock()
+	delete(r.owners, id)
+	r.mu.Unlock()
+}
+
 // ErrThreadTaken: the provider answered a thread/start or thread/resume
 // with a thread another session on this runtime already has.
 var ErrThreadTaken = errors.New("thread already served to another session on this runtime")
