@@ -151,6 +151,7 @@ type Stdin struct {
 	in        io.Writer
 	timeout   time.Duration
 	slot      chan struct{} // holds a token while a write runs: serializes writes
+	cut       bool          // a failed write left part of its line in the pipe (guarded by slot)
 	stop      chan struct{} // closed by Cancel
 	cancelled atomic.Bool
 }
@@ -204,7 +205,17 @@ func (s *Stdin) WriteLineAbort(b []byte, within time.Duration, abort <-chan stru
 	if s.cancelled.Load() {
 		return fmt.Errorf("provider: write stdin: %w", ErrStopping)
 	}
-	if _, err := s.in.Write(b); err != nil {
+	if s.cut {
+		// End the line an earlier write left cut: the provider reads one
+		// bad line, then this one whole (on a shared runtime it is often
+		// another session's request).
+		b = append([]byte{'\n'}, b...)
+	}
+	n, err := s.in.Write(b)
+	if n > 0 {
+		s.cut = err != nil
+	}
+	if err != nil {
 		switch {
 		case s.cancelled.Load():
 			return fmt.Errorf("provider: write stdin: %w", ErrStopping)
