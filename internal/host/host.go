@@ -115,6 +115,9 @@ type Host struct {
 	// runtimeEvicting, when set (tests), is told a runtime's teardown
 	// began: it has left the map, its process still runs.
 	runtimeEvicting func(runtimeID string)
+	// runtimeIdleDecided, when set (tests), is told the runtime's release
+	// clock decided to stop it, before its teardown begins.
+	runtimeIdleDecided func(runtimeID string)
 
 	stats counters
 	wg    sync.WaitGroup // watchers and timers' work

@@ -265,8 +265,29 @@ func (h *Host) runtimeClockFired(rt *sharedRuntime, t Timer) {
 		return
 	}
 	rt.idle = nil
+	h.claimIdleLocked(rt)
 	rt.mu.Unlock()
+	h.mu.Lock()
+	decided := h.runtimeIdleDecided
+	h.mu.Unlock()
+	if decided != nil {
+		decided(rt.id)
+	}
 	h.evictRuntime(rt, "idle")
+}
+
+// claimIdleLocked marks rt stopping and takes it out of the map in the
+// step that found it serving nobody: a hold racing the decision either
+// bound first (and keeps the runtime) or starts a new one; it never binds
+// to a runtime whose teardown is about to run. Needs the runtime lock
+// (the map lock is taken after it).
+func (h *Host) claimIdleLocked(rt *sharedRuntime) {
+	rt.state = runtimeStopping
+	h.mu.Lock()
+	if h.runtimes[rt.key] == rt {
+		delete(h.runtimes, rt.key)
+	}
+	h.mu.Unlock()
 }
 
 // Step names of a runtime's teardown, in order.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -145,16 +144,21 @@ func (ar *ActivityReader) WaitQuiet(ctx context.Context, done <-chan struct{}, q
 // Stdin is a child's stdin: one line per write, serialized, each bounded
 // by a timeout (a provider that stops reading must not block its caller,
 // who may hold the session lock the close ladder needs), and cancellable.
+// The timeout covers the wait for the stdin as well as the write: on a
+// shared runtime's stdin the writers of many sessions queue behind one
+// blocked write, and none of them waits longer than its own timeout.
 type Stdin struct {
 	in        io.Writer
 	timeout   time.Duration
-	mu        sync.Mutex // serializes writes; a leaf lock
+	slot      chan struct{} // holds a token while a write runs: serializes writes
+	cut       bool          // a failed write left part of its line in the pipe (guarded by slot)
+	stop      chan struct{} // closed by Cancel
 	cancelled atomic.Bool
 }
 
 // NewStdin wraps in; each write waits at most timeout for the child.
 func NewStdin(in io.Writer, timeout time.Duration) *Stdin {
-	return &Stdin{in: in, timeout: timeout}
+	return &Stdin{in: in, timeout: timeout, slot: make(chan struct{}, 1), stop: make(chan struct{})}
 }
 
 // WriteLine writes b (a line, its newline included). A cancelled stdin is
@@ -162,14 +166,37 @@ func NewStdin(in io.Writer, timeout time.Duration) *Stdin {
 // any other failure wraps ErrExited.
 func (s *Stdin) WriteLine(b []byte) error { return s.WriteLineWithin(b, s.timeout) }
 
+// Timeout is the longest a write waits.
+func (s *Stdin) Timeout() time.Duration { return s.timeout }
+
 // WriteLineWithin is WriteLine bounded by the shorter of within and the
 // stdin's timeout (a request whose caller has less time than that).
 func (s *Stdin) WriteLineWithin(b []byte, within time.Duration) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	return s.WriteLineAbort(b, within, nil)
+}
+
+// WriteLineAbort is WriteLineWithin that also gives up, with ErrStopping,
+// when abort is closed while it waits for the stdin behind another write
+// (one session's view of a shared stdin being cancelled).
+func (s *Stdin) WriteLineAbort(b []byte, within time.Duration, abort <-chan struct{}) error {
 	timeout := min(within, s.timeout)
+	deadline := time.Now().Add(timeout)
+	wait, stopWait := Timer(timeout)
+	select {
+	case s.slot <- struct{}{}:
+		stopWait()
+	case <-s.stop:
+		stopWait()
+		return fmt.Errorf("provider: write stdin: %w", ErrStopping)
+	case <-abort:
+		stopWait()
+		return fmt.Errorf("provider: write stdin: %w", ErrStopping)
+	case <-wait:
+		return fmt.Errorf("provider: write stdin: behind another write for %s: %w", timeout, ErrTimeout)
+	}
+	defer func() { <-s.slot }()
 	if d, ok := s.in.(writeDeadliner); ok {
-		if d.SetWriteDeadline(time.Now().Add(timeout)) == nil {
+		if d.SetWriteDeadline(deadline) == nil {
 			defer d.SetWriteDeadline(time.Time{})
 		}
 	}
@@ -178,7 +205,17 @@ func (s *Stdin) WriteLineWithin(b []byte, within time.Duration) error {
 	if s.cancelled.Load() {
 		return fmt.Errorf("provider: write stdin: %w", ErrStopping)
 	}
-	if _, err := s.in.Write(b); err != nil {
+	if s.cut {
+		// End the line an earlier write left cut: the provider reads one
+		// bad line, then this one whole (on a shared runtime it is often
+		// another session's request).
+		b = append([]byte{'\n'}, b...)
+	}
+	n, err := s.in.Write(b)
+	if n > 0 {
+		s.cut = err != nil
+	}
+	if err != nil {
 		switch {
 		case s.cancelled.Load():
 			return fmt.Errorf("provider: write stdin: %w", ErrStopping)
@@ -196,6 +233,7 @@ func (s *Stdin) Cancel() bool {
 	if s.cancelled.Swap(true) {
 		return false
 	}
+	close(s.stop)
 	if d, ok := s.in.(writeDeadliner); ok {
 		_ = d.SetWriteDeadline(time.Unix(1, 0)) // in the past: a pending write fails now
 	}

@@ -45,6 +45,9 @@ func (a *Adapter) requestWithin(ctx context.Context, within time.Duration, metho
 		a.mu.Lock()
 		delete(a.calls, key)
 		a.mu.Unlock()
+		if a.rt != nil {
+			a.rt.forgetID(id) // answered or abandoned: the id leaves the runtime's space
+		}
 	}()
 	select {
 	case <-a.done:

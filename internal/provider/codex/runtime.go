@@ -99,7 +99,7 @@ func (r *Runtime) open(o provider.Options) *Adapter {
 	a := newAdapter(o)
 	a.rt = r
 	a.out = r.out
-	a.stdin = &threadStdin{s: r.stdin}
+	a.stdin = &threadStdin{s: r.stdin, stop: make(chan struct{})}
 	r.mu.Lock()
 	ended := r.ended
 	if !ended {
@@ -158,6 +158,15 @@ func (r *Runtime) nextID(a *Adapter) int64 {
 	r.next++
 	r.owners[r.next] = a
 	return r.next
+}
+
+// forgetID drops id from the runtime's id space once its call ended (a
+// call its caller gave up on would otherwise keep its entry, and its
+// adapter, for the process's life; a late answer is then an anomaly).
+func (r *Runtime) forgetID(id int64) {
+	r.mu.Lock()
+	delete(r.owners, id)
+	r.mu.Unlock()
 }
 
 // ErrThreadTaken: the provider answered a thread/start or thread/resume
@@ -385,8 +394,11 @@ func (r *Runtime) Anomalies(kind string) int {
 
 // threadStdin is one thread's view of the runtime's stdin: cancelling it
 // (the session is being torn down) fails that thread's writes only.
+// A write of the thread waiting behind other threads' writes gives up at
+// its Cancel.
 type threadStdin struct {
 	s         *provider.Stdin
+	stop      chan struct{} // closed by Cancel
 	cancelled atomic.Bool
 }
 
@@ -394,10 +406,16 @@ func (t *threadStdin) WriteLine(b []byte) error {
 	if t.cancelled.Load() {
 		return fmt.Errorf("provider: write stdin: %w", ErrStopping)
 	}
-	return t.s.WriteLine(b)
+	return t.s.WriteLineAbort(b, t.s.Timeout(), t.stop)
 }
 
-func (t *threadStdin) Cancel() bool { return !t.cancelled.Swap(true) }
+func (t *threadStdin) Cancel() bool {
+	if t.cancelled.Swap(true) {
+		return false
+	}
+	close(t.stop)
+	return true
+}
 
 // Detach stops the thread's events: thread/unsubscribe (codex keeps the
 // thread loaded, and its writer lock, until the process exits), then
