@@ -108,7 +108,8 @@ func TestE2ESharedRuntime(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(st.Runtimes) != 1 || st.Runtimes[0].RuntimeID != runtimeID || st.Runtimes[0].PID != pid ||
-		st.Runtimes[0].Sessions != n || st.Runtimes[0].RSSBytes <= 0 || st.Runtimes[0].Provider != "echo" {
+		st.Runtimes[0].Sessions != n || st.Runtimes[0].RSSBytes <= 0 || st.Runtimes[0].Provider != "echo" ||
+		st.Runtimes[0].PSSBytes <= 0 || st.Runtimes[0].PSSBytes > st.Runtimes[0].RSSBytes {
 		t.Fatalf("daemon.status.runtimes %+v", st.Runtimes)
 	}
 	if code, out, errOut := runCtl(t, d.Socket, t.TempDir(), "show", ids[3]); code != 0 || !strings.Contains(out, runtimeID+" (account default, shared)") {

@@ -518,7 +518,9 @@ func (h *Host) stopRuntimes() {
 }
 
 // Runtimes lists the live shared runtimes by id (daemon.status.runtimes).
-// PSSBytes stays 0: the PSS reader is not in proc yet.
+// RSSBytes and PSSBytes are summed over each runtime's process tree, read
+// now: one pass over /proc for every runtime (proc.TreesMemory), then two
+// small files per process; nothing is cached.
 func (h *Host) Runtimes() []api.RuntimeInfo {
 	h.mu.Lock()
 	rts := slices.Collect(maps.Values(h.runtimes))
@@ -539,8 +541,17 @@ func (h *Host) Runtimes() []api.RuntimeInfo {
 				ri.TurnsRunning++
 			}
 		}
-		ri.RSSBytes, _ = proc.RSS(ri.PID)
 		out = append(out, ri)
+	}
+	pids := make([]int, len(out))
+	for i, ri := range out {
+		pids[i] = ri.PID
+	}
+	if mem, err := proc.TreesMemory(pids); err == nil {
+		for i := range out {
+			m := mem[out[i].PID]
+			out[i].RSSBytes, out[i].PSSBytes = m.RSS, m.PSS
+		}
 	}
 	slices.SortFunc(out, func(a, b api.RuntimeInfo) int { return strings.Compare(a.RuntimeID, b.RuntimeID) })
 	return out
