@@ -208,3 +208,59 @@ func TestE2EDoctorReportsJournalLoss(t *testing.T) {
 		t.Fatalf("doctor on the daemon: exit %d\n%s", code, out)
 	}
 }
+
+// startTaggedRuntime starts an echo provider tagged as a shared runtime
+// runtimeID of the daemon's state (no session's id), not a descendant of
+// the daemon.
+func startTaggedRuntime(t *testing.T, stateID, runtimeID string) *exec.Cmd {
+	cmd := exec.Command(daemontest.Binary(t), "provider", "echo")
+	cmd.Env = append(cmd.Environ(), "GORACE=atexit_sleep_ms=0", "SESSIOND_STATE_ID="+stateID, "SESSIOND_RUNTIME_ID="+runtimeID)
+	sysx.Tie(cmd, syscall.SIGKILL)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
+	return cmd
+}
+
+// TestE2EDoctorSharedRuntime: a shared runtime's processes (tagged
+// SESSIOND_RUNTIME_ID) are owned while a session runs on it, and while it
+// waits out its release clock with none; a process tagged with a runtime
+// the daemon does not run is a PROBLEM naming that runtime.
+func TestE2EDoctorSharedRuntime(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Options{Config: "[providers.echo]\nprocesses = \"account\"\n"})
+	c := d.Client(t)
+	var s api.SessionInfo
+	if err := c.Call(ctx10(t), "agentSession.create", api.CreateParams{Provider: "echo", Cwd: t.TempDir()}, &s); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Call(ctx10(t), "agentSession.hold", api.HoldParams{SessionID: s.SessionID, HolderID: "t"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var si api.SessionInfo
+	if err := c.Call(ctx10(t), "agentSession.get", api.SessionParams{SessionID: s.SessionID}, &si); err != nil {
+		t.Fatal(err)
+	}
+	startTaggedRuntime(t, d.StateID, si.RuntimeID) // a detached process of the live runtime's
+	if code, rep, out := doctorJSON(t, d.Socket); code != 0 || rep.Problems != 0 {
+		t.Fatalf("doctor with a session on a shared runtime: exit %d\n%s", code, out)
+	}
+	var cr api.CloseResult
+	if err := c.Call(ctx10(t), "agentSession.close", api.SessionParams{SessionID: s.SessionID}, &cr); err != nil {
+		t.Fatal(err)
+	}
+	if code, rep, out := doctorJSON(t, d.Socket); code != 0 || rep.Problems != 0 {
+		t.Fatalf("doctor with an idle shared runtime (its release clock runs): exit %d\n%s", code, out)
+	}
+	stray := startTaggedRuntime(t, d.StateID, "r_doctortest_stray")
+	code, rep, out := doctorJSON(t, d.Socket)
+	ps := problemsOf(rep, "tagged-processes")
+	if code != 1 || len(ps) != 1 || !strings.Contains(ps[0].What, "runtime r_doctortest_stray") ||
+		ps[0].Fix != fmt.Sprintf("kill %d", stray.Process.Pid) {
+		t.Fatalf("doctor with a stray runtime-tagged process %d: exit %d\n%s", stray.Process.Pid, code, out)
+	}
+}

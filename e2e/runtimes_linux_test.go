@@ -3,13 +3,18 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/proc"
 	"github.com/sessiond/sessiond/internal/rpc"
 	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 )
@@ -108,7 +113,8 @@ func TestE2ESharedRuntime(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(st.Runtimes) != 1 || st.Runtimes[0].RuntimeID != runtimeID || st.Runtimes[0].PID != pid ||
-		st.Runtimes[0].Sessions != n || st.Runtimes[0].RSSBytes <= 0 || st.Runtimes[0].Provider != "echo" {
+		st.Runtimes[0].Sessions != n || st.Runtimes[0].RSSBytes <= 0 || st.Runtimes[0].Provider != "echo" ||
+		st.Runtimes[0].PSSBytes <= 0 || st.Runtimes[0].PSSBytes > st.Runtimes[0].RSSBytes {
 		t.Fatalf("daemon.status.runtimes %+v", st.Runtimes)
 	}
 	if code, out, errOut := runCtl(t, d.Socket, t.TempDir(), "show", ids[3]); code != 0 || !strings.Contains(out, runtimeID+" (account default, shared)") {
@@ -223,13 +229,36 @@ func TestE2ESharedRuntime(t *testing.T) {
 // lease names) and gives each session its tail (turn.completed
 // {interrupted, daemon_restart}, provider.exited, session.ended,
 // lease.released); a hold then resumes each thread in one new runtime.
+// The runtime's tree is tagged SESSIOND_RUNTIME_ID and SESSIOND_STATE_ID
+// and carries no session's id; a detached descendant of it (/orphan: its
+// own session, SIGTERM ignored) whose runtime was killed too is found by
+// those tags alone (in fallback mode: no cgroup remembers it) and reaped.
 func TestE2ESharedRuntimeDaemonCrash(t *testing.T) {
+	for _, mode := range []string{"cgroup", "fallback"} {
+		t.Run(mode, func(t *testing.T) { sharedRuntimeDaemonCrash(t, mode) })
+	}
+}
+
+func sharedRuntimeDaemonCrash(t *testing.T, mode string) {
 	cfg := "[providers.echo]\nprocesses = \"account\"\n"
+	if mode == "fallback" {
+		cfg = fmt.Sprintf("cgroup_root = %q\n", t.TempDir()) + cfg // not a cgroup v2 directory
+	}
 	d := daemontest.Start(t, daemontest.Options{Config: cfg})
-	c := d.Client(t)
+	if got := d.Status(t).Supervision; got.Mode != mode {
+		t.Fatalf("supervision %s (%s), want %s", got.Mode, got.Reason, mode)
+	}
+	evs := &sessionEvents{seen: map[string][]event.Event{}, ch: make(chan event.Event, 4096)}
+	c, err := rpc.Dial(ctx10(t), d.Socket, rpc.ClientOptions{OnNotify: evs.notify,
+		Capabilities: []string{api.CapAttach, api.CapStructuredHold, api.CapTurns, api.CapRuntimes}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	ids := make([]string, 2)
 	var pid int
+	var runtimeID string
+	cgroups := map[string]bool{}
 	threads := map[string]string{}
 	for i := range ids {
 		var s api.SessionInfo
@@ -237,21 +266,78 @@ func TestE2ESharedRuntimeDaemonCrash(t *testing.T) {
 			t.Fatal(err)
 		}
 		ids[i] = s.SessionID
+		if err := c.Call(ctx10(t), "agentSession.attach", api.AttachParams{SessionID: s.SessionID}, nil); err != nil {
+			t.Fatal(err)
+		}
 		var hr api.HoldResult
 		if err := c.Call(ctx10(t), "agentSession.hold", api.HoldParams{SessionID: s.SessionID, HolderID: "w"}, &hr); err != nil {
 			t.Fatal(err)
 		}
 		pid, threads[s.SessionID] = hr.PID, hr.ThreadID
+		var si api.SessionInfo
+		if err := c.Call(ctx10(t), "agentSession.get", map[string]any{"sessionId": s.SessionID}, &si); err != nil {
+			t.Fatal(err)
+		}
+		runtimeID = si.RuntimeID
+		cgroups[si.Cgroup] = true
+	}
+	// A detached descendant of the runtime, then a long turn on each.
+	if err := c.Call(ctx10(t), "agentSession.send", api.SendParams{SessionID: ids[0], Text: "/orphan"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	evs.waitFor(t, ids[0], event.TurnCompleted) // the descendant is started before the turn ends
+	tagged := daemontest.TaggedProcesses(d.StateID)
+	if len(tagged) != 2 || !slices.Contains(tagged, pid) {
+		t.Fatalf("tagged processes %v, want the runtime %d and its /orphan descendant", tagged, pid)
+	}
+	orphan := tagged[0]
+	if orphan == pid {
+		orphan = tagged[1]
+	}
+	for _, p := range []int{pid, orphan} {
+		env := processEnv(t, p)
+		if env[proc.EnvRuntimeID] != runtimeID || env[proc.EnvStateID] != d.StateID {
+			t.Fatalf("process %d of runtime %s: %s=%q %s=%q", p, runtimeID, proc.EnvRuntimeID, env[proc.EnvRuntimeID], proc.EnvStateID, env[proc.EnvStateID])
+		}
+		if sid, ok := env[proc.EnvSessionID]; ok {
+			t.Fatalf("process %d of the shared runtime carries %s=%s", p, proc.EnvSessionID, sid)
+		}
+	}
+	// One cgroup per runtime (cgroup mode): both sessions report the
+	// runtime's, named after it, and the runtime's tree is in it.
+	if mode == "cgroup" {
+		var cg string
+		for k := range cgroups {
+			cg = k
+		}
+		if len(cgroups) != 1 || filepath.Base(cg) != runtimeID+".f0" ||
+			!strings.HasSuffix(cg, cgroupOf(pid)) || cgroupOf(orphan) != cgroupOf(pid) {
+			t.Fatalf("session cgroups %v (want one, %s.f0); runtime %d in %q, its descendant %d in %q",
+				cgroups, runtimeID, pid, cgroupOf(pid), orphan, cgroupOf(orphan))
+		}
+	} else if len(cgroups) != 1 || !cgroups[""] {
+		t.Fatalf("fallback mode: session cgroups %v", cgroups)
+	}
+	for _, id := range ids {
 		var sr api.SendResult
-		if err := c.Call(ctx10(t), "agentSession.send", api.SendParams{SessionID: s.SessionID, Text: "long /sleep 600000"}, &sr); err != nil {
+		if err := c.Call(ctx10(t), "agentSession.send", api.SendParams{SessionID: id, Text: "long /sleep 600000"}, &sr); err != nil {
 			t.Fatal(err)
 		}
 	}
 	c.Close()
 	d.Kill()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if !exitsWithin(t, pid, 0, 20*time.Second) {
+		t.Fatalf("runtime %d survived SIGKILL", pid)
+	}
+	if !running(orphan) {
+		t.Fatalf("the /orphan descendant %d died with its runtime: the test proves nothing", orphan)
+	}
 	d2 := daemontest.Start(t, daemontest.Options{StateDir: d.StateDir, Config: cfg})
-	if !exitsWithin(t, pid, 0, 0) {
-		t.Fatalf("the crashed run's runtime %d still runs once the restarted daemon listens", pid)
+	if running(orphan) {
+		t.Fatalf("the crashed run's runtime descendant %d (tagged %s=%s) still runs once the restarted daemon listens", orphan, proc.EnvRuntimeID, runtimeID)
 	}
 	c2 := d2.Client(t)
 	var newPID int
@@ -280,4 +366,20 @@ func TestE2ESharedRuntimeDaemonCrash(t *testing.T) {
 		}
 		newPID = hr.PID
 	}
+}
+
+// processEnv is pid's environment as a map.
+func processEnv(t *testing.T, pid int) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	for _, kv := range strings.Split(string(b), "\x00") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	return env
 }

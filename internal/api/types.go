@@ -219,8 +219,9 @@ type LaggedNotice struct {
 }
 
 // RuntimeInfo is one entry of daemon.status.runtimes (a shared provider
-// process; agent-session.runtimes.v1). PSSBytes is 0 until the PSS reader
-// lands.
+// process; agent-session.runtimes.v1). RSSBytes and PSSBytes are summed
+// over the runtime's process tree (its root and descendants) when the
+// status is read; 0 where they cannot be read.
 type RuntimeInfo struct {
 	RuntimeID    string    `json:"runtimeId"`
 	Provider     string    `json:"provider"`

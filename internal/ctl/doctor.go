@@ -146,22 +146,32 @@ func doctorOnline(e *ctlEnv, c *rpc.Client, rep *DoctorReport) int {
 		js := stats.Journal
 		rep.add(doctorWritable(st.StateDir, js.Unavailable, js.UnavailableSince, js.Held))
 	}
+	for _, rt := range st.Runtimes { // a runtime no session is on yet (its release clock runs) is live too
+		live["runtime "+rt.RuntimeID] = api.SessionInfo{PID: rt.PID, RuntimeID: rt.RuntimeID}
+	}
 	rep.add(doctorTagged(st.StateID, func(t proc.Tagged) bool { return ownedByLive(t, live) },
 		func(t proc.Tagged) string {
+			if t.RuntimeID != "" {
+				return fmt.Sprintf("kill %d", t.PID)
+			}
 			return fmt.Sprintf("kill %d   # or: %s close %s", t.PID, selfCtl(), t.SessionID)
 		}))
 	return exitcode.OK
 }
 
 // ownedByLive: a tagged process belongs to a live session when it is its
-// child, descends from it, or carries its session id and fence.
+// child, descends from it, carries its session id and fence, or carries
+// the id of the shared runtime it runs on.
 func ownedByLive(t proc.Tagged, live map[string]api.SessionInfo) bool {
-	if s, ok := live[t.SessionID]; ok && (t.Fence == s.Fence || t.Fence == 0) {
+	if s, ok := live[t.SessionID]; ok && t.SessionID != "" && (t.Fence == s.Fence || t.Fence == 0) {
 		return true
 	}
 	roots := map[int]bool{}
 	for _, s := range live {
 		roots[s.PID] = true
+		if t.RuntimeID != "" && s.RuntimeID == t.RuntimeID {
+			return true
+		}
 	}
 	pid := t.PID
 	for range 64 {
@@ -191,9 +201,11 @@ func doctorTagged(stateID string, owned func(proc.Tagged) bool, fix func(proc.Ta
 		if owned(t) {
 			continue
 		}
-		c.Problems = append(c.Problems, DoctorProblem{
-			What: fmt.Sprintf("pid %d carries session %s (fence %d) of state %s and no live session owns it", t.PID, t.SessionID, t.Fence, stateID),
-			Fix:  fix(t)})
+		what := fmt.Sprintf("pid %d carries session %s (fence %d) of state %s and no live session owns it", t.PID, t.SessionID, t.Fence, stateID)
+		if t.RuntimeID != "" {
+			what = fmt.Sprintf("pid %d carries runtime %s of state %s and no live session runs on it", t.PID, t.RuntimeID, stateID)
+		}
+		c.Problems = append(c.Problems, DoctorProblem{What: what, Fix: fix(t)})
 	}
 	c.Detail = fmt.Sprintf("%d tagged, %d unowned", len(tagged), len(c.Problems))
 	return c

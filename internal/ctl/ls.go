@@ -45,10 +45,12 @@ const (
 )
 
 // printLs is the `ctl ls` table, oldest session first (the daemon's order).
-// Lease, fence and seq are in `ctl show` and --json.
+// RUNTIME is the shared runtime a live session runs on ("-" for a
+// process of its own, or none). Lease, fence and seq are in `ctl show`
+// and --json.
 func printLs(w io.Writer, sessions []api.SessionInfo, now time.Time) {
 	var t table
-	t.add("ID", "PROVIDER", "STATE", "HOLDERS", "TURN", "LAST ACTIVITY", "PID", "TITLE", "CWD")
+	t.add("ID", "PROVIDER", "STATE", "HOLDERS", "TURN", "LAST ACTIVITY", "PID", "RUNTIME", "TITLE", "CWD")
 	for _, s := range sessions {
 		turn := "-"
 		if s.TurnRunning {
@@ -56,7 +58,7 @@ func printLs(w io.Writer, sessions []api.SessionInfo, now time.Time) {
 		}
 		t.add(tty.Safe(s.SessionID), fit(s.Provider, providerCells), fit(s.State, providerCells),
 			dash(fit(strings.Join(s.Holders, ","), holdersCells)), turn, ago(now, s.LastActivityAt), pidText(s.PID),
-			dash(fit(s.Title, titleCells)), fitTail(s.Cwd, cwdCells))
+			dash(tty.Safe(s.RuntimeID)), dash(fit(s.Title, titleCells)), fitTail(s.Cwd, cwdCells))
 	}
 	t.write(w)
 }

@@ -13,7 +13,8 @@ import (
 )
 
 // TestCtlLsTable: the exact table for fixed sessions: alignment, dashes,
-// the turn marker, ages, escaped control characters.
+// the turn marker, ages, escaped control characters, the runtime id of
+// the sessions on a shared runtime.
 func TestCtlLsTable(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	at := func(d time.Duration) *time.Time { x := now.Add(-d); return &x }
@@ -24,6 +25,10 @@ func TestCtlLsTable(t *testing.T) {
 		{SessionID: "s_03", Provider: "echo", State: "evicting", Holders: []string{}, PID: 77, Title: "idle", Cwd: "/tmp",
 			LastActivityAt: at(90 * time.Minute)},
 		{SessionID: "s_04", Provider: "echo", State: "stored", Holders: []string{}, Cwd: "/x"},
+		{SessionID: "s_05", Provider: "codex", State: "live", Holders: []string{"desktop:w2"}, PID: 4300, RuntimeID: "r_07",
+			Title: "shared", Cwd: "/home/me/c", LastActivityAt: at(time.Minute)},
+		{SessionID: "s_06", Provider: "codex", State: "live", Holders: []string{"desktop:w3"}, PID: 4300, RuntimeID: "r_07",
+			TurnRunning: true, Title: "shared too", Cwd: "/home/me/d", LastActivityAt: at(2 * time.Second)},
 	}
 	var b bytes.Buffer
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
@@ -116,4 +121,26 @@ func TestFit(t *testing.T) {
 			t.Errorf("fit(%q, %d) = %q: %d cells", tc.in, tc.max, got, w)
 		}
 	}
+}
+
+// TestCtlTopTable: the exact `ctl top` table for fixed rows: a
+// per-session session and a shared runtime ordered by CPU, the runtime's
+// row (pid, its tree's figures, turns running, sessions) with its
+// sessions indented under it, their own figures dashed (they are the
+// runtime's); a session whose runtime has no row comes last.
+func TestCtlTopTable(t *testing.T) {
+	rows := []TopRow{
+		{Kind: TopSession, SessionID: "s_02", RuntimeID: "r_07", Provider: "codex", PID: 4300, Turns: 3, TurnRunning: true,
+			EventsPerSec: 12.5, Title: "shared too"},
+		{Kind: TopSession, SessionID: "s_01", Provider: "echo", PID: 4242, Procs: 1, RSS: 8 << 20, PSS: 3 << 20, pssOK: true,
+			Memory: 8 << 20, CPU: 1.5, Turns: 2, Title: "alone"},
+		{Kind: TopRuntime, RuntimeID: "r_07", Provider: "codex", PID: 4300, Procs: 3, RSS: 300 << 20, PSS: 120 << 20, pssOK: true,
+			Memory: 310 << 20, CPU: 7.5, Sessions: 2, TurnsRunning: 1, EventsPerSec: 12.5, account: "default"},
+		{Kind: TopSession, SessionID: "s_03", RuntimeID: "r_07", Provider: "codex", PID: 4300, Turns: 1, Title: "shared"},
+		{Kind: TopSession, SessionID: "s_09", RuntimeID: "r_GONE", Provider: "codex", PID: 5000, Title: "its runtime left"},
+	}
+	sortTopRows(rows)
+	var b bytes.Buffer
+	writeTopTable(&b, rows)
+	golden.Check(t, "ctl_top_table.golden", b.String())
 }

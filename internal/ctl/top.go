@@ -31,7 +31,7 @@ const (
 
 func init() {
 	registerCtl(&ctlCommand{
-		name: "top", usage: "[--interval D] [--once]", summary: "refreshing table of live sessions (pid, RSS, PSS, CPU of the provider's process tree, turns, events/s)",
+		name: "top", usage: "[--interval D] [--once]", summary: "refreshing table of live sessions and shared runtimes (pid, RSS, PSS, CPU of the provider's process tree, turns, events/s)",
 		flags: func(fs *flag.FlagSet) {
 			fs.DurationVar(&topFlags.interval, "interval", 2*time.Second,
 				fmt.Sprintf("refresh interval, %v to %v; CPU and events/s are measured over it", minTopInterval, maxTopInterval))
@@ -41,10 +41,23 @@ func init() {
 	})
 }
 
-// TopRow is one live session in one frame (also the --json shape). RSS,
-// PSS, CPU, Memory and Procs are the session's whole process tree (treeUsage).
+// Kinds of TopRow.
+const (
+	TopSession = "session"
+	TopRuntime = "runtime"
+)
+
+// TopRow is one live session, or one shared runtime, in one frame (also
+// the --json shape; rows come in the table's order: a runtime's row, then
+// its sessions'). RSS, PSS, CPU, Memory and Procs are the whole process
+// tree (treeUsage) of a per-session session or of a runtime; a session on
+// a shared runtime has none of its own (they are its runtime's row's).
 type TopRow struct {
-	SessionID    string  `json:"sessionId"`
+	Kind         string  `json:"kind"`                // session | runtime
+	SessionID    string  `json:"sessionId,omitempty"` // a session's
+	RuntimeID    string  `json:"runtimeId,omitempty"` // a runtime's, or the runtime a session runs on
+	Sessions     int     `json:"sessions,omitempty"`  // a runtime's: live sessions on it
+	TurnsRunning int     `json:"turnsRunning,omitempty"`
 	Provider     string  `json:"provider"`
 	Title        string  `json:"title"`
 	PID          int     `json:"pid"`
@@ -58,6 +71,7 @@ type TopRow struct {
 	TurnRunning  bool    `json:"turnRunning"`
 	EventsPerSec float64 `json:"eventsPerSec"`
 	Gone         bool    `json:"gone,omitempty"` // the provider child could not be read
+	account      string
 	pssOK        bool
 	cpu          map[int]float64
 	lastSeq      uint64
@@ -127,8 +141,13 @@ func (st *topState) sample(e *ctlEnv, c *rpc.Client) (topState, error) {
 	if err != nil {
 		return topState{}, err
 	}
+	var status rpc.Status
+	if err := c.Call(e.ctx, "daemon.status", nil, &status); err != nil {
+		return topState{}, err
+	}
 	out := topState{at: time.Now(), rows: map[string]TopRow{}}
 	ps := takeProcSnapshot(st.stateID)
+	cgroups := map[string]string{} // a runtime's, from a session on it
 	for _, s := range sessions {
 		if s.PID == 0 || s.State != "live" {
 			continue
@@ -138,14 +157,34 @@ func (st *topState) sample(e *ctlEnv, c *rpc.Client) (topState, error) {
 		} else if err != nil {
 			return topState{}, err
 		}
-		r := TopRow{SessionID: s.SessionID, Provider: s.Provider, Title: s.Title, PID: s.PID, TurnRunning: s.TurnRunning,
-			lastSeq: s.LastSeq, Turns: st.turns[s.SessionID]}
+		r := TopRow{Kind: TopSession, SessionID: s.SessionID, RuntimeID: s.RuntimeID, Provider: s.Provider, Title: s.Title,
+			PID: s.PID, TurnRunning: s.TurnRunning, lastSeq: s.LastSeq, Turns: st.turns[s.SessionID]}
 		_, _, r.Gone = procFigures(s.PID)
-		if u, ok := sessionUsage(s, ps); ok {
+		if s.RuntimeID != "" {
+			cgroups[s.RuntimeID] = s.Cgroup
+		} else if u, ok := sessionUsage(s, ps); ok {
 			r.RSS, r.cpu, r.Memory, r.Procs, r.UsageFrom = u.RSS, u.cpu, u.Memory, u.Procs, u.Source
 			r.PSS, r.pssOK = u.PSS, u.pssOK
 		}
 		out.rows[s.SessionID] = r
+	}
+	for _, rt := range status.Runtimes {
+		r := TopRow{Kind: TopRuntime, RuntimeID: rt.RuntimeID, Provider: rt.Provider, PID: rt.PID, account: rt.Account}
+		for _, s := range out.rows {
+			if s.RuntimeID == rt.RuntimeID {
+				r.Sessions++
+				if s.TurnRunning {
+					r.TurnsRunning++
+				}
+				r.lastSeq += s.lastSeq
+			}
+		}
+		_, _, r.Gone = procFigures(rt.PID)
+		if u, ok := runtimeUsage(rt, cgroups[rt.RuntimeID], ps); ok {
+			r.RSS, r.cpu, r.Memory, r.Procs, r.UsageFrom = u.RSS, u.cpu, u.Memory, u.Procs, u.Source
+			r.PSS, r.pssOK = u.PSS, u.pssOK
+		}
+		out.rows[rt.RuntimeID] = r
 	}
 	st.forget(sessions)
 	return out, nil
@@ -195,7 +234,9 @@ func rates(prev, cur topState) []TopRow {
 	for id, r := range cur.rows {
 		if p, ok := prev.rows[id]; ok && dt > 0 && p.PID == r.PID && !p.Gone && !r.Gone {
 			r.CPU = 100 * cpuGrowth(p.cpu, r.cpu) / dt
-			r.EventsPerSec = float64(r.lastSeq-p.lastSeq) / dt
+			if r.lastSeq >= p.lastSeq { // a runtime's sum drops when a session leaves it
+				r.EventsPerSec = float64(r.lastSeq-p.lastSeq) / dt
+			}
 		}
 		rows = append(rows, r)
 	}
@@ -225,25 +266,36 @@ func printTop(e *ctlEnv, rows []TopRow, clear bool) int {
 
 // TopHeading says what the figures are, above the table.
 const TopHeading = "RSS, PSS, CPU% and MEM are summed over each session's PROCS processes: " +
-	"its cgroup (cgroup mode), else the provider, its descendants and the processes tagged with the session\n"
+	"its cgroup (cgroup mode), else the provider, its descendants and the processes tagged with the session; " +
+	"sessions on a shared runtime are listed under its row, which has their figures\n"
 
 func writeTopTable(w io.Writer, rows []TopRow) {
 	var t table
 	t.add("ID", "PROVIDER", "PID", "PROCS", "RSS", "PSS", "MEM", "CPU%", "TURNS", "TURN", "EVENTS/S", "TITLE")
 	for _, r := range rows {
-		rss, pss, cpu := "-", "-", "-"
+		rss, pss, cpu, mem, procs := "-", "-", "-", bytesText(r.Memory), fmt.Sprint(r.Procs)
 		if !r.Gone {
 			rss, cpu = bytesText(r.RSS), fmt.Sprintf("%.1f", r.CPU)
 			if r.pssOK {
 				pss = bytesText(r.PSS)
 			}
 		}
-		turn := "-"
+		id, turns, turn, title := tty.Safe(r.SessionID), fmt.Sprint(r.Turns), "-", dash(fit(r.Title, titleCells))
 		if r.TurnRunning {
 			turn = "running"
 		}
-		t.add(tty.Safe(r.SessionID), fit(r.Provider, providerCells), fmt.Sprint(r.PID), fmt.Sprint(r.Procs), rss, pss,
-			bytesText(r.Memory), cpu, fmt.Sprint(r.Turns), turn, fmt.Sprintf("%.1f", r.EventsPerSec), dash(fit(r.Title, titleCells)))
+		switch {
+		case r.Kind == TopRuntime:
+			id, turns = tty.Safe(r.RuntimeID), "-"
+			if r.TurnsRunning > 0 {
+				turn = fmt.Sprintf("%d running", r.TurnsRunning)
+			}
+			title = fmt.Sprintf("runtime: %d sessions, account %s", r.Sessions, fit(r.account, providerCells))
+		case r.RuntimeID != "": // its figures are its runtime's
+			id, rss, pss, cpu, mem, procs = "  "+id, "-", "-", "-", "-", "-"
+		}
+		t.add(id, fit(r.Provider, providerCells), fmt.Sprint(r.PID), procs, rss, pss,
+			mem, cpu, turns, turn, fmt.Sprintf("%.1f", r.EventsPerSec), title)
 	}
 	io.WriteString(w, TopHeading)
 	t.write(w)
@@ -261,12 +313,46 @@ func bytesText(n uint64) string {
 	}
 }
 
-// sortTopRows orders rows by CPU, then id, so the busiest come first.
+// sortTopRows orders rows by CPU, then id, so the busiest come first; a
+// session on a shared runtime follows its runtime's row (its sessions by
+// id), and one whose runtime has no row (it left since the list) comes
+// last.
 func sortTopRows(rows []TopRow) {
-	sort.Slice(rows, func(i, k int) bool {
-		if rows[i].CPU != rows[k].CPU {
-			return rows[i].CPU > rows[k].CPU
+	key := func(r TopRow) string {
+		if r.Kind == TopRuntime {
+			return r.RuntimeID
 		}
-		return rows[i].SessionID < rows[k].SessionID
+		return r.SessionID
+	}
+	var top []TopRow
+	under := map[string][]TopRow{}
+	for _, r := range rows {
+		if r.Kind == TopSession && r.RuntimeID != "" {
+			under[r.RuntimeID] = append(under[r.RuntimeID], r)
+		} else {
+			top = append(top, r)
+		}
+	}
+	sort.Slice(top, func(i, k int) bool {
+		if top[i].CPU != top[k].CPU {
+			return top[i].CPU > top[k].CPU
+		}
+		return key(top[i]) < key(top[k])
 	})
+	out := rows[:0:0]
+	for _, r := range top {
+		out = append(out, r)
+		if r.Kind == TopRuntime {
+			s := under[r.RuntimeID]
+			sort.Slice(s, func(i, k int) bool { return s[i].SessionID < s[k].SessionID })
+			out = append(out, s...)
+			delete(under, r.RuntimeID)
+		}
+	}
+	var orphans []TopRow
+	for _, s := range under {
+		orphans = append(orphans, s...)
+	}
+	sort.Slice(orphans, func(i, k int) bool { return orphans[i].SessionID < orphans[k].SessionID })
+	copy(rows, append(out, orphans...))
 }

@@ -39,10 +39,10 @@ type treeUsage struct {
 
 // procSnapshot is one pass over the process table, shared by every
 // session of a frame: each process's children, and the tagged processes
-// of each session.
+// of each session and each shared runtime.
 type procSnapshot struct {
 	kids   map[int][]int
-	tagged map[string][]int // by session id
+	tagged map[string][]int // by session id, or runtime id for a runtime's tree
 }
 
 // takeProcSnapshot reads /proc once (and the env tags of this daemon's
@@ -53,7 +53,8 @@ func takeProcSnapshot(stateID string) procSnapshot {
 	if stateID != "" {
 		if tagged, err := proc.ScanTagged(stateID); err == nil {
 			for _, t := range tagged {
-				ps.tagged[t.SessionID] = append(ps.tagged[t.SessionID], t.PID)
+				owner := t.Tags(stateID).Owner()
+				ps.tagged[owner] = append(ps.tagged[owner], t.PID)
 			}
 		}
 	}
@@ -86,6 +87,13 @@ func (ps procSnapshot) tree(s api.SessionInfo) ([]int, string) {
 		queue = append(queue, ps.kids[pid]...)
 	}
 	return pids, "proc"
+}
+
+// runtimeUsage sums a shared runtime's tree: its cgroup (cgroup, that of
+// any session on it), else its process, its descendants and the
+// processes tagged with its id.
+func runtimeUsage(rt api.RuntimeInfo, cgroup string, ps procSnapshot) (treeUsage, bool) {
+	return sessionUsage(api.SessionInfo{SessionID: rt.RuntimeID, PID: rt.PID, Cgroup: cgroup}, ps)
 }
 
 // sessionUsage sums a live session's tree; false for a session without a

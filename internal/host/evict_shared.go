@@ -59,8 +59,7 @@ func (h *Host) stepKillCommands(ctx context.Context, e *entry) {
 	if !ok || th == nil || th.ThreadID() == "" {
 		return
 	}
-	tags := proc.Tags{SessionID: e.rt.id, Fence: 1, StateID: h.st.StateID}
-	left, err := proc.Marked(tags, m.CommandEnv(), th.ThreadID())
+	left, err := proc.Marked(e.rt.tags(h.st.StateID), m.CommandEnv(), th.ThreadID())
 	if err != nil {
 		h.log.Warn("find the leftover commands of a detaching session", "session_id", e.id, "runtime_id", e.rt.id, "err", err)
 		return

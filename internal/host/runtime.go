@@ -182,12 +182,12 @@ func (h *Host) spawnRuntime(ctx context.Context, rt *sharedRuntime, rec store.Re
 	for k, v := range rec.Env {
 		env = append(env, k+"="+v)
 	}
-	env = append(env, EnvRuntimeID+"="+rt.id)
 	child, err := proc.Spawn(proc.Spec{
 		Path: prov.Command[0], Args: prov.Command[1:], Env: env, Dir: rec.Cwd,
-		// The runtime's tags name the runtime: a crashed run's runtime is
-		// reaped at startup as a tagged process no lease names.
-		Tags:        proc.Tags{SessionID: rt.id, Fence: 1, StateID: h.st.StateID},
+		// The runtime's tags name the runtime, not one of the sessions it
+		// serves: a crashed run's runtime tree is reaped at startup by
+		// them; its cgroup is named after it.
+		Tags:        rt.tags(h.st.StateID),
 		StderrBytes: 16 << 10,
 		Logger:      h.log,
 		Cgroups:     h.o.Cgroups,
@@ -212,7 +212,13 @@ func (h *Host) spawnRuntime(ctx context.Context, rt *sharedRuntime, rec store.Re
 }
 
 // EnvRuntimeID is set in a runtime's process (and inherited by its tree).
-const EnvRuntimeID = "SESSIOND_RUNTIME_ID"
+const EnvRuntimeID = proc.EnvRuntimeID
+
+// tags are the env tags of rt's process tree: SESSIOND_RUNTIME_ID and
+// SESSIOND_STATE_ID, no session's id (it serves many).
+func (rt *sharedRuntime) tags(stateID string) proc.Tags {
+	return proc.Tags{RuntimeID: rt.id, StateID: stateID}
+}
 
 // unbindLocked takes e off its runtime; when it was the last session the
 // runtime's release clock is armed. Needs the session lock.
@@ -390,7 +396,7 @@ func (h *Host) stepStopRuntime(ctx context.Context, rt *sharedRuntime) error {
 	}
 	if v.Tree != proc.Exited {
 		h.log.Warn("runtime tree not proven gone; bounded cleanup takes it", "runtime_id", rt.id, "survivors", len(v.Survivors))
-		h.cleanup.AddVerdict(proc.Tags{SessionID: rt.id, Fence: 1, StateID: h.st.StateID}, v)
+		h.cleanup.AddVerdict(rt.tags(h.st.StateID), v)
 	}
 	return nil
 }
@@ -539,7 +545,9 @@ func (h *Host) stopRuntimes() {
 }
 
 // Runtimes lists the live shared runtimes by id (daemon.status.runtimes).
-// PSSBytes stays 0: the PSS reader is not in proc yet.
+// RSSBytes and PSSBytes are summed over each runtime's process tree, read
+// now: one pass over /proc for every runtime (proc.TreesMemory), then two
+// small files per process; nothing is cached.
 func (h *Host) Runtimes() []api.RuntimeInfo {
 	h.mu.Lock()
 	rts := slices.Collect(maps.Values(h.runtimes))
@@ -560,8 +568,17 @@ func (h *Host) Runtimes() []api.RuntimeInfo {
 				ri.TurnsRunning++
 			}
 		}
-		ri.RSSBytes, _ = proc.RSS(ri.PID)
 		out = append(out, ri)
+	}
+	pids := make([]int, len(out))
+	for i, ri := range out {
+		pids[i] = ri.PID
+	}
+	if mem, err := proc.TreesMemory(pids); err == nil {
+		for i := range out {
+			m := mem[out[i].PID]
+			out[i].RSSBytes, out[i].PSSBytes = m.RSS, m.PSS
+		}
 	}
 	slices.SortFunc(out, func(a, b api.RuntimeInfo) int { return strings.Compare(a.RuntimeID, b.RuntimeID) })
 	return out

@@ -60,6 +60,7 @@ func (h *Host) startSharedLocked(ctx context.Context, e *entry, prov Provider, g
 	}
 	h.mu.Lock()
 	e.rt, e.pid = rt, rt.pid
+	e.cgroup = rt.child.Cgroup() // the runtime's: one cgroup per runtime, shared by its sessions
 	h.mu.Unlock()
 	if err := h.awaitThreadFree(ctx, e.rec.ThreadID, rt); err != nil {
 		return fail(err)

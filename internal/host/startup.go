@@ -88,8 +88,16 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 	if scanErr != nil {
 		h.log.Warn("cannot enumerate processes: tagged orphans are not checked", "err", scanErr)
 	}
+	// A per-session child's tree is keyed by its session; a shared
+	// runtime's tree carries the runtime's id and no session's, so it is
+	// reaped below as tagged processes no lease names.
 	bySession := map[string][]proc.Tagged{}
+	var byRuntime []proc.Tagged
 	for _, t := range tagged {
+		if t.RuntimeID != "" {
+			byRuntime = append(byRuntime, t)
+			continue
+		}
 		bySession[t.SessionID] = append(bySession[t.SessionID], t)
 	}
 	for id, rec := range leases {
@@ -142,7 +150,17 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 			return "reaped", reaped, fmt.Errorf("session %s: %w", id, err)
 		}
 	}
-	// Tagged processes of ours that no lease names.
+	// Tagged processes of ours that no lease names: a crashed run's
+	// runtimes (their owner, when still alive, was reaped above through
+	// its sessions' leases) and their detached descendants.
+	for _, t := range byRuntime {
+		if h.adopted(t.RuntimeID) || stuck[t.Identity] {
+			continue
+		}
+		v := reap(t.Identity, t.Tags(h.st.StateID))
+		reaped++
+		h.log.Info("tagged orphan reaped", "runtime_id", t.RuntimeID, "pid", t.PID, "root", v.Root.String())
+	}
 	for id, ts := range bySession {
 		for _, t := range ts {
 			v := reap(t.Identity, proc.Tags{SessionID: id, Fence: t.Fence, StateID: h.st.StateID})
@@ -156,14 +174,14 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 	// can have forked since the scan.
 	for pass := 0; pass < 3 && scanErr == nil && reaped > 0; pass++ {
 		late, err := proc.ScanTagged(h.st.StateID)
-		late = slices.DeleteFunc(late, func(t proc.Tagged) bool { return h.adopted(t.SessionID) || stuck[t.Identity] })
+		late = slices.DeleteFunc(late, func(t proc.Tagged) bool { return h.adopted(t.Tags("").Owner()) || stuck[t.Identity] })
 		if err != nil || len(late) == 0 {
 			break
 		}
 		for _, t := range late {
-			v := reap(t.Identity, proc.Tags{SessionID: t.SessionID, Fence: t.Fence, StateID: h.st.StateID})
+			v := reap(t.Identity, t.Tags(h.st.StateID))
 			reaped++
-			h.log.Info("tagged orphan reaped", "session_id", t.SessionID, "pid", t.PID, "root", v.Root.String(), "pass", pass+1)
+			h.log.Info("tagged orphan reaped", "session_id", t.SessionID, "runtime_id", t.RuntimeID, "pid", t.PID, "root", v.Root.String(), "pass", pass+1)
 		}
 	}
 	if len(stuck) > 0 {

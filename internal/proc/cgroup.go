@@ -57,13 +57,15 @@ type Usage struct {
 	Procs       int   // members of cgroup.procs; -1 when unknown
 }
 
-// cgroupName is a session cgroup's directory name: the session id and the
-// fence, so a re-held session never shares a cgroup with its previous child.
+// cgroupName is a child's cgroup directory name: its owner (the session
+// id, or a shared runtime's id) and the fence, so a re-held session never
+// shares a cgroup with its previous child. A runtime's fence is 0: its id
+// is new for every process.
 func cgroupName(t Tags) string {
-	return t.SessionID + ".f" + uitoa(t.Fence)
+	return t.Owner() + ".f" + uitoa(t.Fence)
 }
 
-// sessionOfCgroup is the session id in a cgroupName ("" if it is not one).
+// sessionOfCgroup is the owner id in a cgroupName ("" if it is not one).
 func sessionOfCgroup(name string) string {
 	i := strings.LastIndex(name, ".f")
 	if i <= 0 {

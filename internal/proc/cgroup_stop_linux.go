@@ -31,7 +31,7 @@ func (c *Child) cgroupLadder(ctx context.Context, l Ladder) Verdict {
 	}
 	if s.g.killMembers(s.dir) > 0 {
 		signalled = true
-		c.log.Info("signalled", "session_id", c.tags.SessionID, "pid", c.id.PID, "signal", "SIGKILL",
+		c.log.Info("signalled", c.tags.attr(), "pid", c.id.PID, "signal", "SIGKILL",
 			"root", true, "via", "cgroup.kill", "cgroup", s.dir)
 	}
 	c.waitTree(ctx, l.KillTimeout)
@@ -72,12 +72,12 @@ func (c *Child) signalMembers(sig syscall.Signal) bool {
 		}
 		if ok {
 			any = true
-			c.log.Info("signalled", "session_id", c.tags.SessionID, "pid", pid, "signal", signalName(sig),
+			c.log.Info("signalled", c.tags.attr(), "pid", pid, "signal", signalName(sig),
 				"root", pid == c.id.PID, "via", "cgroup")
 		}
 	})
 	if err != nil {
-		c.log.Warn("cgroup members unreadable", "session_id", c.tags.SessionID, "cgroup", c.cg.dir, "err", err)
+		c.log.Warn("cgroup members unreadable", c.tags.attr(), "cgroup", c.cg.dir, "err", err)
 	}
 	return any
 }
@@ -96,7 +96,7 @@ func (c *Child) cgroupVerdict(signalled bool) Verdict {
 	}
 	if c.cg.isEmpty() {
 		if err := c.cg.remove(); err != nil {
-			c.log.Warn("cgroup not removed", "session_id", c.tags.SessionID, "err", err)
+			c.log.Warn("cgroup not removed", c.tags.attr(), "err", err)
 		}
 		return v
 	}

@@ -78,7 +78,7 @@ func (c *Child) sweepEscapees(ctx context.Context, l Ladder, v Verdict) Verdict 
 	x.rescan()
 	var sw Verdict
 	if len(x.members) > 0 {
-		c.log.Info("processes of the session outside its cgroup", "session_id", c.tags.SessionID, "count", len(x.members))
+		c.log.Info("processes of the session outside its cgroup", c.tags.attr(), "count", len(x.members))
 		sw = x.ladder(ctx, l, false)
 		v.Signalled = v.Signalled || sw.Signalled
 	} else if x.blind {

@@ -84,7 +84,7 @@ func (c *Cleanup) add(tags Tags, survivors []Identity, cg *sessionCgroup) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		c.log.Warn("cleanup closed: tree dropped", "session_id", tags.SessionID,
+		c.log.Warn("cleanup closed: tree dropped", tags.attr(),
 			"fence", tags.Fence, "survivors", len(survivors))
 		return
 	}
@@ -92,7 +92,7 @@ func (c *Cleanup) add(tags Tags, survivors []Identity, cg *sessionCgroup) {
 	e := &cleanupEntry{tags: tags, cg: cg, survivors: append([]Identity(nil), survivors...), added: c.clock.Now()}
 	c.entries[c.next] = e
 	c.scheduleLocked(c.next, e)
-	c.log.Info("cleanup scheduled", "session_id", tags.SessionID, "fence", tags.Fence,
+	c.log.Info("cleanup scheduled", tags.attr(), "fence", tags.Fence,
 		"survivors", len(survivors))
 }
 
@@ -123,10 +123,10 @@ func (c *Cleanup) fire(key uint64) {
 	c.inflight--
 	switch {
 	case v.Tree == Exited:
-		c.log.Info("cleanup: tree gone", "session_id", e.tags.SessionID, "fence", e.tags.Fence,
+		c.log.Info("cleanup: tree gone", e.tags.attr(), "fence", e.tags.Fence,
 			"attempt", e.attempt)
 	case e.attempt >= len(CleanupSchedule) || c.closed:
-		c.log.Warn("cleanup: giving up on tree", "session_id", e.tags.SessionID,
+		c.log.Warn("cleanup: giving up on tree", e.tags.attr(),
 			"fence", e.tags.Fence, "tree", v.Tree.String(), "survivors", pids(v.Survivors),
 			"attempt", e.attempt)
 	default:
@@ -161,7 +161,7 @@ func (c *Cleanup) CloseAll(ctx context.Context) {
 	c.running.Wait()
 	for _, e := range pending {
 		v := c.attempt(ctx, e)
-		c.log.Info("cleanup: last attempt at shutdown", "session_id", e.tags.SessionID,
+		c.log.Info("cleanup: last attempt at shutdown", e.tags.attr(),
 			"fence", e.tags.Fence, "tree", v.Tree.String(), "survivors", pids(v.Survivors))
 	}
 }

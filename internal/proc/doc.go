@@ -18,14 +18,19 @@ package proc
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 )
 
-// Env tag names every provider child (and its descendants) carries.
+// Env tag names. A per-session provider child (and its descendants)
+// carries the session id, the fence and the state id; a shared runtime's
+// process carries the runtime id and the state id, and no session's id
+// (it serves many).
 const (
 	EnvSessionID = "SESSIOND_SESSION_ID"
 	EnvFence     = "SESSIOND_FENCE"
 	EnvStateID   = "SESSIOND_STATE_ID"
+	EnvRuntimeID = "SESSIOND_RUNTIME_ID"
 )
 
 // Errors of spawning.
@@ -93,24 +98,40 @@ func (s State) Gone() bool {
 	return s == PidAbsent || s == IdentityMismatch || s == BootChanged
 }
 
-// Tags are the env tags that mark a session's processes.
+// Tags are the env tags that mark a session's processes, or a shared
+// runtime's: either SessionID (with its Fence) or RuntimeID names the
+// owner, under StateID.
 type Tags struct {
 	SessionID string
 	Fence     uint64 // 0 matches any fence when scanning
 	StateID   string
+	RuntimeID string // a shared runtime's (r_…); matched instead of SessionID when set
 }
 
-// Env returns the tags as environment entries.
+// Env returns the tags as environment entries: the session's id and
+// fence when set, the runtime's id when set, the state id always.
 func (t Tags) Env() []string {
-	return []string{
-		EnvSessionID + "=" + t.SessionID,
-		EnvFence + "=" + fmt.Sprint(t.Fence),
-		EnvStateID + "=" + t.StateID,
+	var env []string
+	if t.SessionID != "" {
+		env = append(env, EnvSessionID+"="+t.SessionID, EnvFence+"="+fmt.Sprint(t.Fence))
 	}
+	if t.RuntimeID != "" {
+		env = append(env, EnvRuntimeID+"="+t.RuntimeID)
+	}
+	return append(env, EnvStateID+"="+t.StateID)
 }
 
-// empty reports whether the tags name no session (they match nothing).
-func (t Tags) empty() bool { return t.SessionID == "" || t.StateID == "" }
+// Owner is the id the tags name: the runtime's when set, else the session's.
+func (t Tags) Owner() string {
+	if t.RuntimeID != "" {
+		return t.RuntimeID
+	}
+	return t.SessionID
+}
+
+// empty reports whether the tags name no session and no runtime (they
+// match nothing).
+func (t Tags) empty() bool { return t.Owner() == "" || t.StateID == "" }
 
 // Ladder is the close ladder's timing.
 type Ladder struct {
@@ -152,4 +173,13 @@ type Verdict struct {
 type Exit struct {
 	Code   *int
 	Signal string
+}
+
+// attr is the owner as a log attribute: runtime_id for a runtime's tags,
+// else session_id.
+func (t Tags) attr() slog.Attr {
+	if t.RuntimeID != "" {
+		return slog.String("runtime_id", t.RuntimeID)
+	}
+	return slog.String("session_id", t.SessionID)
 }

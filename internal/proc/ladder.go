@@ -58,7 +58,7 @@ func (x *run) rescan() {
 	m, err := x.r.tree(q)
 	if err != nil {
 		x.blind = true
-		x.log.Warn("process tree scan failed", "session_id", x.q.tags.SessionID, "err", err)
+		x.log.Warn("process tree scan failed", x.q.tags.attr(), "err", err)
 		return
 	}
 	if id, ok := m[x.rootID().PID]; ok && id.StartTicks == x.rootID().StartTicks {
@@ -128,7 +128,7 @@ func (x *run) signalOne(id Identity, sig syscall.Signal) {
 
 func (x *run) sent(id Identity, sig syscall.Signal) {
 	x.signalled = true
-	x.log.Info("signalled", "session_id", x.q.tags.SessionID, "pid", id.PID,
+	x.log.Info("signalled", x.q.tags.attr(), "pid", id.PID,
 		"signal", signalName(sig), "root", id.PID == x.rootID().PID)
 }
 

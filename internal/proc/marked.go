@@ -4,16 +4,32 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"os"
+	"sort"
+	"strings"
 )
 
-// Marked lists the live processes that carry tags' state and session id
-// and whose environment also holds key=value: the processes a provider
-// marked as one thread's own (codex sets CODEX_THREAD_ID on every
-// command it runs) inside a shared runtime's tree.
-func Marked(tags Tags, key, value string) ([]Identity, error) {
-	if tags.StateID == "" || tags.SessionID == "" || key == "" || value == "" {
-		return nil, errors.New("proc: Marked: empty tags, key or value")
+// ErrBadMark is Marked's error for a scope or a mark it cannot look for.
+var ErrBadMark = errors.New("proc: Marked")
+
+// Marked lists the live (non-zombie) processes, other than the caller,
+// inside scope whose environment also holds exactly key=value, by
+// identity (pid and start time: safe to signal later), sorted by pid.
+// It finds what a provider marked as one thread's own (codex sets
+// CODEX_THREAD_ID on every command it runs) inside a shared runtime's
+// tree. scope needs its StateID and one owner (RuntimeID or SessionID):
+// processes of another runtime, session or daemon are never listed.
+// ErrCannotEnumerate when the process table cannot be read: it never
+// answers "none" when it could not look. Processes whose environment
+// cannot be read (another user's, gone meanwhile) are left out.
+func Marked(scope Tags, key, value string) ([]Identity, error) {
+	switch {
+	case scope.empty():
+		return nil, fmt.Errorf("%w: scope needs a state id and a runtime or session id, got %+v", ErrBadMark, scope)
+	case key == "" || strings.ContainsAny(key, "=\x00") || strings.ContainsRune(value, 0) || value == "":
+		return nil, fmt.Errorf("%w: want a NAME and a VALUE without NUL (NAME without '='), got %q=%q", ErrBadMark, key, value)
 	}
 	r, err := newStatReader()
 	if err != nil {
@@ -28,10 +44,14 @@ func Marked(tags Tags, key, value string) ([]Identity, error) {
 	if err != nil {
 		return nil, err
 	}
+	self := os.Getpid()
 	want := []byte(key + "=" + value)
 	var out []Identity
 	var env []byte
 	for _, pid := range pids {
+		if pid == self {
+			continue
+		}
 		st, err := r.read(pid)
 		if err != nil || st.zombie() {
 			continue
@@ -39,11 +59,12 @@ func Marked(tags Tags, key, value string) ([]Identity, error) {
 		if env, err = r.environ(pid, env); err != nil {
 			continue
 		}
-		if got, _ := envTags(env); got.StateID != tags.StateID || got.SessionID != tags.SessionID || !hasEntry(env, want) {
+		if got, _ := envTags(env); !scope.matches(got) || !hasEntry(env, want) {
 			continue
 		}
 		out = append(out, Identity{PID: pid, StartTicks: st.StartTicks, BootID: boot})
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
 	return out, nil
 }
 

@@ -21,10 +21,12 @@ func TestMarkedStopsOnlyTheThreadsCommands(t *testing.T) {
 		t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
 		return c
 	}
-	tags := Tags{SessionID: "r_MARKED", StateID: "marked0test", Fence: 1}
+	tags := Tags{RuntimeID: "r_MARKED", StateID: "marked0test"}
 	mine := start(append(tags.Env(), "CODEX_THREAD_ID=thr-a")...)
 	other := start(append(tags.Env(), "CODEX_THREAD_ID=thr-b")...)
-	elsewhere := start(append(Tags{SessionID: "r_OTHER", StateID: "marked0test", Fence: 1}.Env(), "CODEX_THREAD_ID=thr-a")...)
+	elsewhere := start(append(Tags{RuntimeID: "r_OTHER", StateID: "marked0test"}.Env(), "CODEX_THREAD_ID=thr-a")...)
+	// A session's process whose id is the runtime's id: not the runtime's.
+	session := start(append(Tags{SessionID: "r_MARKED", Fence: 1, StateID: "marked0test"}.Env(), "CODEX_THREAD_ID=thr-a")...)
 	got, err := Marked(tags, "CODEX_THREAD_ID", "thr-a")
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +41,7 @@ func TestMarkedStopsOnlyTheThreadsCommands(t *testing.T) {
 		t.Fatalf("verdict %+v", v)
 	}
 	<-exited
-	for _, c := range []*exec.Cmd{other, elsewhere} {
+	for _, c := range []*exec.Cmd{other, elsewhere, session} {
 		r, err := newStatReader()
 		if err != nil {
 			t.Fatal(err)

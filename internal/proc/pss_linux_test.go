@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -100,5 +101,51 @@ func TestParsePSS(t *testing.T) {
 	}
 	if n, err := parsePSS([]byte(strings.Replace(sampleRollup, " 407 kB", " 9007199254740991 kB", 1))); err != nil || n != 9007199254740991*1024 {
 		t.Errorf("the largest Pss: %d, %v", n, err)
+	}
+}
+
+// TreesMemory over two real trees in one pass: a child with its
+// grandchild sums two processes, a lone child one; PSS is read (not
+// left 0) and never above RSS; a root that does not exist is left out.
+func TestTreesMemory(t *testing.T) {
+	a, b := spawnHelper(t, "orphan"), spawnHelper(t, "sleep")
+	const absent = 1 << 30
+	got, err := TreesMemory([]int{a.Identity().PID, b.Identity().PID, absent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ma, mb := got[a.Identity().PID], got[b.Identity().PID]
+	if ma.Procs != 2 || mb.Procs != 1 {
+		t.Fatalf("procs: tree a %d (want 2), tree b %d (want 1)", ma.Procs, mb.Procs)
+	}
+	for name, m := range map[string]TreeMemory{"a": ma, "b": mb} {
+		if m.PSS <= 0 || m.RSS <= 0 || m.PSS > m.RSS {
+			t.Errorf("tree %s: rss %d pss %d", name, m.RSS, m.PSS)
+		}
+	}
+	if _, ok := got[absent]; ok {
+		t.Errorf("an absent root has figures: %+v", got[absent])
+	}
+	if v := a.Stop(context.Background(), testLadder); v.Tree != Exited || len(v.Survivors) > 0 {
+		t.Fatalf("stop: %+v", v)
+	}
+}
+
+// BenchmarkTreesMemory20 is one daemon.status's memory read with 20
+// runtimes (a real process each).
+func BenchmarkTreesMemory20(b *testing.B) {
+	roots := make([]int, 20)
+	for i := range roots {
+		c := exec.Command("sleep", "600")
+		if err := c.Start(); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+		roots[i] = c.Process.Pid
+	}
+	for b.Loop() {
+		if m, err := TreesMemory(roots); err != nil || len(m) != len(roots) {
+			b.Fatalf("%d trees, %v", len(m), err)
+		}
 	}
 }

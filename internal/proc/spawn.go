@@ -30,7 +30,8 @@ type Spec struct {
 	StderrBytes int          // size of the stderr tail ring; 0 means DefaultStderrBytes
 	Logger      *slog.Logger // ladder steps are logged here; nil discards
 	// Cgroups, when set (cgroup mode), spawns the child directly into a
-	// cgroup of its own under it, named from Tags' session id and fence.
+	// cgroup of its own under it, named from Tags' owner (session or
+	// runtime id) and fence.
 	Cgroups *Cgroups
 	// OnLimit is called (from the watcher's goroutine) with LimitMemory or
 	// LimitPids each time the cgroup's limit is hit (an OOM kill, a
@@ -164,7 +165,7 @@ func (c *Child) wait(errR *os.File, copied <-chan struct{}) {
 	c.exit = exitOf(ps)
 	if ps == nil {
 		// Wait failed without a status (only if someone else reaped it)
-		c.log.Warn("wait failed", "pid", c.id.PID, "session_id", c.tags.SessionID, "err", err)
+		c.log.Warn("wait failed", "pid", c.id.PID, c.tags.attr(), "err", err)
 	}
 	// A descendant may still hold stderr: give the copier a bounded linger.
 	errR.SetReadDeadline(time.Now().Add(stderrLinger))
@@ -194,7 +195,7 @@ func childEnv(base []string, t Tags) []string {
 	env := make([]string, 0, len(base)+3)
 	for _, kv := range base {
 		if strings.HasPrefix(kv, EnvSessionID+"=") || strings.HasPrefix(kv, EnvFence+"=") ||
-			strings.HasPrefix(kv, EnvStateID+"=") {
+			strings.HasPrefix(kv, EnvStateID+"=") || strings.HasPrefix(kv, EnvRuntimeID+"=") {
 			continue
 		}
 		env = append(env, kv)

@@ -120,6 +120,8 @@ func envTags(environ []byte) (t Tags, fenceOK bool) {
 		switch string(k) {
 		case EnvSessionID:
 			t.SessionID = string(v)
+		case EnvRuntimeID:
+			t.RuntimeID = string(v)
 		case EnvStateID:
 			t.StateID = string(v)
 		case EnvFence:
@@ -131,9 +133,16 @@ func envTags(environ []byte) (t Tags, fenceOK bool) {
 }
 
 // matches reports whether tags found on a process belong to t: same
-// session and state id, and the same fence unless t.Fence is 0.
+// state id and, for a runtime's tags, the same runtime id; for a
+// session's, the same session id and the same fence unless t.Fence is 0.
 func (t Tags) matches(got Tags) bool {
-	if t.empty() || got.SessionID != t.SessionID || got.StateID != t.StateID {
+	if t.empty() || got.StateID != t.StateID {
+		return false
+	}
+	if t.RuntimeID != "" {
+		return got.RuntimeID == t.RuntimeID
+	}
+	if got.SessionID != t.SessionID {
 		return false
 	}
 	return t.Fence == 0 || got.Fence == t.Fence

@@ -60,7 +60,7 @@ func (q treeQuery) inGroup(p procEntry) bool {
 	if q.group <= 0 || p.st.PGID != q.group || p.st.SID != q.sid {
 		return false
 	}
-	return p.tags.SessionID == "" || q.tags.empty() || q.tags.matches(p.tags)
+	return p.tags.Owner() == "" || q.tags.empty() || q.tags.matches(p.tags)
 }
 
 // tree returns the live members of the tree described by q, by pid.
@@ -114,16 +114,24 @@ func (r *statReader) tree(q treeQuery) (map[int]Identity, error) {
 	return out, nil
 }
 
-// Tagged is a live process carrying our env tags.
+// Tagged is a live process carrying our env tags: a session's
+// (SessionID, Fence) or a shared runtime's (RuntimeID).
 type Tagged struct {
 	Identity
 	SessionID string
 	Fence     uint64
+	RuntimeID string
+}
+
+// Tags are the tags t was found with, under stateID.
+func (t Tagged) Tags(stateID string) Tags {
+	return Tags{SessionID: t.SessionID, Fence: t.Fence, RuntimeID: t.RuntimeID, StateID: stateID}
 }
 
 // ScanTagged lists every live process whose environ carries
-// SESSIOND_STATE_ID=stateID. ErrCannotEnumerate when /proc cannot be read:
-// it never answers "none" when it could not look.
+// SESSIOND_STATE_ID=stateID and a session's or a runtime's id.
+// ErrCannotEnumerate when /proc cannot be read: it never answers "none"
+// when it could not look.
 func ScanTagged(stateID string) ([]Tagged, error) {
 	if stateID == "" {
 		return nil, errors.New("proc: ScanTagged: empty state id")
@@ -143,12 +151,12 @@ func ScanTagged(stateID string) ([]Tagged, error) {
 	}
 	var out []Tagged
 	for _, p := range procs {
-		if p.tags.StateID != stateID || p.tags.SessionID == "" {
+		if p.tags.StateID != stateID || p.tags.Owner() == "" {
 			continue
 		}
 		out = append(out, Tagged{
 			Identity:  Identity{PID: p.pid, StartTicks: p.st.StartTicks, BootID: boot},
-			SessionID: p.tags.SessionID, Fence: p.tags.Fence,
+			SessionID: p.tags.SessionID, Fence: p.tags.Fence, RuntimeID: p.tags.RuntimeID,
 		})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })

@@ -13,17 +13,18 @@ import (
 // carry it.
 const ThreadEnv = "CODEX_THREAD_ID"
 
-// ThreadCommands lists the pids of the live processes whose environment
-// carries CODEX_THREAD_ID=threadID (proc.ScanEnv): the commands codex runs
-// for that thread, their sandbox and whatever they started (the variable
-// is inherited), sorted by pid. The host finds a closed session's
-// leftover commands on a shared runtime the same way (proc.ScanEnv gives
-// identities, safe to signal later).
-func ThreadCommands(threadID string) ([]int, error) {
+// ThreadCommands lists the pids of the live processes inside scope (the
+// env tags of the codex process's tree: a runtime's or a session's, under
+// a state id) whose environment carries CODEX_THREAD_ID=threadID: the
+// commands codex runs for that thread, their sandbox and whatever they
+// started (both are inherited), sorted by pid. It is proc.Marked, the
+// scan the host runs to find a closed session's leftover commands on a
+// shared runtime.
+func ThreadCommands(scope proc.Tags, threadID string) ([]int, error) {
 	if threadID == "" {
 		return nil, errors.New("codextest: ThreadCommands: empty thread id")
 	}
-	ids, err := proc.ScanEnv(ThreadEnv + "=" + threadID)
+	ids, err := proc.Marked(scope, ThreadEnv, threadID)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/sessiond/sessiond/internal/proc"
 	"github.com/sessiond/sessiond/internal/testkit/codextest"
 	"github.com/sessiond/sessiond/internal/testkit/providertest"
 )
@@ -34,7 +35,11 @@ func TestCodexThreadCommandsOneProcess(t *testing.T) {
 	pids := []string{filepath.Join(dir, "1"), filepath.Join(dir, "2")}
 	m := codextest.NewModel(t, codextest.Exec("call_1", sleeper(pids[0])), codextest.Exec("call_2", sleeper(pids[1])))
 	cmd := exec.Command(codextest.Binary(t), "app-server")
+	// Tagged as the daemon tags a shared runtime, so ThreadCommands scans
+	// its tree only.
+	scope := proc.Tags{RuntimeID: "r_codextest", StateID: fmt.Sprintf("codextest-%d", os.Getpid())}
 	cmd.Env = append(os.Environ(), "CODEX_HOME="+codextest.Home(t, m.URL, ""), "HOME="+t.TempDir())
+	cmd.Env = append(cmd.Env, scope.Env()...)
 	cmd.Dir = t.TempDir()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	in, err := cmd.StdinPipe()
@@ -63,7 +68,7 @@ func TestCodexThreadCommandsOneProcess(t *testing.T) {
 	var threads []string
 	t.Cleanup(func() {
 		for _, th := range threads {
-			left, _ := codextest.ThreadCommands(th)
+			left, _ := codextest.ThreadCommands(scope, th)
 			for _, p := range left {
 				syscall.Kill(p, syscall.SIGKILL)
 			}
@@ -136,7 +141,7 @@ func TestCodexThreadCommandsOneProcess(t *testing.T) {
 	}
 	var all []int
 	for i, th := range threads {
-		got, err := codextest.ThreadCommands(th)
+		got, err := codextest.ThreadCommands(scope, th)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/proc"
 	"github.com/sessiond/sessiond/internal/testkit/codextest"
 	"github.com/sessiond/sessiond/internal/testkit/providertest"
 )
@@ -73,12 +75,13 @@ func TestCodexThreadCommands(t *testing.T) {
 	b := providertest.NewSession(t, d, client, "codex-b", t.TempDir())
 	cmdA, cmdB := runSleeper(t, a, pidA), runSleeper(t, b, pidB)
 	threadA, threadB := a.ThreadID(t), b.ThreadID(t)
+	scopeA, scopeB := scopeOf(t, a), scopeOf(t, b)
 
-	gotA, err := codextest.ThreadCommands(threadA)
+	gotA, err := codextest.ThreadCommands(scopeA, threadA)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gotB, err := codextest.ThreadCommands(threadB)
+	gotB, err := codextest.ThreadCommands(scopeB, threadB)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +105,7 @@ func TestCodexThreadCommands(t *testing.T) {
 	if tc := providertest.Decode[event.TurnCompletedData](t, a.Next(t, event.TurnCompleted)); tc.Status != event.StatusInterrupted {
 		t.Fatalf("turn.completed %+v", tc)
 	}
-	if got, err := codextest.ThreadCommands(threadA); err != nil || !slices.Equal(got, []int{cmdA}) {
+	if got, err := codextest.ThreadCommands(scopeA, threadA); err != nil || !slices.Equal(got, []int{cmdA}) {
 		t.Fatalf("after the interrupt, thread %s's commands: %v, %v (want [%d] still running)", threadA, got, err, cmdA)
 	}
 	for _, pid := range gotA {
@@ -114,6 +117,20 @@ func TestCodexThreadCommands(t *testing.T) {
 	if !providertest.Alive(cmdB) {
 		t.Fatalf("thread %s's command %d stopped with the other thread's", threadB, cmdB)
 	}
+}
+
+// scopeOf is the env tags of s's provider tree: its runtime's when it
+// runs on a shared one, else its own.
+func scopeOf(t *testing.T, s *providertest.Session) proc.Tags {
+	t.Helper()
+	var info api.SessionInfo
+	if err := s.C.Call(providertest.Ctx(t), "agentSession.get", api.SessionParams{SessionID: s.ID}, &info); err != nil {
+		t.Fatal(err)
+	}
+	if info.RuntimeID != "" {
+		return proc.Tags{RuntimeID: info.RuntimeID, StateID: s.D.StateID}
+	}
+	return proc.Tags{SessionID: s.ID, StateID: s.D.StateID}
 }
 
 // A command codex runs inside its sandbox (no escalation asked, no
@@ -128,6 +145,7 @@ func TestCodexThreadCommandsSandboxed(t *testing.T) {
 	d := providertest.Daemon(t, "", providerConfig(t, "codex", codextest.Home(t, m.URL, "")))
 	s := providertest.NewSession(t, d, client, "codex", t.TempDir())
 	thread := s.ThreadID(t)
+	scope := scopeOf(t, s)
 	native := childOf(t, s.Hold.PID)
 	s.Send(t, "run it")
 	// There is no signal for a process codex starts in its sandbox (a
@@ -140,7 +158,7 @@ func TestCodexThreadCommandsSandboxed(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 		var err error
-		if marked, err = codextest.ThreadCommands(thread); err != nil {
+		if marked, err = codextest.ThreadCommands(scope, thread); err != nil {
 			t.Fatal(err)
 		}
 		for _, pid := range marked {
@@ -168,7 +186,7 @@ func TestCodexThreadCommandsSandboxed(t *testing.T) {
 	if tc := providertest.Decode[event.TurnCompletedData](t, s.Next(t, event.TurnCompleted)); tc.Status != event.StatusInterrupted {
 		t.Fatalf("turn.completed %+v", tc)
 	}
-	left, err := codextest.ThreadCommands(thread)
+	left, err := codextest.ThreadCommands(scope, thread)
 	if err != nil {
 		t.Fatal(err)
 	}
