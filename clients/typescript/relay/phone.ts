@@ -219,7 +219,7 @@ export class Phone {
     clearTimeout(this.pongTimer);
     for (const w of this.drainWaiters.splice(0)) w();
     this.replies.end();
-    if (this.attentionDropped > 0) {
+    if (this.attentionDropped > 1) {
       this.sh.log("phone attention dropped", { phone: this.id, count: this.attentionDropped });
     }
     if (this.droppedNotifications > 1) {
@@ -436,13 +436,16 @@ export class Phone {
 
   /** A daemon.attention notice, to a phone that asked for them. It is
    * small, but a phone that does not read must not gather them: while
-   * half of maxBufferedBytes is unread it is dropped (counted, logged
-   * once when the phone goes), never queued. */
+   * half of maxBufferedBytes is unread it is dropped, never queued (the
+   * first logged, the count when the phone goes). */
   private onAttention(n: AttentionNotice): void {
     if (!this.attentionOn || this.closed) return;
     const frame = JSON.stringify({ jsonrpc: "2.0", method: "daemon.attention", params: n });
     if (this.ws.bufferedAmount + Buffer.byteLength(frame) > this.sh.limits.maxBufferedBytes / 2) {
-      this.attentionDropped++;
+      if (this.attentionDropped++ === 0) {
+        this.sh.log("phone attention dropped", { phone: this.id, session_id: n.sessionId, kind: n.kind,
+          buffered_bytes: this.ws.bufferedAmount, max_buffered_bytes: this.sh.limits.maxBufferedBytes });
+      }
       return;
     }
     this.send(frame);

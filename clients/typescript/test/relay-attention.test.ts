@@ -66,3 +66,43 @@ test("a phone that asked gets daemon.attention of sessions it never attached; on
     await off.drop();
   }
 });
+
+test("a phone that asked but does not read gets no attention notice queued past half its maxBufferedBytes: dropped, logged", T, async () => {
+  const { sessionId } = await direct.create({ provider: "echo", cwd: d.dir });
+  await direct.hold({ sessionId, holderId: "desk" });
+  const sub = await direct.attach(sessionId);
+  const { turnId } = await direct.send({ sessionId, text: "/flood 300 4000" }); // ~1.2 MB journal
+  for await (const e of sub) if (e.type === "turn.completed" && e.turnId === turnId) break;
+  const logs: Array<{ msg: string; fields: Record<string, unknown> }> = [];
+  const waiters: Array<() => void> = [];
+  const logged = (msg: string) => new Promise<Record<string, unknown>>((res) => {
+    const look = () => {
+      const l = logs.find((x) => x.msg === msg);
+      if (l) res(l.fields);
+      else waiters.push(look);
+    };
+    look();
+  });
+  const max = 4 << 20;
+  const r2 = await startRelay({ port: 0, socketPath: d.socket, tokenFile: join(tokenDir, "token"), maxBufferedBytes: max,
+    log: (msg, fields) => {
+      logs.push({ msg, fields });
+      for (const w of waiters.splice(0)) w();
+    } });
+  const hog = await Phone.connect(r2.url, r2.token);
+  try {
+    assert.deepEqual(await hog.call("relay.attention", {}), { on: true });
+    hog.reading(false);
+    // Pages of ~1 MiB, never read, until the phone's output backs up.
+    for (let i = 0; i < 40; i++) void hog.call("agentSession.read", { sessionId, afterSeq: 0, limit: 4096 }).catch(() => undefined);
+    await logged("phone output backed up");
+    const other = await turn();
+    const f = await logged("phone attention dropped");
+    assert.equal(f.session_id, other);
+    assert.ok((f.buffered_bytes as number) > max / 2 - 1024, JSON.stringify(f));
+    assert.equal(f.max_buffered_bytes, max);
+  } finally {
+    await hog.drop();
+    await r2.close();
+  }
+});
