@@ -24,8 +24,27 @@ export const DEFAULT_AUTH_LIMITS: AuthLimits = {
   authLogIntervalMs: 10_000,
 };
 
-/** Sources tracked at once: the oldest is forgotten past it. */
+/** Sources tracked at once. Past it the oldest source that is not locked
+ * out is forgotten (a locked-out one is kept, so many other sources
+ * cannot free it), or, when every one is, the one whose lockout ends
+ * first. */
 export const MAX_AUTH_SOURCES = 4096;
+
+/** What a failure counts against: an IPv4 address (an IPv4-mapped IPv6
+ * one is the IPv4 address), or the /64 of an IPv6 address (one host
+ * commonly has a whole /64). */
+export function sourceKey(addr: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(addr);
+  if (mapped) return mapped[1]!;
+  if (!addr.includes(":")) return addr;
+  const bare = addr.split("%")[0]!; // a zone (fe80::1%eth0)
+  const [head, tail] = bare.includes("::") ? bare.split("::") as [string, string] : [bare, undefined];
+  const h = head === "" ? [] : head.split(":");
+  const t = tail === undefined || tail === "" ? [] : tail.split(":");
+  const groups = tail === undefined ? h : [...h, ...Array<string>(Math.max(0, 8 - h.length - t.length)).fill("0"), ...t];
+  if (groups.length < 4) return addr;
+  return groups.slice(0, 4).map((g) => (parseInt(g, 16) || 0).toString(16)).join(":") + "::/64";
+}
 
 interface Source {
   failures: number;
@@ -33,6 +52,7 @@ interface Source {
 }
 
 export class AuthGuard {
+  /** By sourceKey, in use order (the oldest first). */
   private sources = new Map<string, Source>();
   private lastLog = -Infinity;
   private suppressed = 0;
@@ -40,24 +60,25 @@ export class AuthGuard {
   constructor(private limits: AuthLimits, private log: (msg: string, fields: Record<string, unknown>) => void) {}
 
   /** ms left of source's lockout, or 0 when it may try. */
-  lockedFor(source: string): number {
-    const s = this.sources.get(source);
+  lockedFor(addr: string): number {
+    const s = this.sources.get(sourceKey(addr));
     return s ? Math.max(0, s.lockedUntil - Date.now()) : 0;
   }
 
   /** A right token: the source's failures are forgotten. */
-  passed(source: string): void {
-    this.sources.delete(source);
+  passed(addr: string): void {
+    this.sources.delete(sourceKey(addr));
   }
 
   /** A wrong or missing token from source: counted, logged at most once
    * per authLogIntervalMs, and past authMaxFailures the source is locked
    * out (logged each time a lockout starts). */
-  failed(source: string, why: string): void {
+  failed(addr: string, why: string): void {
     const now = Date.now();
+    const source = sourceKey(addr);
     let s = this.sources.get(source);
     if (!s) {
-      if (this.sources.size >= MAX_AUTH_SOURCES) this.sources.delete(this.sources.keys().next().value!);
+      if (this.sources.size >= MAX_AUTH_SOURCES) this.forgetOne(now);
       s = { failures: 0, lockedUntil: 0 };
     }
     this.sources.delete(source); // re-inserted: the map stays in use order
@@ -76,6 +97,20 @@ export class AuthGuard {
       s.lockedUntil = now + ms;
       this.log("phone source locked out", { source, failures: s.failures, lockout_ms: ms, suppressed: this.suppressed });
     }
+  }
+
+  /** Forgets the oldest source not locked out, else the one whose
+   * lockout ends first. */
+  private forgetOne(now: number): void {
+    let soonest: [string, number] | undefined;
+    for (const [k, v] of this.sources) {
+      if (v.lockedUntil <= now) {
+        this.sources.delete(k);
+        return;
+      }
+      if (!soonest || v.lockedUntil < soonest[1]) soonest = [k, v.lockedUntil];
+    }
+    if (soonest) this.sources.delete(soonest[0]);
   }
 }
 

@@ -7,6 +7,12 @@ import { METHOD_CAPABILITY, type MethodName } from "../src/generated/types.js";
 import { RELAYED_METHODS } from "./methods.js";
 import { FRAME_MARGIN, HoldLedger, RelayError, type RelayLimits } from "./limits.js";
 import { ByteBudget, REPLY_BUDGET, replyCost } from "./budget.js";
+import type { AttentionNotice } from "../src/generated/types.js";
+
+/** The relay's own method: {on?: boolean} (default true) turns the
+ * daemon.attention notifications of every session on (or off) for this
+ * phone; answers {on}. */
+export const RELAY_ATTENTION = "relay.attention";
 
 type Json = Record<string, unknown>;
 
@@ -65,6 +71,10 @@ export class Phone {
   /** Notifications (requests without an id) of session methods, which
    * are not run: the first is logged, the count when the phone goes. */
   private droppedNotifications = 0;
+  /** The phone asked for daemon.attention (relay.attention), and how
+   * many were not sent because its output was backed up. */
+  private attentionOn = false;
+  private attentionDropped = 0;
 
   constructor(private ws: WebSocket, private sh: PhoneShared, readonly identity: string = `anon-${randomUUID()}`) {}
 
@@ -187,6 +197,7 @@ export class Phone {
       // A stream the phone does not take paused at its high-water mark:
       // logged the first time per phone.
       let paused = false;
+      c.then((cl) => cl.on("attention", (n: AttentionNotice) => this.onAttention(n)), () => undefined);
       c.then((cl) => cl.on("streamPaused", (p: { sessionId: string; queuedBytes: number }) => {
         if (paused) return;
         paused = true;
@@ -208,6 +219,9 @@ export class Phone {
     clearTimeout(this.pongTimer);
     for (const w of this.drainWaiters.splice(0)) w();
     this.replies.end();
+    if (this.attentionDropped > 1) {
+      this.sh.log("phone attention dropped", { phone: this.id, count: this.attentionDropped });
+    }
     if (this.droppedNotifications > 1) {
       this.sh.log("phone notifications dropped", { phone: this.id, count: this.droppedNotifications });
     }
@@ -316,7 +330,7 @@ export class Phone {
         { reason: "invalid_request", field: msg.jsonrpc !== "2.0" ? "jsonrpc" : "method" });
     }
     const method = msg.method;
-    if (!RELAYED_METHODS.has(method)) {
+    if (!RELAYED_METHODS.has(method) && method !== RELAY_ATTENTION) {
       // A daemon method the relay keeps from phones (admin, initialize …)
       // is named as such; anything else is unknown.
       const known = Object.hasOwn(METHOD_CAPABILITY, method);
@@ -379,7 +393,18 @@ export class Phone {
   }
 
   private async forward(method: MethodName, p: Json): Promise<unknown> {
-    switch (method) {
+    switch (method as string) {
+      case RELAY_ATTENTION: {
+        if (p.on !== undefined && typeof p.on !== "boolean") {
+          throw new RelayError(-32602, "on must be a boolean", { reason: "invalid_params", field: "on" });
+        }
+        const on = p.on ?? true;
+        // Notices come on the phone's own daemon connection (connected
+        // now if it was not), which negotiated daemon.attention.v1.
+        if (on) await this.own();
+        this.attentionOn = on as boolean;
+        return { on };
+      }
       case "agentSession.hold":
         return this.hold(p as { sessionId: string; holderId: string; ttlMs?: number });
       case "agentSession.release": {
@@ -407,6 +432,23 @@ export class Phone {
       default:
         return (await this.own()).call(method, p as never);
     }
+  }
+
+  /** A daemon.attention notice, to a phone that asked for them. It is
+   * small, but a phone that does not read must not gather them: while
+   * half of maxBufferedBytes is unread it is dropped, never queued (the
+   * first logged, the count when the phone goes). */
+  private onAttention(n: AttentionNotice): void {
+    if (!this.attentionOn || this.closed) return;
+    const frame = JSON.stringify({ jsonrpc: "2.0", method: "daemon.attention", params: n });
+    if (this.ws.bufferedAmount + Buffer.byteLength(frame) > this.sh.limits.maxBufferedBytes / 2) {
+      if (this.attentionDropped++ === 0) {
+        this.sh.log("phone attention dropped", { phone: this.id, session_id: n.sessionId, kind: n.kind,
+          buffered_bytes: this.ws.bufferedAmount, max_buffered_bytes: this.sh.limits.maxBufferedBytes });
+      }
+      return;
+    }
+    this.send(frame);
   }
 
   /** The daemon's clientMessageId of a phone's: prefixed with the phone's

@@ -9,7 +9,7 @@ import { ClientClosedError, ConnectionClosedError, DaemonUnavailableError } from
 import { RETRY_SAFE, sleep, untilSettled, withMessageId } from "./calls.js";
 import { DEFAULT_CAPABILITIES, type CallOptions, type ClientOptions } from "./options.js";
 import { ensureDaemon } from "./ensure.js";
-import { PROTOCOL_VERSION, type HoldParams, type HoldResult, type InitializeResult, type MethodName, type Methods } from "./generated/types.js";
+import { PROTOCOL_VERSION, type AttentionNotice, type HoldParams, type HoldResult, type InitializeResult, type MethodName, type Methods } from "./generated/types.js";
 
 export { DEFAULT_CAPABILITIES } from "./options.js";
 export type { CallOptions, ClientOptions, LagRetryOptions, ReconnectOptions } from "./options.js";
@@ -31,6 +31,10 @@ export interface ClientEvents {
   lagReattach: { sessionId: string; delayMs: number };
   streamPaused: { sessionId: string; queued: number; queuedBytes: number };
   daemonStarted: { logFile?: string };
+  /** A daemon.attention notification (daemon.attention.v1): a session,
+   * attached here or not, finished a turn, failed one or waits for an
+   * approval. */
+  attention: AttentionNotice;
   error: Error;
 }
 
@@ -125,6 +129,7 @@ export class SessiondClient extends EventEmitter {
   onLagReattach(h: (e: ClientEvents["lagReattach"]) => void): Disposable { return this.onEvent("lagReattach", h); }
   onStreamPaused(h: (e: ClientEvents["streamPaused"]) => void): Disposable { return this.onEvent("streamPaused", h); }
   onDaemonStarted(h: (e: ClientEvents["daemonStarted"]) => void): Disposable { return this.onEvent("daemonStarted", h); }
+  onAttention(h: (e: AttentionNotice) => void): Disposable { return this.onEvent("attention", h); }
 
   private resolveClosed!: () => void; // declared before closed: set by its initializer
   /** Resolves once close() was called and the connection is gone. */
@@ -168,6 +173,7 @@ export class SessiondClient extends EventEmitter {
     };
     const link = o.transport ? Link.over(await spawnCommand(o.transport), limits) : await Link.open(this.socketPath, this.timeoutMs, limits);
     this.streams.listen(link);
+    link.onNotification("daemon.attention", (p: AttentionNotice) => this.emit("attention", p));
     // close() ends a connection still being initialized too.
     const onClosing = () => link.fail(new ClientClosedError());
     this.closing.signal.addEventListener("abort", onClosing, { once: true });

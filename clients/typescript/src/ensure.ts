@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdirSync, openSync, closeSync, readFileSync, fstatSync, writeSync, unlinkSync, statSync } from "node:fs";
+import { mkdirSync, openSync, closeSync, readFileSync, readSync, fstatSync, writeSync, unlinkSync, constants as fsc } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { createRequire } from "node:module";
@@ -118,7 +118,7 @@ function takeStartLock(path: string, maxAgeMs: number): (() => void) | undefined
       return () => {
         ownLocks.delete(rec.nonce);
         try {
-          if (readFileSync(path, "utf8") === text) unlinkSync(path);
+          if (readLock(path)?.text === text) unlinkSync(path);
         } catch {
           // gone already
         }
@@ -126,22 +126,44 @@ function takeStartLock(path: string, maxAgeMs: number): (() => void) | undefined
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
     }
-    let held: string;
-    let mtime: number;
+    const held = readLock(path);
+    if (held === undefined) continue; // released meanwhile: try again
+    if (!lockStale(held.text, held.mtime, maxAgeMs)) return undefined;
     try {
-      held = readFileSync(path, "utf8");
-      mtime = statSync(path).mtimeMs;
-    } catch {
-      continue; // released meanwhile: try again
-    }
-    if (!lockStale(held, mtime, maxAgeMs)) return undefined;
-    try {
-      if (readFileSync(path, "utf8") === held) unlinkSync(path); // its starter is gone
+      if (readLock(path)?.text === held.text) unlinkSync(path); // its starter is gone
     } catch {
       // another took it over first
     }
   }
   return undefined;
+}
+
+/** Longest start.lock read: a LockRecord is under 200 bytes. */
+const MAX_LOCK_BYTES = 4096;
+
+/** The start.lock at path, never following a symlink and never blocking:
+ * its text and mtime, undefined when there is none. Anything but a
+ * regular file (a symlink, a FIFO, a device) or one over MAX_LOCK_BYTES
+ * reads as "" (no lock a start wrote: stale). */
+function readLock(path: string): { text: string; mtime: number } | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return undefined;
+    if (code === "ELOOP") return { text: "", mtime: 0 }; // a symlink
+    throw e;
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.size > MAX_LOCK_BYTES) return { text: "", mtime: st.mtimeMs };
+    const buf = Buffer.alloc(MAX_LOCK_BYTES + 1);
+    const n = readSync(fd, buf, 0, buf.length, 0);
+    return { text: n > MAX_LOCK_BYTES ? "" : buf.subarray(0, n).toString("utf8"), mtime: st.mtimeMs };
+  } finally {
+    closeSync(fd);
+  }
 }
 
 function lockStale(held: string, mtime: number, maxAgeMs: number): boolean {

@@ -6,6 +6,7 @@ export const DEFAULT_CAPABILITIES = [
   "agent-session.turns.v1",
   "agent-session.items.v1",
   "agent-session.approvals.v2",
+  "daemon.attention.v1",
 ];
 
 export interface ReconnectOptions {

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync, readlinkSync, rmSync, existsSync, readdirSync, readFileSync, mkdirSync, utimesSync } from "node:fs";
+import { mkdtempSync, writeFileSync, symlinkSync, readlinkSync, rmSync, existsSync, readdirSync, readFileSync, mkdirSync, utimesSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sessiondBinary } from "./daemon.js";
@@ -184,4 +184,32 @@ test("a stale start.lock naming a live unrelated pid is taken over, the daemon s
   writeFileSync(join(stateDir, "start.lock"), JSON.stringify({ pid, start: startOf(pid), at: Date.now(), nonce: "z" }));
   await assert.rejects(ensureDaemon({ binary: sessiondBinary(), socketPath: join(dir, "runlive", "s.sock"), stateDir, env, timeoutMs: 300 }),
     /another process \(.*start\.lock\) is starting one/);
+});
+
+test("a start.lock that is a symlink (to a FIFO, to /dev/zero, to a file elsewhere) or huge garbage is stale, never read whole, never blocks; the link's target is left alone", T, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "sdlf-"));
+  cleanup(t, dir);
+  writeFileSync(join(dir, "none.toml"), "");
+  const env = { ...process.env, SESSIOND_CONFIG: join(dir, "none.toml") };
+  const fifo = join(dir, "fifo");
+  execFileSync("mkfifo", [fifo]);
+  const elsewhere = join(dir, "elsewhere");
+  writeFileSync(elsewhere, JSON.stringify({ pid: process.pid, start: null, at: Date.now(), nonce: "n" }));
+  const cases: Array<{ name: string; make: (lock: string) => void }> = [
+    { name: "a symlink to a FIFO", make: (l) => symlinkSync(fifo, l) },
+    { name: "a symlink to /dev/zero", make: (l) => symlinkSync("/dev/zero", l) },
+    { name: "a symlink to a file elsewhere", make: (l) => symlinkSync(elsewhere, l) },
+    { name: "8 MiB of garbage", make: (l) => writeFileSync(l, Buffer.alloc(8 << 20, 0x7b)) },
+  ];
+  for (const [i, c] of cases.entries()) {
+    const stateDir = join(dir, `state${i}`);
+    const socketPath = join(dir, `run${i}`, "s.sock");
+    mkdirSync(stateDir, { recursive: true });
+    c.make(join(stateDir, "start.lock"));
+    const r = await ensureDaemon({ binary: sessiondBinary(), socketPath, stateDir, env, timeoutMs: 20_000 });
+    assert.equal(r.started, true, c.name);
+    assert.equal(existsSync(join(stateDir, "start.lock")), false, `released after the start: ${c.name}`);
+    await shutdown(socketPath);
+  }
+  assert.ok(existsSync(fifo) && existsSync(elsewhere), "the links' targets are not removed");
 });
