@@ -139,7 +139,7 @@ func (rr *rowReader) decodeFast(p []byte, id string, validate bool) (ev event.Ev
 	for ; i < len(p) && p[i] >= '0' && p[i] <= '9'; i++ {
 		seq = seq*10 + uint64(p[i]-'0')
 	}
-	if i == 0 || i > 20 {
+	if i == 0 || i > 20 || i > 1 && p[0] == '0' { // JSON has no leading zero
 		return ev, false
 	}
 	if i > 19 { // may overflow: parse again, checked

@@ -133,6 +133,7 @@ func TestFastPathRefusesBadRows(t *testing.T) {
 	const tail = `,"at":"2026-01-01T00:00:00Z","type":"message.delta"}`
 	rows := []string{
 		`{"sessionId":"s","seq":,"at":"2026-01-01T00:00:00Z","type":"x"}`,
+		`{"sessionId":"s","seq":01` + tail,
 		`{"sessionId":"s","seq":18446744073709551616` + tail,
 		`{"sessionId":"s","seq":184467440737095516150` + tail,
 		`{"sessionId":"s","seq":1` + `,"at":"","type":"message.delta"}`,
