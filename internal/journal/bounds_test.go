@@ -482,3 +482,47 @@ func TestOpenRebuildsMetaAheadOfRows(t *testing.T) {
 		t.Fatalf("state %+v, log %s", s, logs.String())
 	}
 }
+
+// TestPrefixBound: messages about bad input quote at most 32 bytes.
+func TestPrefixBound(t *testing.T) {
+	at := strings.Repeat("p", 32)
+	if got := prefix(at); got != at {
+		t.Fatalf("32 bytes: %q", got)
+	}
+	if got := prefix(at + "q"); got != at+"…" {
+		t.Fatalf("33 bytes: %q", got)
+	}
+}
+
+// TestDeleteUnknownSession: deleting a session that has no journal is
+// not an error.
+func TestDeleteUnknownSession(t *testing.T) {
+	j, _ := open(t, Options{})
+	if err := j.Delete("sess-never"); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+}
+
+// TestLossDropsLaterRowsOfItsTurn: a loss that failed the open turn
+// drops the turn's later rows, counted in Stats.Dropped.
+func TestLossDropsLaterRowsOfItsTurn(t *testing.T) {
+	j, _ := open(t, Options{CoalesceWindow: -1})
+	const id = "sess-lost-turn"
+	s := j.Sink(id)
+	if _, err := s.Commit(context.Background(), event.New(event.TurnStarted, "t1", event.TurnStartedData{TurnID: "t1", Text: "x"})); err != nil {
+		t.Fatal(err)
+	}
+	s.noteLoss(1, "gone")
+	s.Append(delta("t1", "late"))
+	s.Append(delta("t1", "later"))
+	if err := s.Drain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	evs, _, _, _ := j.Read(id, 0, 10)
+	if len(evs) != 3 || evs[1].Type != event.JournalLoss || evs[2].Type != event.TurnCompleted {
+		t.Fatalf("rows: %v", evs)
+	}
+	if st := j.Stats(); st.Dropped != 2 {
+		t.Fatalf("dropped %d, want 2", st.Dropped)
+	}
+}
