@@ -134,6 +134,7 @@ func TestFastPathRefusesBadRows(t *testing.T) {
 	rows := []string{
 		`{"sessionId":"s","seq":,"at":"2026-01-01T00:00:00Z","type":"x"}`,
 		`{"sessionId":"s","seq":01` + tail,
+		`{"sessionId":"s","seq":12`,
 		`{"sessionId":"s","seq":18446744073709551616` + tail,
 		`{"sessionId":"s","seq":184467440737095516150` + tail,
 		`{"sessionId":"s","seq":1` + `,"at":"","type":"message.delta"}`,
