@@ -526,3 +526,15 @@ func TestLossDropsLaterRowsOfItsTurn(t *testing.T) {
 		t.Fatalf("dropped %d, want 2", st.Dropped)
 	}
 }
+
+// TestStatsCountCommits: appends waited for one by one are one
+// transaction each; Appends counts their events.
+func TestStatsCountCommits(t *testing.T) {
+	j, _ := open(t, Options{})
+	for range 3 {
+		mustAppend(t, j, "sess-commits", delta("", "a"), delta("", "b"))
+	}
+	if st := j.Stats(); st.Commits != 3 || st.Appends != 6 {
+		t.Fatalf("stats: %+v", st)
+	}
+}
