@@ -134,7 +134,7 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 	ho := &handoff{Format: handoffFormat, FromVersion: version.String(), ToVersion: toVersion, PID: os.Getpid(),
 		StateID: u.stateID, WrittenAt: time.Now().UTC(), NotifySocket: u.d.notifySocket,
 		Listener: handoffListener{FD: lfd, Socket: u.d.socket, Activated: u.d.act.listener != nil},
-		Sessions: q.Sessions, CgroupBase: u.cgroups.Base(), StoreFD: sfd}
+		Sessions: q.Sessions, Runtimes: q.Runtimes, CgroupBase: u.cgroups.Base(), StoreFD: sfd}
 	var callerConn *net.UnixConn
 	if c, ok := rpc.Caller(ctx); ok && c.Conn != nil && len(c.ID) > 0 {
 		// A dup made for the new image: the connection's own descriptor
@@ -163,7 +163,7 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 		// Its exit was reaped here: the new image could not adopt it.
 		os.Remove(path)
 		undoFDs()
-		return abandon("session "+id+"'s provider exited during the upgrade; try again", nil)
+		return abandon(id+"'s provider exited during the upgrade; try again", nil)
 	}
 	if u.d.phase.shuttingDown() {
 		os.Remove(path)
@@ -184,7 +184,7 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 		}
 	}
 	log.Info("upgrade: re-executing in place", "binary", bin, "pid", os.Getpid(), "sessions", len(q.Sessions),
-		"handoff", path, "quiesce_ms", time.Since(started).Milliseconds())
+		"runtimes", len(q.Runtimes), "handoff", path, "quiesce_ms", time.Since(started).Milliseconds())
 	env := []string{}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, HandoffEnv+"=") && !strings.HasPrefix(kv, "NOTIFY_SOCKET=") {

@@ -62,6 +62,9 @@ type handoff struct {
 	// which changes "its own cgroup") and finds the children's cgroups.
 	CgroupBase string                `json:"cgroupBase,omitempty"`
 	Sessions   []host.HandoffSession `json:"sessions"`
+	// Runtimes are the live shared runtimes; their sessions are in
+	// Sessions, each naming its runtime.
+	Runtimes []host.HandoffRuntime `json:"runtimes,omitempty"`
 }
 
 type handoffListener struct {

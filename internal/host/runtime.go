@@ -67,6 +67,7 @@ type sharedRuntime struct {
 	proto     provider.Runtime
 	sessions  map[string]*entry // bound sessions (holding a thread on it)
 	idle      Timer             // the runtime's release clock, nil when not armed
+	idleAt    time.Time         // when idle fires
 	verdict   *proc.Verdict
 	tearing   bool // its teardown began (the daemon asked it to stop, or it exited)
 	startedAt time.Time
@@ -241,19 +242,24 @@ func (h *Host) unbindLocked(e *entry) {
 }
 
 // armRuntimeLocked starts rt's release clock (idle_timeout). Needs the runtime lock.
-func (h *Host) armRuntimeLocked(rt *sharedRuntime) {
+func (h *Host) armRuntimeLocked(rt *sharedRuntime) { h.armRuntimeInLocked(rt, h.o.IdleTimeout) }
+
+// armRuntimeInLocked starts rt's release clock to fire in d (a live
+// upgrade hands the remaining time over). Needs the runtime lock.
+func (h *Host) armRuntimeInLocked(rt *sharedRuntime, d time.Duration) {
 	if rt.idle != nil {
 		rt.idle.Stop()
 	}
+	rt.idleAt = h.clock.Now().Add(d)
 	var t Timer
-	t = h.clock.AfterFunc(h.o.IdleTimeout, func() {
+	t = h.clock.AfterFunc(d, func() {
 		rt.mu.Lock()
 		self := t
 		rt.mu.Unlock()
 		h.runtimeClockFired(rt, self)
 	})
 	rt.idle = t
-	h.log.Debug("runtime release clock armed", "runtime_id", rt.id, "in", h.o.IdleTimeout)
+	h.log.Debug("runtime release clock armed", "runtime_id", rt.id, "in", d)
 }
 
 // runtimeClockFired stops rt if it still serves nobody. A session bound
@@ -544,20 +550,4 @@ func (h *Host) Runtimes() []api.RuntimeInfo {
 	}
 	slices.SortFunc(out, func(a, b api.RuntimeInfo) int { return strings.Compare(a.RuntimeID, b.RuntimeID) })
 	return out
-}
-
-// stopIdleRuntimes runs the teardown of every live runtime no session is
-// on (a live upgrade cannot hand them over).
-func (h *Host) stopIdleRuntimes() {
-	h.mu.Lock()
-	rts := slices.Collect(maps.Values(h.runtimes))
-	h.mu.Unlock()
-	for _, rt := range rts {
-		rt.mu.Lock()
-		idle := rt.state == runtimeLive && len(rt.sessions) == 0
-		rt.mu.Unlock()
-		if idle {
-			h.evictRuntime(rt, "upgrade")
-		}
-	}
 }

@@ -142,8 +142,12 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 			return "reaped", reaped, fmt.Errorf("session %s: %w", id, err)
 		}
 	}
-	// Tagged processes of ours that no lease names.
+	// Tagged processes of ours that no lease names (a shared runtime's
+	// name its runtime: an adopted one is ours).
 	for id, ts := range bySession {
+		if h.adopted(id) {
+			continue
+		}
 		for _, t := range ts {
 			v := reap(t.Identity, proc.Tags{SessionID: id, Fence: t.Fence, StateID: h.st.StateID})
 			reaped++
