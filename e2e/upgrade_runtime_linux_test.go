@@ -26,7 +26,8 @@ func TestE2ELiveUpgradeSharedRuntime(t *testing.T) {
 	v2 := daemontest.BinaryVersion(t, upgradeVersion)
 	d := daemontest.Start(t, daemontest.Options{Config: "idle_timeout = \"3s\"\n[providers.echo]\nprocesses = \"account\"\n"})
 	c := d.Client(t)
-	dial := func() *rpc.Client { return d.Client(t) }
+	cur := c // the client the journal waits read through (a new one after the exec)
+	dial := func() *rpc.Client { return cur }
 	before := d.Status(t)
 
 	appr, pid := liveSession(t, c)
@@ -73,6 +74,7 @@ func TestE2ELiveUpgradeSharedRuntime(t *testing.T) {
 		t.Fatalf("upgrade answered %+v; before: pid %d", res, before.PID)
 	}
 	c2 := d.Client(t)
+	cur = c2
 	for _, id := range []string{appr, split, flood} {
 		var h api.HoldResult
 		if err := c2.Call(ctx10(t), "agentSession.hold", api.HoldParams{SessionID: id, HolderID: "t"}, &h); err != nil {
