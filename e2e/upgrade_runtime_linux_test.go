@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -16,7 +17,9 @@ import (
 // TestE2ELiveUpgradeSharedRuntime: three sessions are threads of one echo
 // runtime (processes = "account"): an approval open on one, a flood cut
 // mid-line on a second (the runtime's reader holds half a line at the
-// pause) and a flood streaming on a third. daemon.upgrade hands the
+// pause) and a flood streaming on a third. An upgrade to a binary that
+// reads only the per-session handoff format is refused (and the runtime
+// let go again); daemon.upgrade to one that reads it hands the
 // runtime over: after the exec the same runtime id and pid serve the
 // three sessions, each flood is journaled whole, once and in order with
 // gapless seqs, the approval answered after the exec completes its turn,
@@ -65,6 +68,17 @@ func TestE2ELiveUpgradeSharedRuntime(t *testing.T) {
 	waitJournal(t, dial, split, "the flood's first half", func(evs []event.Event) bool {
 		return len(deltaText(t, evs)) >= splitN/2*width
 	})
+
+	// A binary that reads only the per-session handoff would close these
+	// sessions: refused, naming the format; the runtime is let go again
+	// (reader resumed, nothing lost: checked below).
+	old := script(t, `case "$1 $2" in "version --handoff") echo sessiond-handoff/1; exit 0;; esac; exec "$REAL" "$@"`)
+	err := c.Call(ctxN(t, 60*time.Second), "daemon.upgrade", api.UpgradeParams{Binary: old}, nil)
+	var re *rpc.Error
+	if !errors.As(err, &re) || re.Reason != "upgrade_refused" ||
+		!strings.Contains(fmt.Sprint(re.Data["cause"]), "not sessiond-handoff/2 (shared runtime "+runtimeID) {
+		t.Fatalf("upgrade to a binary reading only sessiond-handoff/1: %v", err)
+	}
 
 	var res api.UpgradeResult
 	if err := c.Call(ctxN(t, 60*time.Second), "daemon.upgrade", api.UpgradeParams{Binary: v2}, &res); err != nil {

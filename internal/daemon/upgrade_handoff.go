@@ -24,7 +24,13 @@ import (
 // image refuses an upgrade to a binary that does not list its format.
 const handoffFormat = "sessiond-handoff/1"
 
-var HandoffFormats = []string{handoffFormat}
+// handoffFormatRuntimes is the format of a handoff with shared runtimes
+// (runtimes[], sessions naming their runtime): a binary that reads only
+// handoffFormat would close their sessions as after a crash, so an
+// upgrade with a live runtime is refused to it.
+const handoffFormatRuntimes = "sessiond-handoff/2"
+
+var HandoffFormats = []string{handoffFormat, handoffFormatRuntimes}
 
 // HandoffEnv names the file the new image adopts.
 const HandoffEnv = "SESSIOND_HANDOFF"
