@@ -110,7 +110,7 @@ func TestCodexThreadCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitGone(t, cmdA)
+	waitGoneTP(t, cmdA)
 	if !providertest.Alive(cmdB) {
 		t.Fatalf("thread %s's command %d stopped with the other thread's", threadB, cmdB)
 	}
@@ -118,7 +118,7 @@ func TestCodexThreadCommands(t *testing.T) {
 
 // waitGone waits until pid has exited. There is no signal for another
 // process's exit, so this polls.
-func waitGone(t *testing.T, pid int) {
+func waitGoneTP(t *testing.T, pid int) {
 	t.Helper()
 	deadline := time.Now().Add(providertest.WaitLong)
 	for providertest.Alive(pid) {
@@ -191,6 +191,6 @@ func TestCodexThreadCommandsSandboxed(t *testing.T) {
 		}
 	}
 	for _, pid := range marked {
-		waitGone(t, pid)
+		waitGoneTP(t, pid)
 	}
 }
