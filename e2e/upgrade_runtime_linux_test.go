@@ -163,3 +163,41 @@ func gapless(t *testing.T, id string, evs []event.Event) {
 		seen[k] = ev.Seq
 	}
 }
+
+// TestE2ELiveUpgradeIdleRuntime: a shared runtime no session is on (its
+// release clock running) is handed over too, not stopped: after the exec
+// daemon.status lists it with the same id and pid and no session, and its
+// release clock, armed before the exec, stops it.
+func TestE2ELiveUpgradeIdleRuntime(t *testing.T) {
+	v2 := daemontest.BinaryVersion(t, upgradeVersion)
+	d := daemontest.Start(t, daemontest.Options{Config: "idle_timeout = \"2s\"\n[providers.echo]\nprocesses = \"account\"\n"})
+	c := d.Client(t, api.CapAttach, api.CapStructuredHold, api.CapTurns, api.CapClose, api.CapRuntimes, api.CapUpgrade, api.CapAdmin)
+	id, pid := liveSession(t, c)
+	var cr api.CloseResult
+	if err := c.Call(ctx10(t), "agentSession.close", map[string]any{"sessionId": id}, &cr); err != nil {
+		t.Fatal(err)
+	}
+	waitJournal(t, func() *rpc.Client { return c }, id, "lease.released", has(event.LeaseReleased))
+	status := func(c *rpc.Client) []api.RuntimeInfo {
+		var st rpc.Status
+		if err := c.Call(ctx10(t), "daemon.status", struct{}{}, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Runtimes
+	}
+	before := status(c)
+	if len(before) != 1 || before[0].PID != pid || before[0].Sessions != 0 {
+		t.Fatalf("runtimes before the upgrade: %+v", before)
+	}
+	if err := c.Call(ctxN(t, 60*time.Second), "daemon.upgrade", api.UpgradeParams{Binary: v2}, nil); err != nil {
+		t.Fatalf("upgrade: %v\n%s", err, d.Log.String())
+	}
+	after := status(d.Client(t, api.CapRuntimes))
+	if len(after) != 1 || after[0].RuntimeID != before[0].RuntimeID || after[0].PID != pid || after[0].Sessions != 0 {
+		t.Fatalf("runtimes after the upgrade: %+v; before: %+v", after, before)
+	}
+	if !exitsWithin(t, pid, 0, 30*time.Second) {
+		t.Fatalf("the handed-over idle runtime %d still runs after its release clock", pid)
+	}
+	waitLog(t, d, `"why":"idle"`)
+}
