@@ -195,7 +195,7 @@ func TestE2ECtlUpgrade(t *testing.T) {
 		t.Fatalf("after a refusal: %+v", st)
 	}
 	b, err := exec.Command(v2, "version", "--handoff").Output()
-	if err != nil || string(b) != "sessiond-handoff/1\n" {
+	if err != nil || string(b) != "sessiond-handoff/1\nsessiond-handoff/2\n" {
 		t.Fatalf("version --handoff: %q %v", b, err)
 	}
 }

@@ -23,8 +23,10 @@ var protocols = map[string]struct {
 	// the provider names its threads).
 	freshThread func(reuse string) (string, []string, error)
 	adopt       provider.Adopt // rebuilds the adapter around a child a live upgrade handed over
+	// adoptRuntime rebuilds a shared runtime a live upgrade handed over.
+	adoptRuntime provider.AdoptRuntime
 }{
-	config.ProtocolCodexAppServer:   {new: codex.New, newRuntime: codex.NewRuntime, adopt: codex.Adopt},
+	config.ProtocolCodexAppServer:   {new: codex.New, newRuntime: codex.NewRuntime, adopt: codex.Adopt, adoptRuntime: codex.AdoptRuntime},
 	config.ProtocolClaudeStreamJSON: {new: claude.New, resumeArgs: claude.ResumeArgs, freshThread: claude.FreshThread, adopt: claude.Adopt},
 	config.ProtocolACP:              {new: acp.New, adopt: acp.Adopt},
 }
@@ -39,7 +41,8 @@ func (d *daemon) providers() (map[string]host.Provider, error) {
 			return nil, fmt.Errorf("providers.%s: protocol %q is not implemented", name, p.Protocol)
 		}
 		hp := host.Provider{Name: name, Command: p.Command, Env: map[string]string{}, New: proto.new, ResumeArgs: proto.resumeArgs,
-			FreshThread: proto.freshThread, Adopt: proto.adopt, Shared: p.Shared(), NewRuntime: proto.newRuntime}
+			FreshThread: proto.freshThread, Adopt: proto.adopt, Shared: p.Shared(), NewRuntime: proto.newRuntime,
+			AdoptRuntime: proto.adoptRuntime}
 		if p.Protocol == config.ProtocolACP {
 			hp.New = acp.NewFor(acp.Profile{AuthMethod: p.AuthMethod})
 		}

@@ -88,7 +88,7 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 		return api.UpgradeResult{}, u.refused(refuseCode(causeInProgress, rpc.ErrUpgrading))
 	}
 	defer u.d.phase.endUpgrade() // only a failed upgrade returns
-	toVersion, err := checkBinary(ctx, bin)
+	toVersion, reads, err := checkBinary(ctx, bin)
 	if err != nil {
 		return api.UpgradeResult{}, u.refused(err)
 	}
@@ -103,6 +103,16 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 	if err != nil {
 		u.srv.ResumeCalls()
 		return api.UpgradeResult{}, u.refused(refuse("a session cannot be handed over", err))
+	}
+	format := handoffFormat
+	if len(q.Runtimes) > 0 {
+		format = handoffFormatRuntimes
+		if !slices.Contains(reads, format) {
+			q.Abandon()
+			u.srv.ResumeCalls()
+			return api.UpgradeResult{}, u.refused(refuse(fmt.Sprintf("%s reads handoff formats %v, not %s (shared runtime %s runs)",
+				quoteBin(bin), reads, format, q.Runtimes[0].ID), nil))
+		}
 	}
 	abandon := func(cause string, err error) (api.UpgradeResult, error) {
 		u.srv.ResumeAccepting()
@@ -131,10 +141,10 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 		_, _ = proc.Inheritable(ul, false)
 		return abandon("store descriptor", err)
 	}
-	ho := &handoff{Format: handoffFormat, FromVersion: version.String(), ToVersion: toVersion, PID: os.Getpid(),
+	ho := &handoff{Format: format, FromVersion: version.String(), ToVersion: toVersion, PID: os.Getpid(),
 		StateID: u.stateID, WrittenAt: time.Now().UTC(), NotifySocket: u.d.notifySocket,
 		Listener: handoffListener{FD: lfd, Socket: u.d.socket, Activated: u.d.act.listener != nil},
-		Sessions: q.Sessions, CgroupBase: u.cgroups.Base(), StoreFD: sfd}
+		Sessions: q.Sessions, Runtimes: q.Runtimes, CgroupBase: u.cgroups.Base(), StoreFD: sfd}
 	var callerConn *net.UnixConn
 	if c, ok := rpc.Caller(ctx); ok && c.Conn != nil && len(c.ID) > 0 {
 		// A dup made for the new image: the connection's own descriptor
@@ -163,7 +173,7 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 		// Its exit was reaped here: the new image could not adopt it.
 		os.Remove(path)
 		undoFDs()
-		return abandon("session "+id+"'s provider exited during the upgrade; try again", nil)
+		return abandon(id+"'s provider exited during the upgrade; try again", nil)
 	}
 	if u.d.phase.shuttingDown() {
 		os.Remove(path)
@@ -184,7 +194,7 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 		}
 	}
 	log.Info("upgrade: re-executing in place", "binary", bin, "pid", os.Getpid(), "sessions", len(q.Sessions),
-		"handoff", path, "quiesce_ms", time.Since(started).Milliseconds())
+		"runtimes", len(q.Runtimes), "handoff", path, "quiesce_ms", time.Since(started).Milliseconds())
 	env := []string{}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, HandoffEnv+"=") && !strings.HasPrefix(kv, "NOTIFY_SOCKET=") {
@@ -227,14 +237,14 @@ const maxVersionOutput = 64 << 10
 // checkBinary runs `<bin> version --handoff` and, side by side with it,
 // `<bin> version` (killed on a refusal): the new
 // binary must be executable and read this binary's handoff format. It
-// returns the new binary's version.
-func checkBinary(ctx context.Context, bin string) (string, error) {
+// returns the new binary's version and the handoff formats it reads.
+func checkBinary(ctx context.Context, bin string) (string, []string, error) {
 	fi, err := os.Stat(bin)
 	if err != nil {
-		return "", refuse("binary "+quoteBin(bin), err)
+		return "", nil, refuse("binary "+quoteBin(bin), err)
 	}
 	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
-		return "", refuse(fmt.Sprintf("binary %s is not an executable file (mode %v)", quoteBin(bin), fi.Mode()), nil)
+		return "", nil, refuse(fmt.Sprintf("binary %s is not an executable file (mode %v)", quoteBin(bin), fi.Mode()), nil)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -259,7 +269,7 @@ func checkBinary(ctx context.Context, bin string) (string, error) {
 	}()
 	out, err := proc.Output(ctx, maxVersionOutput, bin, "version", "--handoff")
 	if err != nil {
-		return "", refuse(fmt.Sprintf("%s version --handoff failed (a binary without live upgrade?)", quoteBin(bin)), err)
+		return "", nil, refuse(fmt.Sprintf("%s version --handoff failed (a binary without live upgrade?)", quoteBin(bin)), err)
 	}
 	reads := []string{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
@@ -267,21 +277,21 @@ func checkBinary(ctx context.Context, bin string) (string, error) {
 		reads = append(reads, api.Prefix(strings.TrimSpace(sc.Text())))
 	}
 	if err := sc.Err(); err != nil {
-		return "", refuse(fmt.Sprintf("%s version --handoff", quoteBin(bin)), err)
+		return "", nil, refuse(fmt.Sprintf("%s version --handoff", quoteBin(bin)), err)
 	}
 	ok := false
 	for _, f := range reads {
 		ok = ok || f == handoffFormat
 	}
 	if !ok {
-		return "", refuse(fmt.Sprintf("%s reads handoff formats %v, not %s", quoteBin(bin), reads, handoffFormat), nil)
+		return "", nil, refuse(fmt.Sprintf("%s reads handoff formats %v, not %s", quoteBin(bin), reads, handoffFormat), nil)
 	}
 	got := <-vres
 	v = &got
 	if v.err != nil {
-		return "", refuse(fmt.Sprintf("%s version failed", quoteBin(bin)), v.err)
+		return "", nil, refuse(fmt.Sprintf("%s version failed", quoteBin(bin)), v.err)
 	}
-	return api.Prefix(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(v.out)), "sessiond "))), nil
+	return api.Prefix(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(v.out)), "sessiond "))), reads, nil
 }
 
 // dupInheritable duplicates c's descriptor, inheritable (dup clears

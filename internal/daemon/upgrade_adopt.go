@@ -125,7 +125,7 @@ func (d *daemon) adoptHandoff(h *host.Host, stateID string) error {
 	}
 	d.log.Info("adopting a live upgrade's sessions", "sessions", len(ho.Sessions), "from_version", ho.FromVersion,
 		"to_version", version.String())
-	return h.Adopt(context.Background(), ho.Sessions)
+	return h.Adopt(context.Background(), ho.Runtimes, ho.Sessions)
 }
 
 // adoptGCLimit is the heap at which the collector runs while a new image

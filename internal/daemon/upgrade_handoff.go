@@ -24,7 +24,13 @@ import (
 // image refuses an upgrade to a binary that does not list its format.
 const handoffFormat = "sessiond-handoff/1"
 
-var HandoffFormats = []string{handoffFormat}
+// handoffFormatRuntimes is the format of a handoff with shared runtimes
+// (runtimes[], sessions naming their runtime): a binary that reads only
+// handoffFormat would close their sessions as after a crash, so an
+// upgrade with a live runtime is refused to it.
+const handoffFormatRuntimes = "sessiond-handoff/2"
+
+var HandoffFormats = []string{handoffFormat, handoffFormatRuntimes}
 
 // HandoffEnv names the file the new image adopts.
 const HandoffEnv = "SESSIOND_HANDOFF"
@@ -62,6 +68,9 @@ type handoff struct {
 	// which changes "its own cgroup") and finds the children's cgroups.
 	CgroupBase string                `json:"cgroupBase,omitempty"`
 	Sessions   []host.HandoffSession `json:"sessions"`
+	// Runtimes are the live shared runtimes; their sessions are in
+	// Sessions, each naming its runtime.
+	Runtimes []host.HandoffRuntime `json:"runtimes,omitempty"`
 }
 
 type handoffListener struct {

@@ -36,7 +36,7 @@ func TestAdoptFailsWhenASessionCannotBeAdopted(t *testing.T) {
 	for i := range 4*adoptWorkers() + 1 {
 		sessions = append(sessions, HandoffSession{ID: fmt.Sprintf("s_MISSING%02d", i), Fence: 1})
 	}
-	err = h.Adopt(context.Background(), sessions)
+	err = h.Adopt(context.Background(), nil, sessions)
 	if err == nil || !strings.Contains(err.Error(), "adopt session s_MISSING") {
 		t.Fatalf("Adopt of unknown sessions: %v, want an error naming one", err)
 	}

@@ -160,7 +160,7 @@ func newFixture(t *testing.T, jopts ...journal.Options) *fixture {
 
 // sharedProv is p with processes = "account": one runtime per account.
 func sharedProv(p Provider) Provider {
-	p.Shared, p.NewRuntime = true, codex.NewRuntime
+	p.Shared, p.NewRuntime, p.AdoptRuntime = true, codex.NewRuntime, codex.AdoptRuntime
 	return p
 }
 

@@ -58,6 +58,9 @@ type Provider struct {
 	// that can share); without NewRuntime a session has its own process.
 	Shared     bool
 	NewRuntime provider.NewRuntime
+	// AdoptRuntime, when set, rebuilds a shared runtime handed over by a
+	// live upgrade; nil: a live runtime of this provider refuses it.
+	AdoptRuntime provider.AdoptRuntime
 }
 
 // Options configures a Host.

@@ -67,6 +67,7 @@ type sharedRuntime struct {
 	proto     provider.Runtime
 	sessions  map[string]*entry // bound sessions (holding a thread on it)
 	idle      Timer             // the runtime's release clock, nil when not armed
+	idleAt    time.Time         // when idle fires
 	verdict   *proc.Verdict
 	tearing   bool // its teardown began (the daemon asked it to stop, or it exited)
 	startedAt time.Time

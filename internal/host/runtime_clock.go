@@ -1,23 +1,30 @@
 package host
 
+import "time"
+
 // A runtime's release clock: armed when its last session is gone and no
 // turn runs; when it fires on a runtime still serving nobody, the runtime
 // is claimed and torn down.
 
 // armRuntimeLocked starts rt's release clock (idle_timeout). Needs the runtime lock.
-func (h *Host) armRuntimeLocked(rt *sharedRuntime) {
+func (h *Host) armRuntimeLocked(rt *sharedRuntime) { h.armRuntimeInLocked(rt, h.o.IdleTimeout) }
+
+// armRuntimeInLocked starts rt's release clock to fire in d (a live
+// upgrade hands the remaining time over). Needs the runtime lock.
+func (h *Host) armRuntimeInLocked(rt *sharedRuntime, d time.Duration) {
 	if rt.idle != nil {
 		rt.idle.Stop()
 	}
+	rt.idleAt = h.clock.Now().Add(d)
 	var t Timer
-	t = h.clock.AfterFunc(h.o.IdleTimeout, func() {
+	t = h.clock.AfterFunc(d, func() {
 		rt.mu.Lock()
 		self := t
 		rt.mu.Unlock()
 		h.runtimeClockFired(rt, self)
 	})
 	rt.idle = t
-	h.log.Debug("runtime release clock armed", "runtime_id", rt.id, "in", h.o.IdleTimeout)
+	h.log.Debug("runtime release clock armed", "runtime_id", rt.id, "in", d)
 }
 
 // runtimeClockFired stops rt if it still serves nobody. A session bound

@@ -210,19 +210,3 @@ func (h *Host) stopRuntimes() {
 	}
 	wg.Wait()
 }
-
-// stopIdleRuntimes runs the teardown of every live runtime no session is
-// on (a live upgrade cannot hand them over).
-func (h *Host) stopIdleRuntimes() {
-	h.mu.Lock()
-	rts := slices.Collect(maps.Values(h.runtimes))
-	h.mu.Unlock()
-	for _, rt := range rts {
-		rt.mu.Lock()
-		idle := rt.state == runtimeLive && len(rt.sessions) == 0
-		rt.mu.Unlock()
-		if idle {
-			h.evictRuntime(rt, "upgrade")
-		}
-	}
-}

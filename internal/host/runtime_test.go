@@ -334,26 +334,52 @@ func TestSharedPlansOrder(t *testing.T) {
 	}
 }
 
-// TestSharedRuntimeRefusesUpgrade: a live upgrade cannot hand a shared
-// runtime over yet: a session on one refuses it (nothing frozen); an
-// idle runtime is stopped first, so it is never left behind unadopted.
-func TestSharedRuntimeRefusesUpgrade(t *testing.T) {
+// TestSharedRuntimeQuiesce: a live upgrade freezes a shared runtime like
+// a per-session child: the handoff has the runtime (its pid, its loaded
+// threads) and each bound session naming it with its thread's state; an
+// idle runtime is handed over with its release clock, not stopped, and
+// an abandoned upgrade re-arms that clock (the runtime stops on it).
+func TestSharedRuntimeQuiesce(t *testing.T) {
 	f := newFixture(t)
-	a := f.create("shared")
+	a, b := f.create("shared"), f.create("shared")
 	f.hold(a, "w", "c1")
-	pid := f.info(a).PID
-	if _, err := f.h.Quiesce(context.Background()); !errors.Is(err, ErrNotHandedOver) {
-		t.Fatalf("quiesce with a session on a shared runtime: %v", err)
-	}
-	if _, err := f.h.Close(context.Background(), a); err != nil {
-		t.Fatal(err)
-	}
+	f.hold(b, "w", "c1")
+	si := f.info(a)
 	q, err := f.h.Quiesce(context.Background())
+	if err != nil {
+		t.Fatalf("quiesce with sessions on a shared runtime: %v", err)
+	}
+	if len(q.Runtimes) != 1 || q.Runtimes[0].ID != si.RuntimeID || q.Runtimes[0].Child.PID != si.PID || len(q.Runtimes[0].Loaded) != 2 {
+		t.Fatalf("handed-over runtimes %+v, want %s pid %d with 2 threads", q.Runtimes, si.RuntimeID, si.PID)
+	}
+	if len(q.Sessions) != 2 {
+		t.Fatalf("handed-over sessions %+v", q.Sessions)
+	}
+	for _, s := range q.Sessions {
+		if s.RuntimeID != si.RuntimeID || s.ThreadID == "" || !strings.Contains(string(s.Adapter.State), s.ThreadID) {
+			t.Fatalf("handed-over session %+v", s)
+		}
+	}
+	q.Abandon()
+	for _, id := range []string{a, b} {
+		if _, err := f.h.Close(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q, err = f.h.Quiesce(context.Background())
 	if err != nil {
 		t.Fatalf("quiesce with an idle runtime: %v", err)
 	}
+	if len(q.Runtimes) != 1 || q.Runtimes[0].ReleaseAt == nil || len(q.Sessions) != 0 {
+		t.Fatalf("idle runtime handed over as %+v (sessions %+v), want it with its release clock", q.Runtimes, q.Sessions)
+	}
+	f.clk.Advance(2 * idle) // frozen: the clock is stopped
+	if !alive(si.PID) {
+		t.Fatal("the idle runtime stopped during the quiesce")
+	}
 	q.Abandon()
-	if alive(pid) {
-		t.Fatal("the idle runtime survived the quiesce: an upgrade would leave it unadopted")
+	f.clk.Advance(idle) // re-armed by Abandon
+	if alive(si.PID) {
+		t.Fatal("the idle runtime still runs after its re-armed release clock")
 	}
 }

@@ -162,6 +162,9 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 		h.log.Info("tagged orphan reaped", "runtime_id", t.RuntimeID, "pid", t.PID, "root", v.Root.String())
 	}
 	for id, ts := range bySession {
+		if h.adopted(id) {
+			continue
+		}
 		for _, t := range ts {
 			v := reap(t.Identity, proc.Tags{SessionID: id, Fence: t.Fence, StateID: h.st.StateID})
 			reaped++

@@ -82,3 +82,34 @@ func (p *Prefixed) SetReadDeadline(t time.Time) error {
 	}
 	return ErrNoHandover
 }
+
+// A shared runtime is handed over the same way, once for its process: its
+// reader is parked at a message boundary (which parks every thread on it),
+// the runtime's own state (request-id space, loaded threads) and each
+// thread's protocol state are serialised, and the new image rebuilds the
+// runtime, installs every thread, and only then starts the reader.
+
+// RuntimeHandover is a Runtime that can be handed over. Pause parks the
+// reader and returns the runtime's state; ThreadState, while paused,
+// returns the state of one of its threads. Pause fails, leaving the
+// runtime running, when the process exited or a request of any thread is
+// still waiting for its answer.
+type RuntimeHandover interface {
+	Pause(ctx context.Context) (Paused, error)
+	ThreadState(t Thread) (json.RawMessage, error)
+	Resume()
+}
+
+// AdoptedRuntime is a Runtime rebuilt from a handoff whose reader has not
+// started: AdoptThread installs each handed-over thread, then Start starts
+// the reader (a line read before its thread is installed would be an
+// unknown thread's).
+type AdoptedRuntime interface {
+	Runtime
+	AdoptThread(o Options, state json.RawMessage) (Thread, error)
+	Start()
+}
+
+// AdoptRuntime builds a runtime of one protocol over an adopted child's
+// stdio from a Paused state, without any exchange with the provider.
+type AdoptRuntime func(RuntimeOptions, Paused) (AdoptedRuntime, error)

@@ -99,6 +99,16 @@ func (a *Adapter) Pause(ctx context.Context) (provider.Paused, error) {
 		return provider.Paused{}, fmt.Errorf("codex: %s: %w", waiting, provider.ErrRequestInFlight)
 	}
 	defer a.mu.Unlock()
+	b, err := json.Marshal(a.stateLocked())
+	if err != nil {
+		return provider.Paused{}, fmt.Errorf("codex: handoff state: %w", err)
+	}
+	return provider.Paused{Unparsed: unparsed, State: b}, nil
+}
+
+// stateLocked is the adapter's handoff state. Needs a.mu, and a parked
+// reader (nothing changes it meanwhile).
+func (a *Adapter) stateLocked() handoffState {
 	st := handoffState{V: handoffVersion, ThreadID: a.threadID, NextID: a.nextID, ApprovalN: a.approvalN,
 		LastEnded: a.lastEnded, Output: a.items.output, Cut: a.items.cut, Usage: a.items.usage, Open: a.items.open, Warned: a.warned}
 	if t := a.turn; t != nil {
@@ -108,11 +118,7 @@ func (a *Adapter) Pause(ctx context.Context) (provider.Paused, error) {
 		st.Approvals = append(st.Approvals, handoffApproval{Key: k, RawID: ap.rawID, TurnID: ap.turnID, Method: ap.method,
 			Kind: ap.kind, Options: ap.options, Params: ap.params, Order: ap.order})
 	}
-	b, err := json.Marshal(st)
-	if err != nil {
-		return provider.Paused{}, fmt.Errorf("codex: handoff state: %w", err)
-	}
-	return provider.Paused{Unparsed: unparsed, State: b}, nil
+	return st
 }
 
 // Resume restarts a paused reader (the upgrade was abandoned).
@@ -149,15 +155,32 @@ func (a *Adapter) parkIfPaused(unparsed []byte) bool {
 // previous image's Pause returned; its reader starts with the unparsed
 // bytes. Nothing is sent to the provider.
 func Adopt(o provider.Options, p provider.Paused) (provider.Adapter, error) {
-	var st handoffState
-	if err := json.Unmarshal(p.State, &st); err != nil {
-		return nil, fmt.Errorf("codex: handoff state: %w", err)
-	}
-	if st.V != handoffVersion {
-		return nil, fmt.Errorf("codex: handoff state version %d, want %d", st.V, handoffVersion)
+	st, err := decodeState(p.State)
+	if err != nil {
+		return nil, err
 	}
 	o.Out = provider.NewPrefixed(p.Unparsed, o.Out)
 	a := newAdapter(o)
+	a.install(st)
+	go a.readLoop()
+	return a, nil
+}
+
+func decodeState(b json.RawMessage) (handoffState, error) {
+	var st handoffState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("codex: handoff state: %w", err)
+	}
+	if st.V != handoffVersion {
+		return st, fmt.Errorf("codex: handoff state version %d, want %d", st.V, handoffVersion)
+	}
+	return st, nil
+}
+
+// install puts a handoff state into a new adapter (before its reader runs).
+func (a *Adapter) install(st handoffState) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.threadID, a.nextID, a.approvalN, a.lastEnded = st.ThreadID, st.NextID, st.ApprovalN, st.LastEnded
 	if st.Turn != nil {
 		a.turn = &openTurn{ours: st.Turn.Ours, provider: st.Turn.Provider, interrupted: st.Turn.Interrupted, failure: st.Turn.Failure}
@@ -176,6 +199,4 @@ func Adopt(o provider.Options, p provider.Paused) (provider.Adapter, error) {
 	if st.Warned != nil {
 		a.warned = st.Warned
 	}
-	go a.readLoop()
-	return a, nil
 }

@@ -46,7 +46,9 @@ type Runtime struct {
 	detached map[string]bool     // threads that were detached: their late lines are dropped quietly
 	all      map[*Adapter]bool   // every adapter opened on the runtime and not detached
 	ended    bool
-	warned   map[string]int // anomaly kind -> times seen (the first at warn level)
+	warned   map[string]int  // anomaly kind -> times seen (the first at warn level)
+	pause    *pauseReq       // a live upgrade's Pause in progress (runtime_handoff.go)
+	handed   map[string]bool // an adopted runtime's threads not yet installed (runtime_handoff.go)
 	stopped  atomic.Bool
 }
 
@@ -56,6 +58,13 @@ func NewRuntime(o provider.RuntimeOptions) provider.Runtime {
 }
 
 func newRuntime(o provider.RuntimeOptions) *Runtime {
+	r := buildRuntime(o)
+	go r.readLoop()
+	return r
+}
+
+// buildRuntime is a runtime whose reader is not started yet.
+func buildRuntime(o provider.RuntimeOptions) *Runtime {
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = DefaultRequestTimeout
 	}
@@ -78,7 +87,6 @@ func newRuntime(o provider.RuntimeOptions) *Runtime {
 		warned:   map[string]int{},
 	}
 	r.control = r.open(provider.Options{Logger: o.Logger, RequestTimeout: o.RequestTimeout})
-	go r.readLoop()
 	return r
 }
 
@@ -219,6 +227,9 @@ func (r *Runtime) readLoop() {
 		if errors.Is(err, errLineTooLong) {
 			r.anomaly("line_too_long", "max_bytes", r.o.MaxLineBytes)
 			continue
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) && r.parkIfPaused(lr.Unparsed()) {
+			continue // resumed: the deadline is cleared, the cut line goes on
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) && !errors.Is(err, io.ErrClosedPipe) {
