@@ -41,7 +41,7 @@ func TestACPBridgeLaggedCatchesUp(t *testing.T) {
 	e.initialize()
 	id := e.newSession(t.TempDir())
 	_, rec := follow(t, d.Socket, id)
-	const n, size = 1000, 8192 // 8 MiB: past the daemon's 4 MiB subscriber queue
+	const n, size = 768, 8192 // 6 MiB: past the daemon's 4 MiB subscriber queue and the socket's buffers
 	ch := e.start("session/prompt", promptParams(id, fmt.Sprintf("/numbered /flood %d %d", n, size)))
 	acpWaitEvent(t, rec, event.TurnStarted)
 	e.cmd.Process.Signal(syscall.SIGSTOP)

@@ -58,7 +58,7 @@ func TestE2ELegacyAttachIsAHold(t *testing.T) {
 
 func waitEvent(t *testing.T, ch <-chan event.Event, typ string) event.Event {
 	t.Helper()
-	timeout := time.After(20 * time.Second)
+	timeout := time.After(60 * time.Second) // a flood under the full suite's load
 	for {
 		select {
 		case ev := <-ch:

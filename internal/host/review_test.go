@@ -44,8 +44,13 @@ func TestCrashTeardownRetriedDespiteOpenTurnAndHold(t *testing.T) {
 	f.h.stopChild = real
 	e.mu.Unlock()
 	f.clk.Advance(time.Second)
-	if f.h.lookup(id) != nil {
-		t.Fatal("crashed child's teardown not retried")
+	// The retry may still be running its last step (forget) when Advance
+	// returns: wait for the entry to leave the map, bounded.
+	for deadline := time.Now().Add(20 * time.Second); f.h.lookup(id) != nil; {
+		if time.Now().After(deadline) {
+			t.Fatal("crashed child's teardown not retried")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	f.tail(id, event.TurnCompleted, event.ProviderExited, event.SessionEnded, event.LeaseReleased)
 	ended := f.waitFor(id, 0, isType(event.SessionEnded))
