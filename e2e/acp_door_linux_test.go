@@ -40,12 +40,12 @@ func TestACPBridgeLaggedCatchesUp(t *testing.T) {
 	e := startEditor(t, "--socket", d.Socket)
 	e.initialize()
 	id := e.newSession(t.TempDir())
-	_, rec := follow(t, d.Socket, id)
+	dc, rec := follow(t, d.Socket, id)
 	const n, size = 768, 8192 // 6 MiB: past the daemon's 4 MiB subscriber queue and the socket's buffers
 	ch := e.start("session/prompt", promptParams(id, fmt.Sprintf("/numbered /flood %d %d", n, size)))
 	acpWaitEvent(t, rec, event.TurnStarted)
 	e.cmd.Process.Signal(syscall.SIGSTOP)
-	acpWaitEvent(t, rec, event.TurnCompleted)
+	journalWait(t, dc, id, event.TurnCompleted)
 	e.cmd.Process.Signal(syscall.SIGCONT)
 	m := e.wait(ch)
 	var pr struct {
@@ -73,7 +73,7 @@ func TestACPBridgeEditorStopsReading(t *testing.T) {
 	e := startEditor(t, "--socket", d.Socket)
 	e.initialize()
 	id := e.newSession(t.TempDir())
-	_, rec := follow(t, d.Socket, id)
+	dc, _ := follow(t, d.Socket, id)
 	const n, size = 512, 16384 // 8 MiB: twice the bridge's 4 MiB queue (a bigger turn only makes the test slower under load)
 	e.pause.Lock()
 	paused := true
@@ -83,7 +83,7 @@ func TestACPBridgeEditorStopsReading(t *testing.T) {
 		}
 	})
 	ch := e.start("session/prompt", promptParams(id, fmt.Sprintf("/numbered /flood %d %d", n, size)))
-	acpWaitEvent(t, rec, event.TurnCompleted)
+	journalWait(t, dc, id, event.TurnCompleted)
 	hwm := vmHWM(t, e.cmd.Process.Pid)
 	paused = false
 	e.pause.Unlock()
@@ -317,4 +317,31 @@ func TestACPBridgeLiveUpgrade(t *testing.T) {
 	if !strings.Contains(e.stderrOf(), "reconnected") {
 		t.Fatalf("the upgrade did not close the bridge's connection; stderr:\n%s", e.stderrOf())
 	}
+}
+
+// journalWait waits until the session's journal holds an event of type
+// typ, reading it page by page (bounded at 2 min). A live subscription
+// would do, but a flood can lag the test's own follower too, and a
+// lagged subscription is detached: the journal is the truth.
+func journalWait(t *testing.T, c *rpc.Client, id, typ string) {
+	t.Helper()
+	after := uint64(0)
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		for {
+			var r api.ReadResult
+			if err := c.Call(ctx10(t), "agentSession.read", api.ReadParams{SessionID: id, AfterSeq: after, Limit: 4096}, &r); err != nil {
+				t.Fatal(err)
+			}
+			for _, ev := range r.Events {
+				if ev.Type == typ {
+					return
+				}
+				after = ev.Seq
+			}
+			if len(r.Events) == 0 || !r.HasMore {
+				break
+			}
+		}
+	}
+	t.Fatalf("no %s in the journal within 2 min", typ)
 }
