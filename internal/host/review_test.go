@@ -43,7 +43,10 @@ func TestCrashTeardownRetriedDespiteOpenTurnAndHold(t *testing.T) {
 	e.mu.Lock()
 	f.h.stopChild = real
 	e.mu.Unlock()
-	f.clk.Advance(time.Second)
+	// Both the child's exit and its reader's end can make a failed
+	// attempt (each doubles the retry's delay, 1 s, 2 s, …): advance past
+	// the longest.
+	f.clk.Advance(time.Minute)
 	// The retry may still be running its last step (forget) when Advance
 	// returns: wait for the entry to leave the map, bounded.
 	for deadline := time.Now().Add(20 * time.Second); f.h.lookup(id) != nil; {
