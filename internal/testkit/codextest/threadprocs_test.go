@@ -98,20 +98,30 @@ func TestCodexThreadCommands(t *testing.T) {
 		t.Fatalf("command %d: pgid %d sid %d; codex %d: pgid %d sid %d", cmdA, pgid, sid, native, codexPgid, codexSid)
 	}
 
-	// Interrupting a thread's turn does not stop its command: the turn
-	// ends interrupted and the command still runs, still marked. Killing
-	// what carries the mark stops it; the other thread's command goes on.
+	// Interrupting a thread's turn does not reliably stop its command:
+	// the turn ends interrupted and the command, in most runs, still runs,
+	// still marked (codex ended it itself in 1 run of many: CI). While it
+	// runs the mark finds it; killing what carries the mark stops it; the
+	// other thread's command goes on.
 	a.Cancel(t)
 	if tc := providertest.Decode[event.TurnCompletedData](t, a.Next(t, event.TurnCompleted)); tc.Status != event.StatusInterrupted {
 		t.Fatalf("turn.completed %+v", tc)
 	}
-	if got, err := codextest.ThreadCommands(scopeA, threadA); err != nil || !slices.Equal(got, []int{cmdA}) {
-		t.Fatalf("after the interrupt, thread %s's commands: %v, %v (want [%d] still running)", threadA, got, err, cmdA)
+	got, err := codextest.ThreadCommands(scopeA, threadA)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, pid := range gotA {
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+	switch {
+	case slices.Equal(got, []int{cmdA}):
+		if err := syscall.Kill(cmdA, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
+	case len(got) == 0:
+		// Not found: codex is ending it (a dying process's environ is
+		// no longer readable), so it must be gone soon.
+		t.Logf("codex ends command %d with the interrupt itself", cmdA)
+	default:
+		t.Fatalf("after the interrupt, thread %s's commands: %v (want [%d])", threadA, got, cmdA)
 	}
 	waitGone(t, cmdA, "the closed thread's command")
 	if !providertest.Alive(cmdB) {
