@@ -354,6 +354,10 @@ func Parse(text string, c *Config) error {
 		}
 		switch {
 		case fp.Processes != nil:
+			if *fp.Processes == "" {
+				return fmt.Errorf("%w: providers.%s.processes = \"\": want %q or %q (leave the key out for the profile's default)",
+					ErrBadValue, prefix(name), ProcessesSession, ProcessesAccount)
+			}
 			p.Processes = *fp.Processes
 		case name == "codex" && p.Protocol == ProtocolCodexAppServer:
 			p.Processes = ProcessesAccount // the built-in codex profile's default

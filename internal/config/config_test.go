@@ -136,6 +136,7 @@ func TestParseErrors(t *testing.T) {
 		{"auth_method empty", "[providers.x]\ncommand=[\"x\"]\nprotocol=\"acp\"\nauth_method=\"\"\n", "providers.x.auth_method", ErrBadValue},
 		{"processes account acp", "[providers.x]\ncommand=[\"x\"]\nprotocol=\"acp\"\nprocesses=\"account\"\n", "shared ACP runtimes are not built yet", ErrBadValue},
 		{"processes account claude", "[providers.x]\ncommand=[\"x\"]\nprotocol=\"claude-stream-json\"\nprocesses=\"account\"\n", `providers.x.processes = "account": protocol "claude-stream-json" serves one conversation per process`, ErrBadValue},
+		{"processes empty", "[providers.codex]\nprocesses=\"\"\n", `providers.codex.processes = "": want "session" or "account"`, ErrBadValue},
 		{"processes other", "[providers.x]\ncommand=[\"x\"]\nprocesses=\"thread\"\n", `providers.x.processes = "thread": want "session" or "account"`, ErrBadValue},
 		{"no command", "[providers.x]\nenv={A=\"b\"}\n", "providers.x.command", ErrBadValue},
 		{"syntax", "idle_timeout = \n", "", ErrBadValue},

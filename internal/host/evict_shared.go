@@ -122,7 +122,10 @@ func (h *Host) stepInterruptTurn(ctx context.Context, e *entry, cause evictCause
 	if th, ok := e.adapter.(provider.Thread); ok {
 		th.Silence() // from here on the journal's tail is ours
 		if th.Busy() {
-			if _, err := th.Interrupt(ctx); err != nil {
+			pctx, cancel := providerShare(ctx)
+			_, err := th.Interrupt(pctx)
+			cancel()
+			if err != nil {
 				h.log.Warn("interrupt the turn of a detaching session", "session_id", e.id, "err", err)
 			}
 		}
@@ -158,7 +161,10 @@ func (h *Host) stepDetachThread(ctx context.Context, e *entry) error {
 		return nil
 	}
 	thread := th.ThreadID()
-	if err := th.Detach(ctx); err != nil {
+	pctx, cancel := providerShare(ctx)
+	err := th.Detach(pctx)
+	cancel()
+	if err != nil {
 		// Our side no longer routes the thread to the session either way.
 		h.log.Warn("detach thread", "session_id", e.id, "thread_id", thread, "err", err)
 	}
@@ -171,6 +177,18 @@ func (h *Host) stepDetachThread(ctx context.Context, e *entry) error {
 	}
 	e.tailDone[event.ProviderDetached] = true
 	return nil
+}
+
+// providerShare is the part of a step's bound a provider's answer may
+// take: half of what is left. The rest is the step's own journal writes,
+// which a provider that stopped answering (SIGSTOP, a wedged runtime)
+// must not starve.
+func providerShare(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, time.Until(deadline)/2)
 }
 
 // stepDrainExitedShared keeps what the exited runtime wrote, then closes

@@ -428,16 +428,16 @@ func (t *threadStdin) Cancel() bool {
 	return true
 }
 
-// Detach stops the thread's events: thread/unsubscribe (codex keeps the
-// thread loaded, and its writer lock, until the process exits), then
-// nothing more of the thread reaches this adapter. A runtime that is gone
-// has nothing to unsubscribe: not an error.
 // CommandEnv: codex 0.169 sets CODEX_THREAD_ID (the thread id) on every
 // command process it runs (provider.CommandMarker).
 func (a *Adapter) CommandEnv() string { return "CODEX_THREAD_ID" }
 
 var _ provider.CommandMarker = (*Adapter)(nil)
 
+// Detach stops the thread's events: thread/unsubscribe (codex keeps the
+// thread loaded, and its writer lock, until the process exits), then
+// nothing more of the thread reaches this adapter. A runtime that is gone
+// has nothing to unsubscribe: not an error.
 func (a *Adapter) Detach(ctx context.Context) error {
 	if a.rt == nil {
 		return nil
