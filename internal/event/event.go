@@ -55,6 +55,10 @@ const (
 	// ReasonApprovalDenied: the provider ended the turn itself after the
 	// user denied an approval (an ACP agent's stopReason "cancelled").
 	ReasonApprovalDenied = "approval_denied"
+	// ReasonRateLimited: the provider ended the turn because its account
+	// hit a usage or rate limit (TurnCompletedData.ResetsAt: when the
+	// provider says it lifts).
+	ReasonRateLimited = "rate_limited"
 )
 
 // Event is one committed journal row.
@@ -122,6 +126,9 @@ type TurnCompletedData struct {
 	Error          string `json:"error,omitempty"`
 	// StopReason is an ACP agent's stopReason, as sent.
 	StopReason string `json:"stopReason,omitempty"`
+	// ResetsAt (RFC 3339), with Reason rate_limited, is when the provider
+	// says the account's limit lifts (absent when it did not say).
+	ResetsAt string `json:"resetsAt,omitempty"`
 }
 
 // DeltaData is the data of message.delta and message.completed.
