@@ -94,7 +94,7 @@ func TestE2EOutboundBudget(t *testing.T) {
 		fmt.Fprintf(nc, "%s\n", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"capabilities":["agent-session.attach.v1"]}}`)
 		nc.SetReadDeadline(time.Now().Add(15 * time.Second))
 		if _, err := bufio.NewReader(nc).ReadSlice('\n'); err != nil {
-			t.Fatalf("conn %d: initialize: %v", i, err)
+			t.Fatalf("conn %d: initialize: %v\n%s", i, err, d.Log.String())
 		}
 		fmt.Fprintf(nc, "%s\n", read) // and never read the reply
 	}
