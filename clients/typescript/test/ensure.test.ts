@@ -90,7 +90,8 @@ test("ensureDaemon starts one daemon for two racing callers, and none when one a
 // make npm-pack's tarballs, installed into a fresh project: ensureDaemon()
 // there starts the binary of the platform package npm installed.
 const packDir = process.env.SESSIOND_NPM_PACK_DIR;
-test("the packed tarballs install, and ensureDaemon() starts the installed binary", { ...T, skip: !packDir && "SESSIOND_NPM_PACK_DIR not set (make npm-pack)" }, async (t) => {
+test("the packed tarballs install, and ensureDaemon() starts the installed binary", T, async (t) => {
+  assert.ok(packDir, "SESSIOND_NPM_PACK_DIR is not set: run `make test-ts` (it packs the tarballs with `make npm-pack` and sets it)");
   const proj = mkdtempSync(join(tmpdir(), "sdin-"));
   cleanup(t, proj);
   try {

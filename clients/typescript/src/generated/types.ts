@@ -557,6 +557,7 @@ export interface TurnCompletedData {
   error?: string;
   providerTurnId?: string;
   reason?: string;
+  resetsAt?: string;
   status: "completed" | "interrupted" | "failed";
   stopReason?: string;
 }
