@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { Daemon } from "./daemon.js";
 import { Phone, RpcError } from "./phone.js";
 import { SessiondClient } from "../src/index.js";
+import { untilTurnCompleted } from "./helpers.js";
 import { startRelay, type Relay } from "../relay/relay.js";
 
 const T = { timeout: Number(process.env.SESSIOND_TEST_TIMEOUT_MS ?? 60_000) };
@@ -92,7 +93,11 @@ test("two phones reusing the same clientMessageId get a turn each; a retry of on
   const a = await Phone.connect(relay.url, relay.token, "phone-a");
   const b = await Phone.connect(relay.url, relay.token, "phone-b");
   try {
+    const sub = await direct.attach(id);
     const sa = await a.call<{ turnId: string; duplicate: boolean }>("agentSession.send", { sessionId: id, text: "from a", clientMessageId: "1" });
+    // b's send waits for a's turn to end: while it runs, a send is turn_running.
+    await untilTurnCompleted(sub, sa.turnId);
+    sub.close();
     const sb = await b.call<{ turnId: string; duplicate: boolean }>("agentSession.send", { sessionId: id, text: "from b", clientMessageId: "1" });
     assert.equal(sa.duplicate, false);
     assert.equal(sb.duplicate, false, "phone b's text is not dropped as a's duplicate");
