@@ -54,6 +54,9 @@ type Adapter struct {
 	denied    map[string]bool   // tool_use ids the user denied
 	stuck     *time.Timer       // armed by an acknowledged interrupt
 	pause     *pauseReq         // a live upgrade's Pause in progress (handoff.go)
+	// limitResets: Unix seconds when a rejected rate limit lifts, from the
+	// latest rate_limit_event (0: none; ratelimit.go).
+	limitResets int64
 }
 
 type openTurn struct {

@@ -22,6 +22,7 @@ import (
 var typeMapped = map[string]bool{
 	"system": true, "stream_event": true, "assistant": true, "user": true, "result": true,
 	"control_request": true, "control_response": true, "control_cancel_request": true,
+	"rate_limit_event": true,
 }
 
 // systemMapped lists the system subtypes onSystem maps.
@@ -32,7 +33,6 @@ var typeIgnored = map[string]string{
 	"tool_progress":     "elapsed-time ticks of a running tool; its result is journaled",
 	"tool_use_summary":  "a one-line summary for the CLI's own UI; the items carry the tools",
 	"auth_status":       "login progress of the CLI's UI; credentials are the account's own",
-	"rate_limit_event":  "rate-limit gauges of the CLI's UI",
 	"prompt_suggestion": "a suggested next prompt for the CLI's UI",
 }
 
@@ -125,6 +125,8 @@ func (a *Adapter) handleLine(line []byte) {
 		a.onControlResponse(&m)
 	case "control_cancel_request":
 		a.onControlCancel(&m)
+	case "rate_limit_event":
+		a.onRateLimitEvent(line)
 	default:
 		if _, ok := typeIgnored[m.Type]; ok {
 			return

@@ -117,13 +117,18 @@ func (a *Adapter) onStuck(t *openTurn) {
 
 // result is the part of a `result` message the adapter reads.
 type result struct {
-	Subtype      string          `json:"subtype"`
-	SessionID    string          `json:"session_id"`
-	IsError      bool            `json:"is_error"`
-	Result       string          `json:"result"`
-	Errors       []string        `json:"errors"`
-	TotalCostUSD json.RawMessage `json:"total_cost_usd"` // absent, or not a number: no cost
-	Usage        struct {
+	Subtype   string   `json:"subtype"`
+	SessionID string   `json:"session_id"`
+	IsError   bool     `json:"is_error"`
+	Result    string   `json:"result"`
+	Errors    []string `json:"errors"`
+	// APIErrorStatus and APIErrorType: the model API's answer that ended
+	// the turn (429, "rate_limit_error": ratelimit.go).
+	// Raw: a value of another type must not fail the whole result.
+	APIErrorStatus json.RawMessage `json:"api_error_status"`
+	APIErrorType   json.RawMessage `json:"api_error_type"`
+	TotalCostUSD   json.RawMessage `json:"total_cost_usd"` // absent, or not a number: no cost
+	Usage          struct {
 		InputTokens         int64 `json:"input_tokens"`
 		CacheCreation       int64 `json:"cache_creation_input_tokens"`
 		CacheRead           int64 `json:"cache_read_input_tokens"`
@@ -195,6 +200,9 @@ func (a *Adapter) onResult(line []byte) {
 			if r.Result != "" {
 				d.Error = capText(r.Result, 500)
 			}
+		}
+		if limitedResult(&r) {
+			d.Reason, d.ResetsAt = event.ReasonRateLimited, a.limitResetsAt(time.Now())
 		}
 	}
 	a.emit(event.New(event.TurnCompleted, t.ours, d))

@@ -53,6 +53,9 @@ type Adapter struct {
 	reading   string               // the method being handled (for anomaly logs)
 	lastEnded string               // provider id of the turn that ended last
 	pause     *pauseReq            // a live upgrade's Pause in progress (handoff.go)
+	// limitResets: Unix seconds when the account's reached limit lifts,
+	// from the latest account/rateLimits/updated (0: none; ratelimit.go).
+	limitResets int64
 }
 
 // openTurn binds our turn id to the provider's.
@@ -64,6 +67,9 @@ type openTurn struct {
 	// the turn with its own turn/completed {failed} after it, and only that
 	// ends it here (see onError).
 	failure string
+	// limited: that final error said the account hit a usage or rate
+	// limit (ratelimit.go).
+	limited bool
 }
 
 // approval is a server request waiting for Respond.

@@ -39,6 +39,7 @@ type handoffTurn struct {
 	Provider    string `json:"provider,omitempty"`
 	Interrupted bool   `json:"interrupted,omitempty"`
 	Failure     string `json:"failure,omitempty"`
+	Limited     bool   `json:"limited,omitempty"`
 }
 
 type handoffApproval struct {
@@ -112,7 +113,7 @@ func (a *Adapter) stateLocked() handoffState {
 	st := handoffState{V: handoffVersion, ThreadID: a.threadID, NextID: a.nextID, ApprovalN: a.approvalN,
 		LastEnded: a.lastEnded, Output: a.items.output, Cut: a.items.cut, Usage: a.items.usage, Open: a.items.open, Warned: a.warned}
 	if t := a.turn; t != nil {
-		st.Turn = &handoffTurn{Ours: t.ours, Provider: t.provider, Interrupted: t.interrupted, Failure: t.failure}
+		st.Turn = &handoffTurn{Ours: t.ours, Provider: t.provider, Interrupted: t.interrupted, Failure: t.failure, Limited: t.limited}
 	}
 	for k, ap := range a.approvals {
 		st.Approvals = append(st.Approvals, handoffApproval{Key: k, RawID: ap.rawID, TurnID: ap.turnID, Method: ap.method,
@@ -183,7 +184,7 @@ func (a *Adapter) install(st handoffState) {
 	defer a.mu.Unlock()
 	a.threadID, a.nextID, a.approvalN, a.lastEnded = st.ThreadID, st.NextID, st.ApprovalN, st.LastEnded
 	if st.Turn != nil {
-		a.turn = &openTurn{ours: st.Turn.Ours, provider: st.Turn.Provider, interrupted: st.Turn.Interrupted, failure: st.Turn.Failure}
+		a.turn = &openTurn{ours: st.Turn.Ours, provider: st.Turn.Provider, interrupted: st.Turn.Interrupted, failure: st.Turn.Failure, limited: st.Turn.Limited}
 	}
 	for _, ap := range st.Approvals {
 		a.approvals[ap.Key] = &approval{rawID: ap.RawID, turnID: ap.TurnID, method: ap.Method, kind: ap.Kind,

@@ -35,6 +35,7 @@ var notifyMapped = map[string]func(a *Adapter, p json.RawMessage){
 	"turn/diff/updated":                         (*Adapter).onDiffUpdated,
 	"thread/tokenUsage/updated":                 (*Adapter).onTokenUsage,
 	"serverRequest/resolved":                    (*Adapter).onRequestResolved,
+	"account/rateLimits/updated":                (*Adapter).onRateLimits, // kept for a limited turn's resetsAt
 }
 
 // legacyEventPrefix: older codex releases mirrored every v2 notification
@@ -77,7 +78,6 @@ var notifyIgnored = map[string]string{
 	"mcpServer/event/stream/notification":   "MCP server traffic for codex's own UI",
 	"account/updated":                       "account state of codex's UI",
 	"account/gatewayOAuth/changed":          "account state of codex's UI",
-	"account/rateLimits/updated":            "rate-limit gauges of codex's UI (sent after every model call)",
 	"account/login/completed":               "answers account/login, which the daemon never sends",
 	"app/list/updated":                      "codex app directory",
 	"remoteControl/status/changed":          "codex remote control is not used",

@@ -38,7 +38,7 @@ func (a *Adapter) onTurnCompleted(p json.RawMessage) {
 		a.anomaly("turn_completed_without_turn")
 		return
 	}
-	a.completeTurn(n.ThreadID, n.Turn.ID, n.Turn.Status, errorText(n.Turn.Error))
+	a.completeTurn(n.ThreadID, n.Turn.ID, n.Turn.Status, errorText(n.Turn.Error), isLimitError(n.Turn.Error))
 }
 
 // onError: an error the provider retries is a notice; a final one is kept
@@ -63,6 +63,7 @@ func (a *Adapter) onError(p json.RawMessage) {
 	a.mu.Lock()
 	if a.turn != nil && a.turn.ours == t.ours && a.turn.failure == "" {
 		a.turn.failure = errorText(n.Error)
+		a.turn.limited = isLimitError(n.Error)
 	}
 	a.mu.Unlock()
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/provider"
@@ -91,7 +92,7 @@ func (a *Adapter) resolveTurn(threadID, providerTurnID string) (openTurn, bool) 
 }
 
 // completeTurn closes the open turn and emits turn.completed.
-func (a *Adapter) completeTurn(threadID, providerTurnID, status, errText string) {
+func (a *Adapter) completeTurn(threadID, providerTurnID, status, errText string, limited bool) {
 	t, ok := a.resolveTurn(threadID, providerTurnID)
 	if !ok {
 		return
@@ -102,6 +103,7 @@ func (a *Adapter) completeTurn(threadID, providerTurnID, status, errText string)
 	open := a.takeApprovalsLocked(t.ours)
 	items := a.items.takeOpen()
 	a.items.reset()
+	resetsAt := a.limitResetsAtLocked(time.Now())
 	a.mu.Unlock()
 	// An approval the provider never saw answered is closed in the journal
 	// before the turn ends: nobody can answer it any more. So is an item
@@ -127,6 +129,9 @@ func (a *Adapter) completeTurn(threadID, providerTurnID, status, errText string)
 		d.Status, d.Reason, d.Error = event.StatusFailed, event.ReasonProviderError, errText
 		if status != event.StatusFailed && errText == "" {
 			d.Error = "unknown turn status " + status
+		}
+		if status == event.StatusFailed && (limited || t.limited) {
+			d.Reason, d.ResetsAt = event.ReasonRateLimited, resetsAt
 		}
 	}
 	a.emit(event.New(event.TurnCompleted, t.ours, d))

@@ -14,8 +14,14 @@ import (
 // Reply is one scripted answer to a streaming POST /v1/messages.
 type Reply struct {
 	// Status, when not 0 or 200, is answered as an HTTP error (529:
-	// overloaded, 500: api error).
+	// overloaded, 429: rate limit, else api error) of ErrorType when set.
 	Status int
+	// ErrorType and ErrorMessage, with Status, are the error body's
+	// error.type and error.message.
+	ErrorType, ErrorMessage string
+	// Header is added to the answer (e.g. retry-after, or the
+	// anthropic-ratelimit-* headers of a limited account).
+	Header map[string]string
 	// Thinking, when set, is streamed first as a thinking block.
 	Thinking []string
 	// Deltas stream a text block, one text_delta each.
@@ -54,6 +60,8 @@ func Tool(id, name string, input map[string]any) Reply {
 // Request is one recorded streaming POST body.
 type Request struct {
 	Body json.RawMessage
+	// Credential is the API key it carried (x-api-key, or Authorization).
+	Credential string
 }
 
 // Messages is the request's "messages" as raw JSON text (what the model
@@ -99,8 +107,9 @@ func StartModel(replies ...Reply) (*Model, error) {
 // Requests returns the streaming requests received so far.
 func (m *Model) Requests() []Request {
 	var rs []Request
-	for _, b := range m.Bodies() {
-		rs = append(rs, Request{Body: b})
+	hs := m.Headers()
+	for i, b := range m.Bodies() {
+		rs = append(rs, Request{Body: b, Credential: modelserver.Credential(hs[i])})
 	}
 	return rs
 }
@@ -123,15 +132,28 @@ func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
 			"stop_reason": "end_turn", "usage": map[string]any{"input_tokens": 1, "output_tokens": 1}})
 		return
 	}
-	rep, n := m.Take(body, Text("ok"))
+	rep, n := m.TakeFrom(r.Header, body, Text("ok"))
+	for k, v := range rep.Header {
+		w.Header().Set(k, v)
+	}
 	if rep.Status != 0 && rep.Status != http.StatusOK {
 		w.Header().Set("Content-Type", "application/json")
-		typ := "api_error"
-		if rep.Status == 529 {
+		typ, msg := rep.ErrorType, rep.ErrorMessage
+		switch {
+		case typ != "":
+		case rep.Status == 529:
 			typ = "overloaded_error"
+		case rep.Status == http.StatusTooManyRequests:
+			typ = "rate_limit_error"
+		default:
+			typ = "api_error"
+		}
+		if msg == "" {
+			msg = "scripted failure"
 		}
 		w.WriteHeader(rep.Status)
-		fmt.Fprintf(w, `{"type":"error","error":{"type":%q,"message":"scripted failure"}}`, typ)
+		b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}})
+		_, _ = w.Write(b)
 		return
 	}
 	s := modelserver.SSE{W: w}

@@ -8,14 +8,19 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sessiond/sessiond/internal/testkit/modelserver"
 )
 
 // Reply is one scripted answer to a POST /v1/responses.
 type Reply struct {
-	// Status, when not 0 or 200, is answered as a plain HTTP error.
-	Status int
+	// Status, when not 0 or 200, is answered as a plain HTTP error, with
+	// ErrorBody as its body when set (e.g. UsageLimit's).
+	Status    int
+	ErrorBody string
+	// Header is added to the answer.
+	Header map[string]string
 	// Deltas stream an assistant message, one output_text.delta each.
 	Deltas []string
 	// Exec, when set, is a function call of the exec_command tool asking
@@ -38,6 +43,17 @@ type ExecCall struct {
 	Sandboxed bool
 }
 
+// UsageLimit is the 429 the responses API answers an account over its
+// usage limit with (the body codex parses: error.type
+// "usage_limit_reached", plan_type, resets_at in Unix seconds, and
+// resets_in_seconds).
+func UsageLimit(resetsAt time.Time) Reply {
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{
+		"type": "usage_limit_reached", "message": "The usage limit has been reached", "plan_type": "pro",
+		"resets_at": resetsAt.Unix(), "resets_in_seconds": int64(time.Until(resetsAt).Seconds())}})
+	return Reply{Status: http.StatusTooManyRequests, ErrorBody: string(b)}
+}
+
 // Text is a reply streaming text in the given deltas.
 func Text(deltas ...string) Reply { return Reply{Deltas: deltas} }
 
@@ -47,6 +63,8 @@ func Exec(callID, cmd string) Reply { return Reply{Exec: &ExecCall{CallID: callI
 // Request is one recorded POST body.
 type Request struct {
 	Body json.RawMessage
+	// Credential is the Authorization header it carried ("Bearer KEY").
+	Credential string
 }
 
 // Input is the request's "input" items as raw JSON text (what the model
@@ -122,8 +140,9 @@ func StartModel(replies ...Reply) (*Model, error) {
 // Requests returns the requests received so far.
 func (m *Model) Requests() []Request {
 	var rs []Request
-	for _, b := range m.Bodies() {
-		rs = append(rs, Request{Body: b})
+	hs := m.Headers()
+	for i, b := range m.Bodies() {
+		rs = append(rs, Request{Body: b, Credential: modelserver.Credential(hs[i])})
 	}
 	return rs
 }
@@ -134,7 +153,7 @@ func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, _ := io.ReadAll(r.Body)
-	rep, n := m.Take(body, Text("ok"))
+	rep, n := m.TakeFrom(r.Header, body, Text("ok"))
 	m.mu.Lock()
 	route := m.route
 	m.mu.Unlock()
@@ -143,8 +162,17 @@ func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
 			rep = r
 		}
 	}
+	for k, v := range rep.Header {
+		w.Header().Set(k, v)
+	}
 	if rep.Status != 0 && rep.Status != http.StatusOK {
-		http.Error(w, `{"error":{"message":"scripted failure","type":"server_error"}}`, rep.Status)
+		body := rep.ErrorBody
+		if body == "" {
+			body = `{"error":{"message":"scripted failure","type":"server_error"}}`
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(rep.Status)
+		_, _ = io.WriteString(w, body)
 		return
 	}
 	s := modelserver.SSE{W: w}

@@ -22,6 +22,7 @@ type Server[R any] struct {
 	mu      sync.Mutex
 	script  []R
 	bodies  []json.RawMessage
+	headers []http.Header
 	arrived chan struct{}
 	srv     *http.Server
 }
@@ -56,9 +57,13 @@ func (s *Server[R]) Push(replies ...R) {
 // Take records a request's body and returns the script's next reply
 // (fallback once it is used up) and how many requests took one so far,
 // this one included; Arrived gets a value.
-func (s *Server[R]) Take(body []byte, fallback R) (R, int) {
+func (s *Server[R]) Take(body []byte, fallback R) (R, int) { return s.TakeFrom(nil, body, fallback) }
+
+// TakeFrom is Take that also records the request's headers (Headers).
+func (s *Server[R]) TakeFrom(h http.Header, body []byte, fallback R) (R, int) {
 	s.mu.Lock()
 	s.bodies = append(s.bodies, body)
+	s.headers = append(s.headers, h.Clone())
 	rep := fallback
 	if len(s.script) > 0 {
 		rep, s.script = s.script[0], s.script[1:]
@@ -77,6 +82,23 @@ func (s *Server[R]) Bodies() []json.RawMessage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]json.RawMessage(nil), s.bodies...)
+}
+
+// Headers returns the headers of the requests that took a reply so far,
+// in the order of Bodies (nil for one taken without them).
+func (s *Server[R]) Headers() []http.Header {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]http.Header(nil), s.headers...)
+}
+
+// Credential is the credential a request carried: its Authorization
+// header (codex: "Bearer KEY"), else its x-api-key (the Messages API).
+func Credential(h http.Header) string {
+	if a := h.Get("Authorization"); a != "" {
+		return a
+	}
+	return h.Get("X-Api-Key")
 }
 
 // Arrived gets one value per request that took a reply (buffered).
