@@ -28,9 +28,7 @@ var protocols = map[string]struct {
 }{
 	config.ProtocolCodexAppServer:   {new: codex.New, newRuntime: codex.NewRuntime, adopt: codex.Adopt, adoptRuntime: codex.AdoptRuntime},
 	config.ProtocolClaudeStreamJSON: {new: claude.New, resumeArgs: claude.ResumeArgs, freshThread: claude.FreshThread, adopt: claude.Adopt},
-	// acp's shared runtime cannot be handed over yet: a live upgrade with
-	// one running is refused (host: ErrNotHandedOver naming the runtime).
-	config.ProtocolACP: {new: acp.New, newRuntime: acp.NewRuntime, adopt: acp.Adopt},
+	config.ProtocolACP:              {new: acp.New, newRuntime: acp.NewRuntime, adopt: acp.Adopt, adoptRuntime: acp.AdoptRuntime},
 }
 
 // providers builds host providers from the config: echo defaults to this

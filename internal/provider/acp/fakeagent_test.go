@@ -121,6 +121,9 @@ func (f *fakeAgent) handle(m map[string]any) {
 	case "authenticate":
 		f.result(id, map[string]any{})
 	case "session/new":
+		if f.mode == "nonew" {
+			return // never answered
+		}
 		f.nsess++
 		sid := fmt.Sprintf("sess-%d", f.nsess)
 		f.result(id, map[string]any{"sessionId": sid})

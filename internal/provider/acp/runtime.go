@@ -61,7 +61,9 @@ type Runtime struct {
 	detached map[string]bool     // sessions that were detached: their late lines are dropped quietly
 	all      map[*Adapter]bool   // every thread opened and not detached
 	ended    bool
-	warned   map[string]int // anomaly kind -> times seen (the first at warn level)
+	warned   map[string]int  // anomaly kind -> times seen (the first at warn level)
+	pause    *pauseReq       // a live upgrade's Pause in progress (runtime_handoff.go)
+	handed   map[string]bool // an adopted runtime's sessions not yet installed (runtime_handoff.go)
 	stopped  atomic.Bool
 }
 
@@ -78,6 +80,13 @@ func NewRuntimeFor(p Profile) provider.NewRuntime {
 var _ provider.NewRuntime = NewRuntime
 
 func newRuntime(o provider.RuntimeOptions, p Profile) *Runtime {
+	r := buildRuntime(o, p)
+	go r.readLoop()
+	return r
+}
+
+// buildRuntime is a runtime whose reader is not started yet.
+func buildRuntime(o provider.RuntimeOptions, p Profile) *Runtime {
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = provider.DefaultRequestTimeout
 	}
@@ -93,7 +102,6 @@ func newRuntime(o provider.RuntimeOptions, p Profile) *Runtime {
 		all: map[*Adapter]bool{}, warned: map[string]int{},
 	}
 	r.control = r.open(provider.Options{Logger: o.Logger, RequestTimeout: o.RequestTimeout}, p)
-	go r.readLoop()
 	return r
 }
 
@@ -247,6 +255,9 @@ func (r *Runtime) readLoop() {
 		if errors.Is(err, provider.ErrLineTooLong) {
 			r.anomaly("line_too_long", "max_bytes", r.o.MaxLineBytes)
 			continue
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) && r.parkIfPaused(lr.Unparsed()) {
+			continue // resumed: the deadline is cleared, the cut line goes on
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) && !errors.Is(err, io.ErrClosedPipe) {
