@@ -126,6 +126,9 @@ func (f *fakeAgent) handle(m map[string]any) {
 		}
 		f.nsess++
 		sid := fmt.Sprintf("sess-%d", f.nsess)
+		if f.mode == "samenew" { // every session/new answered with the same sessionId
+			sid = "sess-1"
+		}
 		f.result(id, map[string]any{"sessionId": sid})
 		f.update(sid, map[string]any{"sessionUpdate": "available_commands_update", "availableCommands": []any{}})
 	case "session/load":

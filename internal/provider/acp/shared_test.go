@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -247,5 +248,32 @@ func TestRuntimeUpdateForAnotherOrUnknownSession(t *testing.T) {
 	}
 	if !strings.Contains(s.g.log(), "update_outside_turn") {
 		t.Errorf("b's adapter did not log the update tagged with its id:\n%s", s.g.log())
+	}
+}
+
+// One ACP session is served to one thread of a runtime: a load of a
+// session another thread is on, and an agent answering session/new with a
+// sessionId a thread already has, fail that Start (ErrSessionTaken) and
+// leave the first thread its session.
+func TestRuntimeSessionServedOnce(t *testing.T) {
+	for _, mode := range []string{"", "samenew"} {
+		t.Run("mode="+mode, func(t *testing.T) {
+			s := startFakeRuntime(t, mode)
+			a := s.thread(t, "")
+			reuse := a.a.ThreadID() // the load of the same session
+			if mode == "samenew" {
+				reuse = "" // a fresh session the agent names like a's
+			}
+			g := &agent{evs: make(chan event.Draft, 64), parent: s.g}
+			g.opts = provider.Options{Cwd: t.TempDir(), ThreadID: reuse, Emit: func(d event.Draft) { g.evs <- d }, RequestTimeout: 10 * time.Second}
+			g.a = s.rt.Thread(g.opts).(*Adapter)
+			if _, err := g.a.Start(t.Context()); !errors.Is(err, ErrSessionTaken) {
+				t.Fatalf("second start on %s: %v", a.a.ThreadID(), err)
+			}
+			if evs := a.turn(t, "t_1", "hello"); answerOf(t, evs) != "Hello" {
+				t.Fatalf("the first thread after the refused one: %s", types(evs))
+			}
+			quiet(t, g, "the refused thread")
+		})
 	}
 }
