@@ -129,6 +129,10 @@ func (f *fakeAgent) handle(m map[string]any) {
 		if f.mode == "samenew" { // every session/new answered with the same sessionId
 			sid = "sess-1"
 		}
+		if f.mode == "early" { // updates before the answer: one of the new session (as Copilot CLI does), one of a session never created
+			f.update(sid, map[string]any{"sessionUpdate": "available_commands_update", "availableCommands": []any{}})
+			f.update("ghost", map[string]any{"sessionUpdate": "available_commands_update", "availableCommands": []any{}})
+		}
 		f.result(id, map[string]any{"sessionId": sid})
 		f.update(sid, map[string]any{"sessionUpdate": "available_commands_update", "availableCommands": []any{}})
 	case "session/load":

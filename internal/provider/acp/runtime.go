@@ -64,7 +64,11 @@ type Runtime struct {
 	warned   map[string]int  // anomaly kind -> times seen (the first at warn level)
 	pause    *pauseReq       // a live upgrade's Pause in progress (runtime_handoff.go)
 	handed   map[string]bool // an adopted runtime's sessions not yet installed (runtime_handoff.go)
-	stopped  atomic.Bool
+	// Lines of sessions no session/new has answered yet (runtime_early.go).
+	opening    int // session/new calls in flight
+	early      []earlyLine
+	earlyBytes int
+	stopped    atomic.Bool
 }
 
 // NewRuntime is the acp protocol's provider.NewRuntime for a profile
@@ -340,6 +344,8 @@ func (r *Runtime) route(line []byte) {
 	case quiet:
 		r.log.Debug("line of a detached session dropped", "session_id", agentName(sid), "method", agentName(m.Method))
 		r.refuse(&m, codeInvalidParams, "the session was detached")
+	case r.holdEarly(sid, &m, line):
+		// for a session/new still in flight (runtime_early.go)
 	default:
 		r.anomaly("unknown_session", "session_id", agentName(sid), "method", agentName(m.Method))
 		r.refuse(&m, codeInvalidParams, "no session of sessiond is on it")

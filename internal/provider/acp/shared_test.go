@@ -277,3 +277,19 @@ func TestRuntimeSessionServedOnce(t *testing.T) {
 		})
 	}
 }
+
+// An update of a new session written before the agent answers its
+// session/new (Copilot CLI does this) is that session's, not an unknown
+// session's; an update held meanwhile for a session no answer names is
+// logged as an unknown session's once the session/new is answered.
+func TestRuntimeUpdateBeforeSessionNewAnswer(t *testing.T) {
+	s := startFakeRuntime(t, "early")
+	gs := s.threads(t, 2)
+	if evs := gs[1].turn(t, "t_1", "hello"); answerOf(t, evs) != "Hello" {
+		t.Fatalf("a session after early updates: %s", types(evs))
+	}
+	log := s.g.log()
+	if n := s.rt.Anomalies("unknown_session"); n != 2 || strings.Count(log, "session_id=ghost") != 2 || strings.Contains(log, "session_id=sess-") {
+		t.Fatalf("unknown_session ×%d, want 2 (ghost's only):\n%s", n, log)
+	}
+}

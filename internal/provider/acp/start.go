@@ -156,6 +156,10 @@ func (a *Adapter) newSession(ctx context.Context) (string, error) {
 		SessionID string `json:"sessionId"`
 	}
 	var bindErr error
+	if a.rt != nil {
+		a.rt.beginOpen()
+		defer a.rt.endOpen()
+	}
 	raw, err := a.request(ctx, "session/new", map[string]any{"cwd": a.o.Cwd, "mcpServers": []any{}},
 		func(raw json.RawMessage, rerr *RPCError) {
 			if rerr != nil {
@@ -173,6 +177,11 @@ func (a *Adapter) newSession(ctx context.Context) (string, error) {
 			a.mu.Lock()
 			a.threadID = r.SessionID
 			a.mu.Unlock()
+			if a.rt != nil {
+				for _, l := range a.rt.claimEarly(r.SessionID) { // written before the answer: the session's, in order
+					a.handleLine(l)
+				}
+			}
 		})
 	if err != nil {
 		return "", err
