@@ -56,6 +56,7 @@ type Runtime struct {
 	mu       sync.Mutex
 	next     int64
 	canLoad  bool
+	agent    string              // the agent's agentInfo.name (marks.go)
 	owners   map[string]*Adapter // our request id -> the adapter waiting for it
 	sessions map[string]*Adapter // ACP sessionId -> its thread
 	detached map[string]bool     // sessions that were detached: their late lines are dropped quietly
@@ -112,12 +113,12 @@ func buildRuntime(o provider.RuntimeOptions, p Profile) *Runtime {
 // Handshake is initialize (+ authenticate when the profile names a
 // method), once per process.
 func (r *Runtime) Handshake(ctx context.Context) error {
-	canLoad, err := r.control.handshake(ctx)
+	canLoad, agent, err := r.control.handshake(ctx)
 	if err != nil {
 		return err
 	}
 	r.mu.Lock()
-	r.canLoad = canLoad
+	r.canLoad, r.agent = canLoad, agent
 	r.mu.Unlock()
 	return nil
 }
@@ -129,7 +130,7 @@ func (r *Runtime) Thread(o provider.Options) provider.Thread {
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = r.o.RequestTimeout
 	}
-	return r.open(o, r.p)
+	return r.thread(r.open(o, r.p))
 }
 
 func (r *Runtime) open(o provider.Options, p Profile) *Adapter {

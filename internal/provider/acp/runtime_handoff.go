@@ -25,6 +25,7 @@ type runtimeState struct {
 	V        int      `json:"v"`
 	Next     int64    `json:"next"`
 	CanLoad  bool     `json:"canLoad,omitempty"`
+	Agent    string   `json:"agent,omitempty"`
 	Sessions []string `json:"sessions,omitempty"`
 	Detached []string `json:"detached,omitempty"`
 }
@@ -85,7 +86,7 @@ func (r *Runtime) Pause(ctx context.Context) (provider.Paused, error) {
 		}
 	}
 	r.mu.Lock()
-	st := runtimeState{V: runtimeHandoffVersion, Next: r.next, CanLoad: r.canLoad,
+	st := runtimeState{V: runtimeHandoffVersion, Next: r.next, CanLoad: r.canLoad, Agent: r.agent,
 		Sessions: slices.Sorted(maps.Keys(r.sessions)), Detached: slices.Sorted(maps.Keys(r.detached))}
 	r.mu.Unlock()
 	b, err := json.Marshal(st)
@@ -112,8 +113,8 @@ func (a *Adapter) waiting() string {
 // ThreadState is the handoff state of t, one of r's threads, while r is
 // paused.
 func (r *Runtime) ThreadState(t provider.Thread) (json.RawMessage, error) {
-	a, ok := t.(*Adapter)
-	if !ok || a.rt != r {
+	a := adapterOf(t)
+	if a == nil || a.rt != r {
 		return nil, fmt.Errorf("acp runtime: thread %T is not one of this runtime's: %w", t, provider.ErrNoHandover)
 	}
 	r.mu.Lock()
@@ -179,7 +180,7 @@ func AdoptRuntime(o provider.RuntimeOptions, p provider.Paused) (provider.Adopte
 	}
 	o.Out = provider.NewPrefixed(p.Unparsed, o.Out)
 	r := buildRuntime(o, Profile{})
-	r.next, r.canLoad = st.Next, st.CanLoad
+	r.next, r.canLoad, r.agent = st.Next, st.CanLoad, st.Agent
 	r.handed = map[string]bool{}
 	for _, s := range st.Sessions {
 		r.handed[s] = true
@@ -208,7 +209,8 @@ func (r *Runtime) AdoptThread(o provider.Options, state json.RawMessage) (provid
 	if !handed {
 		return nil, fmt.Errorf("acp runtime: session %q was not bound on the handed-over runtime", agentName(st.ThreadID))
 	}
-	a := r.Thread(o).(*Adapter)
+	th := r.Thread(o)
+	a := adapterOf(th)
 	a.install(st)
 	if err := r.bind(st.ThreadID, a); err != nil {
 		return nil, err
@@ -218,7 +220,7 @@ func (r *Runtime) AdoptThread(o provider.Options, state json.RawMessage) (provid
 		r.owners[t.PromptID] = a
 		r.mu.Unlock()
 	}
-	return a, nil
+	return th, nil
 }
 
 // Start starts an adopted runtime's reader. A session handed over and not

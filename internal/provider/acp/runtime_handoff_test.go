@@ -41,7 +41,7 @@ func (s *sharedAgent) adopt(t *testing.T, gs []*agent) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g.a = th.(*Adapter)
+		g.a = adapterOf(th)
 	}
 	ar.Start()
 	s.rt = ar.(*Runtime)
@@ -109,7 +109,7 @@ func TestRuntimePauseRefusesRequestInFlight(t *testing.T) {
 	s := startFakeRuntime(t, "nonew")
 	g := &agent{evs: make(chan event.Draft, 64), parent: s.g}
 	g.opts = provider.Options{Cwd: t.TempDir(), Emit: func(d event.Draft) { g.evs <- d }, RequestTimeout: time.Minute}
-	g.a = s.rt.Thread(g.opts).(*Adapter)
+	g.a = adapterOf(s.rt.Thread(g.opts))
 	errc := make(chan error, 1)
 	go func() { _, err := g.a.Start(t.Context()); errc <- err }()
 	for len(s.g.sentMethod("session/new")) == 0 {

@@ -52,7 +52,7 @@ func (s *sharedAgent) thread(t *testing.T, thread string) *agent {
 	g.opts = provider.Options{Cwd: t.TempDir(), ThreadID: thread, Emit: func(d event.Draft) { g.evs <- d },
 		Logger: slog.New(slog.NewTextHandler(s.g, &slog.HandlerOptions{Level: slog.LevelDebug})), RequestTimeout: 10 * time.Second,
 		RequestIDPrefix: fmt.Sprintf("f%d-", len(s.rt.threads())+1)}
-	g.a = s.rt.Thread(g.opts).(*Adapter)
+	g.a = adapterOf(s.rt.Thread(g.opts))
 	g.start(t)
 	return g
 }
@@ -266,7 +266,7 @@ func TestRuntimeSessionServedOnce(t *testing.T) {
 			}
 			g := &agent{evs: make(chan event.Draft, 64), parent: s.g}
 			g.opts = provider.Options{Cwd: t.TempDir(), ThreadID: reuse, Emit: func(d event.Draft) { g.evs <- d }, RequestTimeout: 10 * time.Second}
-			g.a = s.rt.Thread(g.opts).(*Adapter)
+			g.a = adapterOf(s.rt.Thread(g.opts))
 			if _, err := g.a.Start(t.Context()); !errors.Is(err, ErrSessionTaken) {
 				t.Fatalf("second start on %s: %v", a.a.ThreadID(), err)
 			}

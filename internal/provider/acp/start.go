@@ -16,7 +16,10 @@ import (
 const maxSessionIDBytes = 256
 
 type initializeResult struct {
-	ProtocolVersion   *json.Number `json:"protocolVersion"`
+	ProtocolVersion *json.Number `json:"protocolVersion"`
+	AgentInfo       struct {
+		Name string `json:"name"`
+	} `json:"agentInfo"`
 	AgentCapabilities struct {
 		LoadSession bool `json:"loadSession"`
 	} `json:"agentCapabilities"`
@@ -57,7 +60,7 @@ func authMethodList(ams []authMethod) string {
 func (a *Adapter) Start(ctx context.Context) (provider.StartResult, error) {
 	var res provider.StartResult
 	if a.rt == nil { // a shared runtime did its handshake once (Runtime.Handshake)
-		canLoad, err := a.handshake(ctx)
+		canLoad, _, err := a.handshake(ctx)
 		if err != nil {
 			return res, err
 		}
@@ -116,36 +119,36 @@ func (a *Adapter) Start(ctx context.Context) (provider.StartResult, error) {
 
 // handshake is initialize (protocol version 1, no fs or terminal
 // capabilities) and, when the profile names a method, authenticate; it
-// reports the agent's loadSession.
-func (a *Adapter) handshake(ctx context.Context) (canLoad bool, err error) {
+// reports the agent's loadSession and its agentInfo.name.
+func (a *Adapter) handshake(ctx context.Context) (canLoad bool, agent string, err error) {
 	raw, err := a.request(ctx, "initialize", map[string]any{
 		"protocolVersion":    ProtocolVersion,
 		"clientCapabilities": map[string]any{"fs": map[string]any{"readTextFile": false, "writeTextFile": false}, "terminal": false},
 		"clientInfo":         map[string]any{"name": "sessiond", "title": "sessiond", "version": ClientVersion},
 	}, nil)
 	if err != nil {
-		return false, fmt.Errorf("acp initialize: %w", err)
+		return false, "", fmt.Errorf("acp initialize: %w", err)
 	}
 	var ir initializeResult
 	if ok, _ := provider.Decode(raw, &ir); !ok {
-		return false, fmt.Errorf("acp initialize: the agent's answer is no InitializeResponse: %s", capText(string(raw), 200))
+		return false, "", fmt.Errorf("acp initialize: the agent's answer is no InitializeResponse: %s", capText(string(raw), 200))
 	}
 	if ir.ProtocolVersion == nil || ir.ProtocolVersion.String() != "1" {
 		got := "none"
 		if ir.ProtocolVersion != nil {
 			got = ir.ProtocolVersion.String()
 		}
-		return false, fmt.Errorf("acp initialize: the agent speaks protocolVersion %s; sessiond speaks %d", got, ProtocolVersion)
+		return false, "", fmt.Errorf("acp initialize: the agent speaks protocolVersion %s; sessiond speaks %d", got, ProtocolVersion)
 	}
 	if m := a.p.AuthMethod; m != "" {
 		if !slices.ContainsFunc(ir.AuthMethods, func(am authMethod) bool { return am.ID == m }) {
-			return false, fmt.Errorf("acp authenticate: auth_method %q is not among the agent's authMethods %s", m, authMethodList(ir.AuthMethods))
+			return false, "", fmt.Errorf("acp authenticate: auth_method %q is not among the agent's authMethods %s", m, authMethodList(ir.AuthMethods))
 		}
 		if _, err := a.request(ctx, "authenticate", map[string]any{"methodId": m}, nil); err != nil {
-			return false, fmt.Errorf("acp authenticate %s: %w", m, err)
+			return false, "", fmt.Errorf("acp authenticate %s: %w", m, err)
 		}
 	}
-	return ir.AgentCapabilities.LoadSession, nil
+	return ir.AgentCapabilities.LoadSession, ir.AgentInfo.Name, nil
 }
 
 // newSession runs session/new and returns the agent's sessionId.

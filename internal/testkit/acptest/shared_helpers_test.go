@@ -2,6 +2,7 @@ package acptest_test
 
 import (
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/testkit/codextest"
+	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 	"github.com/sessiond/sessiond/internal/testkit/providertest"
 )
 
@@ -56,6 +58,10 @@ func sharedModel(t *testing.T, gate func(kind string) chan struct{}) *codextest.
 			return codextest.Text("ran-", tag), true
 		case kind == "run":
 			return codextest.Exec("call_"+tag, "echo hi-"+tag), true
+		case kind == "spawn" && afterCall:
+			return codextest.Text("spawned-", tag), true
+		case kind == "spawn": // a command leaving a process codex does not stop
+			return codextest.Exec("call_"+tag, "setsid -f sleep "+leftover(tag)+" >/dev/null 2>&1 </dev/null; echo started"), true
 		}
 		rep := codextest.Text(kind+"-", "reply-", tag)
 		if gate != nil {
@@ -64,6 +70,21 @@ func sharedModel(t *testing.T, gate func(kind string) chan struct{}) *codextest.
 		return rep, true
 	})
 	return m
+}
+
+// leftover is the sleep duration naming tag's leftover command
+// ("60000" + the tag's number).
+func leftover(tag string) string { return "60000" + strings.TrimPrefix(tag, "tag-") }
+
+// leftoverPID finds the running "sleep <leftover(tag)>" among the
+// daemon's tagged processes (0: none).
+func leftoverPID(d *daemontest.Daemon, tag string) int {
+	for _, p := range daemontest.TaggedProcesses(d.StateID) {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p)); err == nil && string(b) == "sleep\x00"+leftover(tag)+"\x00" && providertest.Alive(p) {
+			return p
+		}
+	}
+	return 0
 }
 
 // send starts a turn "PROMPT kind tag-i" on s.
