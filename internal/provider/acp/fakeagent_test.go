@@ -116,7 +116,11 @@ func (f *fakeAgent) handle(m map[string]any) {
 			f.write(map[string]any{"id": id, "error": map[string]any{"code": -32000, "message": strings.Repeat("E", 1<<20)}})
 			return
 		}
-		f.result(id, map[string]any{"protocolVersion": 1, "agentCapabilities": map[string]any{"loadSession": f.mode != "noload"},
+		caps := map[string]any{"loadSession": f.mode != "noload"}
+		if f.mode != "noclose" {
+			caps["sessionCapabilities"] = map[string]any{"close": map[string]any{}}
+		}
+		f.result(id, map[string]any{"protocolVersion": 1, "agentCapabilities": caps,
 			"authMethods": []any{map[string]any{"id": "key", "name": "Key"}}})
 	case "authenticate":
 		f.result(id, map[string]any{})
@@ -165,6 +169,12 @@ func (f *fakeAgent) handle(m map[string]any) {
 		f.cancels[sid] = f.cancel
 		f.sessMu.Unlock()
 		go f.prompt(id, sid, text)
+	case "session/close": // the session's work cancelled, the session forgotten (it can be loaded again)
+		sid, _ := p["sessionId"].(string)
+		if c := f.cancelOf(sid); c != nil && !isClosed(c) {
+			close(c)
+		}
+		f.result(id, map[string]any{})
 	case "session/cancel":
 		sid, _ := p["sessionId"].(string)
 		if c := f.cancelOf(sid); c != nil && !isClosed(c) {

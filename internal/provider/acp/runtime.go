@@ -37,8 +37,10 @@ import (
 //     provider.notice, once per kind and thread); a line that is no
 //     JSON-RPC message is counted and logged once by the runtime.
 //
-// ACP has no unsubscribe: Detach stops routing the session here; the agent
-// keeps the session (its history, its memory) loaded until it exits.
+// Detach stops routing the session here and, when the agent serves
+// session/close (sessionCapabilities.close), closes it there (the agent
+// cancels its work and frees it); an agent without it keeps the session
+// (its history, its memory) loaded until it exits.
 //
 // Lock order: an adapter's locks are never held while Runtime.mu is taken
 // by it (nextID, bind, release, forgetID, unbind run with none held);
@@ -56,6 +58,7 @@ type Runtime struct {
 	mu       sync.Mutex
 	next     int64
 	canLoad  bool
+	canClose bool                // the agent serves session/close (Detach)
 	agent    string              // the agent's agentInfo.name (marks.go)
 	owners   map[string]*Adapter // our request id -> the adapter waiting for it
 	sessions map[string]*Adapter // ACP sessionId -> its thread
@@ -113,12 +116,12 @@ func buildRuntime(o provider.RuntimeOptions, p Profile) *Runtime {
 // Handshake is initialize (+ authenticate when the profile names a
 // method), once per process.
 func (r *Runtime) Handshake(ctx context.Context) error {
-	canLoad, agent, err := r.control.handshake(ctx)
+	facts, err := r.control.handshake(ctx)
 	if err != nil {
 		return err
 	}
 	r.mu.Lock()
-	r.canLoad, r.agent = canLoad, agent
+	r.canLoad, r.canClose, r.agent = facts.canLoad, facts.canClose, facts.name
 	r.mu.Unlock()
 	return nil
 }
@@ -445,24 +448,37 @@ func (t *threadStdin) Cancel() bool {
 	return true
 }
 
-// Detach stops the session's events: ACP has no unsubscribe, so only
-// this side stops (the agent keeps the session loaded until it exits).
-// The answers already queued for the agent (a cancelled turn's
-// permissions) are written first, bounded by ctx; then nothing of the
-// session reaches this thread, and its requests still waiting fail.
+// Detach stops the session's events. The answers already queued for the
+// agent (a cancelled turn's permissions) are written first; then, when
+// the agent serves session/close, the session is closed there (the agent
+// cancels its work and frees it; it can be loaded again later); an agent
+// without it keeps the session loaded until it exits (ACP has no other
+// unsubscribe). Then nothing of the session reaches this thread, and its
+// requests still waiting fail. All of it is bounded by ctx.
 func (a *Adapter) Detach(ctx context.Context) error {
 	if a.rt == nil {
 		return nil
 	}
 	a.Silence()
 	err := a.flushAnswers(ctx)
-	if errors.Is(err, provider.ErrExited) {
-		err = nil // the runtime is gone: nothing to write to
+	sid := a.ThreadID()
+	a.rt.mu.Lock()
+	canClose := a.rt.canClose
+	a.rt.mu.Unlock()
+	if err == nil && canClose && sid != "" {
+		if _, cerr := a.request(ctx, "session/close", map[string]any{"sessionId": sid}, nil); cerr != nil {
+			err = fmt.Errorf("session/close: %w", cerr)
+		} else {
+			a.log.Debug("ACP session closed in the agent", "acp_session_id", agentName(sid))
+		}
+	}
+	if errors.Is(err, provider.ErrExited) || errors.Is(err, provider.ErrStopping) {
+		err = nil // the runtime is gone or going: nothing to write to
 	}
 	a.rt.unbind(a)
 	a.finish()
 	if err != nil {
-		return fmt.Errorf("detach session %s: answers not written: %w", a.ThreadID(), err)
+		return fmt.Errorf("detach session %s: %w", agentName(sid), err)
 	}
 	return nil
 }

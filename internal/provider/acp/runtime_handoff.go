@@ -25,6 +25,7 @@ type runtimeState struct {
 	V        int      `json:"v"`
 	Next     int64    `json:"next"`
 	CanLoad  bool     `json:"canLoad,omitempty"`
+	CanClose bool     `json:"canClose,omitempty"`
 	Agent    string   `json:"agent,omitempty"`
 	Sessions []string `json:"sessions,omitempty"`
 	Detached []string `json:"detached,omitempty"`
@@ -86,7 +87,7 @@ func (r *Runtime) Pause(ctx context.Context) (provider.Paused, error) {
 		}
 	}
 	r.mu.Lock()
-	st := runtimeState{V: runtimeHandoffVersion, Next: r.next, CanLoad: r.canLoad, Agent: r.agent,
+	st := runtimeState{V: runtimeHandoffVersion, Next: r.next, CanLoad: r.canLoad, CanClose: r.canClose, Agent: r.agent,
 		Sessions: slices.Sorted(maps.Keys(r.sessions)), Detached: slices.Sorted(maps.Keys(r.detached))}
 	r.mu.Unlock()
 	b, err := json.Marshal(st)
@@ -180,7 +181,7 @@ func AdoptRuntime(o provider.RuntimeOptions, p provider.Paused) (provider.Adopte
 	}
 	o.Out = provider.NewPrefixed(p.Unparsed, o.Out)
 	r := buildRuntime(o, Profile{})
-	r.next, r.canLoad, r.agent = st.Next, st.CanLoad, st.Agent
+	r.next, r.canLoad, r.canClose, r.agent = st.Next, st.CanLoad, st.CanClose, st.Agent
 	r.handed = map[string]bool{}
 	for _, s := range st.Sessions {
 		r.handed[s] = true

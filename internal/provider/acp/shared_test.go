@@ -149,9 +149,17 @@ func TestRuntimePermissionWhileAnotherStreams(t *testing.T) {
 
 // Detaching one session mid-turn ends only its turn: the runtime's other
 // sessions stream on, start new turns, and the process keeps running;
-// the detached session's late lines reach nobody (no anomaly).
+// the detached session's late lines reach nobody (no anomaly). An agent
+// that serves session/close gets it for that session alone (then a load of
+// it on the same process works); one that does not gets nothing.
 func TestRuntimeDetachOneOthersGoOn(t *testing.T) {
-	s := startFakeRuntime(t, "")
+	for _, mode := range []string{"", "noclose"} {
+		t.Run("mode="+mode, func(t *testing.T) { detachOne(t, mode) })
+	}
+}
+
+func detachOne(t *testing.T, mode string) {
+	s := startFakeRuntime(t, mode)
 	gs := s.threads(t, 3)
 	for _, g := range gs[:2] {
 		if err := g.a.StartTurn(t.Context(), "t_1", "slow"); err != nil {
@@ -191,6 +199,17 @@ func TestRuntimeDetachOneOthersGoOn(t *testing.T) {
 	}
 	if s.rt.Anomalies("unknown_session") != 0 {
 		t.Errorf("a detached session's late lines were anomalies:\n%s", s.g.log())
+	}
+	closed := s.g.sentMethod("session/close")
+	switch {
+	case mode == "noclose" && len(closed) != 0:
+		t.Fatalf("session/close sent to an agent without sessionCapabilities.close: %v", closed)
+	case mode == "" && (len(closed) != 1 || closed[0]["sessionId"] != a.a.ThreadID()):
+		t.Fatalf("session/close sent %v, want one for %s", closed, a.a.ThreadID())
+	}
+	again := s.thread(t, a.a.ThreadID()) // loaded again into the same process
+	if evs := again.turn(t, "t_2", "hello"); answerOf(t, evs) != "Hello" {
+		t.Fatalf("the detached session loaded again: %s", types(evs))
 	}
 }
 

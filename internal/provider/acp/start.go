@@ -21,7 +21,10 @@ type initializeResult struct {
 		Name string `json:"name"`
 	} `json:"agentInfo"`
 	AgentCapabilities struct {
-		LoadSession bool `json:"loadSession"`
+		LoadSession         bool `json:"loadSession"`
+		SessionCapabilities struct {
+			Close json.RawMessage `json:"close"` // present (an object): session/close is served
+		} `json:"sessionCapabilities"`
 	} `json:"agentCapabilities"`
 	AuthMethods []authMethod `json:"authMethods"`
 }
@@ -60,12 +63,12 @@ func authMethodList(ams []authMethod) string {
 func (a *Adapter) Start(ctx context.Context) (provider.StartResult, error) {
 	var res provider.StartResult
 	if a.rt == nil { // a shared runtime did its handshake once (Runtime.Handshake)
-		canLoad, _, err := a.handshake(ctx)
+		facts, err := a.handshake(ctx)
 		if err != nil {
 			return res, err
 		}
 		a.mu.Lock()
-		a.canLoad = canLoad
+		a.canLoad = facts.canLoad
 		a.mu.Unlock()
 	}
 	a.mu.Lock()
@@ -119,36 +122,45 @@ func (a *Adapter) Start(ctx context.Context) (provider.StartResult, error) {
 
 // handshake is initialize (protocol version 1, no fs or terminal
 // capabilities) and, when the profile names a method, authenticate; it
-// reports the agent's loadSession and its agentInfo.name.
-func (a *Adapter) handshake(ctx context.Context) (canLoad bool, agent string, err error) {
+// reports what the agent said of itself.
+func (a *Adapter) handshake(ctx context.Context) (agentFacts, error) {
 	raw, err := a.request(ctx, "initialize", map[string]any{
 		"protocolVersion":    ProtocolVersion,
 		"clientCapabilities": map[string]any{"fs": map[string]any{"readTextFile": false, "writeTextFile": false}, "terminal": false},
 		"clientInfo":         map[string]any{"name": "sessiond", "title": "sessiond", "version": ClientVersion},
 	}, nil)
 	if err != nil {
-		return false, "", fmt.Errorf("acp initialize: %w", err)
+		return agentFacts{}, fmt.Errorf("acp initialize: %w", err)
 	}
 	var ir initializeResult
 	if ok, _ := provider.Decode(raw, &ir); !ok {
-		return false, "", fmt.Errorf("acp initialize: the agent's answer is no InitializeResponse: %s", capText(string(raw), 200))
+		return agentFacts{}, fmt.Errorf("acp initialize: the agent's answer is no InitializeResponse: %s", capText(string(raw), 200))
 	}
 	if ir.ProtocolVersion == nil || ir.ProtocolVersion.String() != "1" {
 		got := "none"
 		if ir.ProtocolVersion != nil {
 			got = ir.ProtocolVersion.String()
 		}
-		return false, "", fmt.Errorf("acp initialize: the agent speaks protocolVersion %s; sessiond speaks %d", got, ProtocolVersion)
+		return agentFacts{}, fmt.Errorf("acp initialize: the agent speaks protocolVersion %s; sessiond speaks %d", got, ProtocolVersion)
 	}
 	if m := a.p.AuthMethod; m != "" {
 		if !slices.ContainsFunc(ir.AuthMethods, func(am authMethod) bool { return am.ID == m }) {
-			return false, "", fmt.Errorf("acp authenticate: auth_method %q is not among the agent's authMethods %s", m, authMethodList(ir.AuthMethods))
+			return agentFacts{}, fmt.Errorf("acp authenticate: auth_method %q is not among the agent's authMethods %s", m, authMethodList(ir.AuthMethods))
 		}
 		if _, err := a.request(ctx, "authenticate", map[string]any{"methodId": m}, nil); err != nil {
-			return false, "", fmt.Errorf("acp authenticate %s: %w", m, err)
+			return agentFacts{}, fmt.Errorf("acp authenticate %s: %w", m, err)
 		}
 	}
-	return ir.AgentCapabilities.LoadSession, ir.AgentInfo.Name, nil
+	c := ir.AgentCapabilities
+	return agentFacts{canLoad: c.LoadSession, canClose: len(c.SessionCapabilities.Close) > 0 && c.SessionCapabilities.Close[0] == '{',
+		name: ir.AgentInfo.Name}, nil
+}
+
+// agentFacts is what an agent's initialize answer says of it.
+type agentFacts struct {
+	canLoad  bool   // agentCapabilities.loadSession
+	canClose bool   // sessionCapabilities.close: session/close is served
+	name     string // agentInfo.name
 }
 
 // newSession runs session/new and returns the agent's sessionId.

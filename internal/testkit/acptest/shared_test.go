@@ -317,6 +317,49 @@ func TestCodexACPSharedCloseKillsLeftovers(t *testing.T) {
 	providertest.NoProcesses(t, d) // the runtime's release clock takes it, and session 1's leftover with its tree
 }
 
+// Releasing one session of a shared codex-acp runtime closes its ACP
+// session in the agent (session/close: codex-acp serves it) while the
+// other keeps the process; holding it again loads it (session/load) into
+// the same process, and its next model request carries its earlier turn
+// (and nothing of the other session's).
+func TestCodexACPSharedReleaseAndReload(t *testing.T) {
+	m := sharedModel(t, nil)
+	d := providertest.Daemon(t, "", "idle_timeout = \"1s\"", sharedACP(t, "codex-acp", m))
+	ss := []*providertest.Session{
+		providertest.NewSession(t, d, client, "codex-acp", t.TempDir()),
+		providertest.NewSession(t, d, client, "codex-acp", t.TempDir()),
+	}
+	_, pid := oneRuntime(t, ss)
+	for i, s := range ss {
+		turnDone(t, s, send(t, s, "remember", i))
+	}
+	thread := ss[0].Hold.ThreadID
+	var rr api.ReleaseResult
+	if err := ss[0].C.Call(providertest.Ctx(t), "agentSession.release", api.ReleaseParams{SessionID: ss[0].ID, HolderID: "e2e"}, &rr); err != nil {
+		t.Fatal(err)
+	}
+	ss[0].Next(t, event.LeaseReleased)
+	if log := d.Log.String(); strings.Contains(log, "detach thread") || !strings.Contains(log, "ACP session closed in the agent") {
+		t.Fatalf("no session/close answered for the released session:\n%s", log)
+	}
+	re := providertest.ReopenResumed(t, d, client, ss[0].ID, thread)
+	if _, p := runtimeOf(t, re); p != pid {
+		t.Fatalf("the reloaded session is on pid %d, the runtime's is %d", p, pid)
+	}
+	if tc := turnDone(t, re, send(t, re, "which", 0)); tc.Status != event.StatusCompleted {
+		t.Fatalf("a turn of the reloaded session: %+v; %s", tc, re.Types())
+	}
+	rs := m.Requests()
+	in := rs[len(rs)-1].Input()
+	if !strings.Contains(in, "PROMPT remember tag-0") || strings.Contains(in, "tag-1") {
+		t.Fatalf("the reloaded session's model request: %s", in)
+	}
+	if tc := turnDone(t, ss[1], send(t, ss[1], "still", 1)); tc.Status != event.StatusCompleted {
+		t.Fatalf("the other session: %+v", tc)
+	}
+	providertest.NoAnomalies(t, d, "codex-acp")
+}
+
 func contains(pids []int, pid int) bool {
 	for _, p := range pids {
 		if p == pid {
