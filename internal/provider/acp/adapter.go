@@ -11,6 +11,11 @@
 // as provider.notice (tables.go); a client method the daemon does not
 // serve is answered -32601.
 //
+// With processes = "account" one agent process serves many sessions: a
+// Runtime (runtime.go) owns its stdio, does the handshake once and routes
+// each line by its sessionId to the session's thread, an Adapter without
+// a reader of its own.
+//
 // Concurrency: one reader goroutine handles stdout in order. Lock order:
 // answerMu (Respond, Interrupt: never the reader), then emitMu, then mu;
 // the stdin lock is a leaf.
