@@ -134,7 +134,6 @@ func TestParseErrors(t *testing.T) {
 		{"protocol", "[providers.x]\ncommand=[\"x\"]\nprotocol=\"mcp\"\n", "providers.x.protocol", ErrBadValue},
 		{"auth_method not acp", "[providers.x]\ncommand=[\"x\"]\nauth_method=\"k\"\n", "providers.x.auth_method", ErrBadValue},
 		{"auth_method empty", "[providers.x]\ncommand=[\"x\"]\nprotocol=\"acp\"\nauth_method=\"\"\n", "providers.x.auth_method", ErrBadValue},
-		{"processes account acp", "[providers.x]\ncommand=[\"x\"]\nprotocol=\"acp\"\nprocesses=\"account\"\n", "shared ACP runtimes are not built yet", ErrBadValue},
 		{"processes account claude", "[providers.x]\ncommand=[\"x\"]\nprotocol=\"claude-stream-json\"\nprocesses=\"account\"\n", `providers.x.processes = "account": protocol "claude-stream-json" serves one conversation per process`, ErrBadValue},
 		{"processes empty", "[providers.codex]\nprocesses=\"\"\n", `providers.codex.processes = "": want "session" or "account"`, ErrBadValue},
 		{"processes other", "[providers.x]\ncommand=[\"x\"]\nprocesses=\"thread\"\n", `providers.x.processes = "thread": want "session" or "account"`, ErrBadValue},
@@ -199,14 +198,19 @@ func TestPaths(t *testing.T) {
 }
 
 // An ACP profile: protocol acp with auth_method; a table naming a built-in
-// ACP agent that is not on PATH starts from its built-in command.
+// ACP agent that is not on PATH starts from its built-in command; an ACP
+// profile may share one agent process per account.
 func TestParseACP(t *testing.T) {
 	noCodex(t)
 	c := Default()
 	err := Parse("[providers.mine]\ncommand=[\"my-agent\",\"--acp\"]\nprotocol=\"acp\"\nauth_method=\"api-key\"\nprocesses=\"session\"\n"+
-		"[providers.gemini]\nenv={GEMINI_API_KEY=\"k\"}\nauth_method=\"gemini-api-key\"\n", &c)
+		"[providers.gemini]\nenv={GEMINI_API_KEY=\"k\"}\nauth_method=\"gemini-api-key\"\n"+
+		"[providers.pooled]\ncommand=[\"my-agent\"]\nprotocol=\"acp\"\nprocesses=\"account\"\n", &c)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if p := c.Providers["pooled"]; !p.Shared() || p.Protocol != ProtocolACP {
+		t.Fatalf("pooled = %+v", p)
 	}
 	if p := c.Providers["mine"]; p.Protocol != ProtocolACP || p.AuthMethod != "api-key" || strings.Join(p.Command, " ") != "my-agent --acp" {
 		t.Fatalf("mine = %+v", p)

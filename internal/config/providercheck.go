@@ -43,8 +43,8 @@ func checkProvider(name string, p Provider) error {
 
 // checkProcesses refuses a processes value the profile's protocol cannot
 // run: an unknown one (naming the allowed set), and "account" for
-// claude-stream-json (one conversation per CLI process) and, this round,
-// for acp (its runtime is not shared yet).
+// claude-stream-json (one conversation per CLI process). codex-app-server
+// and acp serve many sessions per process.
 func checkProcesses(name string, p Provider) error {
 	switch p.Processes {
 	case "", ProcessesSession:
@@ -58,9 +58,6 @@ func checkProcesses(name string, p Provider) error {
 	case ProtocolClaudeStreamJSON:
 		return fmt.Errorf("%w: providers.%s.processes = %q: protocol %q serves one conversation per process; only %q is possible",
 			ErrBadValue, prefix(name), ProcessesAccount, p.Protocol, ProcessesSession)
-	case ProtocolACP:
-		return fmt.Errorf("%w: providers.%s.processes = %q: shared ACP runtimes are not built yet; only %q is possible",
-			ErrBadValue, prefix(name), ProcessesAccount, ProcessesSession)
 	}
 	return nil
 }

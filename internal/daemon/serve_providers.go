@@ -28,7 +28,7 @@ var protocols = map[string]struct {
 }{
 	config.ProtocolCodexAppServer:   {new: codex.New, newRuntime: codex.NewRuntime, adopt: codex.Adopt, adoptRuntime: codex.AdoptRuntime},
 	config.ProtocolClaudeStreamJSON: {new: claude.New, resumeArgs: claude.ResumeArgs, freshThread: claude.FreshThread, adopt: claude.Adopt},
-	config.ProtocolACP:              {new: acp.New, adopt: acp.Adopt},
+	config.ProtocolACP:              {new: acp.New, newRuntime: acp.NewRuntime, adopt: acp.Adopt, adoptRuntime: acp.AdoptRuntime},
 }
 
 // providers builds host providers from the config: echo defaults to this
@@ -45,6 +45,7 @@ func (d *daemon) providers() (map[string]host.Provider, error) {
 			AdoptRuntime: proto.adoptRuntime}
 		if p.Protocol == config.ProtocolACP {
 			hp.New = acp.NewFor(acp.Profile{AuthMethod: p.AuthMethod})
+			hp.NewRuntime = acp.NewRuntimeFor(acp.Profile{AuthMethod: p.AuthMethod})
 		}
 		for k, v := range p.Env {
 			hp.Env[k] = v

@@ -54,7 +54,7 @@ type Adapter interface {
 type New func(Options) Adapter
 
 // Runtime is one provider process serving many threads (a protocol that
-// can share: codex-app-server): it owns the child's stdio, does the
+// can share: codex-app-server, acp): it owns the child's stdio, does the
 // handshake once, keeps one request-id space, routes each line to the
 // thread it belongs to and hands process-wide notifications to every
 // thread. A protocol that cannot share (claude-stream-json) has no

@@ -11,6 +11,11 @@
 // as provider.notice (tables.go); a client method the daemon does not
 // serve is answered -32601.
 //
+// With processes = "account" one agent process serves many sessions: a
+// Runtime (runtime.go) owns its stdio, does the handshake once and routes
+// each line by its sessionId to the session's thread, an Adapter without
+// a reader of its own.
+//
 // Concurrency: one reader goroutine handles stdout in order. Lock order:
 // answerMu (Respond, Interrupt: never the reader), then emitMu, then mu;
 // the stdin lock is a leaf.
@@ -47,9 +52,14 @@ type Adapter struct {
 	p     Profile
 	log   *slog.Logger
 	out   *provider.ActivityReader
-	stdin *provider.Stdin
+	stdin lineWriter // the child's stdin, or a thread's view of a shared runtime's
+
+	// rt is the shared runtime the adapter is a thread of (runtime.go),
+	// nil for an agent process of its own.
+	rt *Runtime
 
 	done     chan struct{} // closed when the reader stopped and emitted everything
+	doneOnce sync.Once
 	stopping chan struct{} // closed by BeginStop
 	stopOnce sync.Once
 
@@ -91,6 +101,13 @@ type Adapter struct {
 	answers     chan queued
 	queuedBytes atomic.Int64 // the bytes of the lines in answers
 	hung        atomic.Bool
+}
+
+// lineWriter is where the adapter's lines go: the child's stdin, or a
+// thread's cancellable view of a shared runtime's stdin.
+type lineWriter interface {
+	WriteLine(b []byte) error
+	Cancel() bool
 }
 
 // maxQueuedAnswers bounds the answers waiting for the agent to read its
@@ -165,8 +182,12 @@ func (a *Adapter) run() {
 	go a.writeLoop()
 }
 
-// Done is closed once the reader finished and everything read was emitted.
+// Done is closed once the reader finished and everything read was emitted
+// (a thread of a shared runtime: the runtime's reader, or its Detach).
 func (a *Adapter) Done() <-chan struct{} { return a.done }
+
+// finish closes done, once.
+func (a *Adapter) finish() { a.doneOnce.Do(func() { close(a.done) }) }
 
 // Busy reports an open turn or an unanswered approval.
 func (a *Adapter) Busy() bool {
@@ -184,6 +205,10 @@ func (a *Adapter) ThreadID() string {
 
 // Drain waits for stdout's end or `quiet` of silence, then stops emitting.
 func (a *Adapter) Drain(ctx context.Context, quiet time.Duration) error {
+	if a.rt != nil {
+		a.Silence() // a thread of a shared runtime: the runtime drains the process
+		return nil
+	}
 	if quiet <= 0 {
 		quiet = provider.DefaultDrainQuiet
 	}

@@ -21,18 +21,27 @@ import (
 const fakeEnv = "ACP_FAKE_AGENT"
 
 type fakeAgent struct {
-	mode    string
-	outMu   sync.Mutex
-	in      chan map[string]any
-	nextID  int
-	nsess   int
-	cancel  chan struct{} // a session/cancel arrived for the running prompt
+	mode   string
+	outMu  sync.Mutex
+	in     chan map[string]any
+	nextID int
+	nsess  int
+	cancel chan struct{} // a session/cancel arrived for the last prompt
+	// Several sessions in one process (a shared runtime): each session's
+	// prompt has its cancel, each request of ours its waiter.
+	sessMu  sync.Mutex
+	cancels map[string]chan struct{} // sessionId -> its running prompt's cancel
+	waiters map[int]chan map[string]any
+	askSID  map[int]string // our request id -> the session it asked for
+	gather  chan struct{}  // closed when gatherN reached the number a gather prompt names
+	gatherN int
 	replies chan map[string]any
 	noread  atomic.Bool // stop reading stdin (the next line read is the last)
 }
 
 func runFakeAgent(mode string) {
-	f := &fakeAgent{mode: mode, in: make(chan map[string]any, 64), replies: make(chan map[string]any, 64)}
+	f := &fakeAgent{mode: mode, in: make(chan map[string]any, 64), replies: make(chan map[string]any, 64),
+		cancels: map[string]chan struct{}{}, waiters: map[int]chan map[string]any{}, askSID: map[int]string{}}
 	go func() {
 		sc := bufio.NewScanner(os.Stdin)
 		sc.Buffer(make([]byte, 1<<20), 16<<20)
@@ -107,13 +116,27 @@ func (f *fakeAgent) handle(m map[string]any) {
 			f.write(map[string]any{"id": id, "error": map[string]any{"code": -32000, "message": strings.Repeat("E", 1<<20)}})
 			return
 		}
-		f.result(id, map[string]any{"protocolVersion": 1, "agentCapabilities": map[string]any{"loadSession": f.mode != "noload"},
+		caps := map[string]any{"loadSession": f.mode != "noload"}
+		if f.mode != "noclose" {
+			caps["sessionCapabilities"] = map[string]any{"close": map[string]any{}}
+		}
+		f.result(id, map[string]any{"protocolVersion": 1, "agentCapabilities": caps,
 			"authMethods": []any{map[string]any{"id": "key", "name": "Key"}}})
 	case "authenticate":
 		f.result(id, map[string]any{})
 	case "session/new":
+		if f.mode == "nonew" {
+			return // never answered
+		}
 		f.nsess++
 		sid := fmt.Sprintf("sess-%d", f.nsess)
+		if f.mode == "samenew" { // every session/new answered with the same sessionId
+			sid = "sess-1"
+		}
+		if f.mode == "early" { // updates before the answer: one of the new session (as Copilot CLI does), one of a session never created
+			f.update(sid, map[string]any{"sessionUpdate": "available_commands_update", "availableCommands": []any{}})
+			f.update("ghost", map[string]any{"sessionUpdate": "available_commands_update", "availableCommands": []any{}})
+		}
 		f.result(id, map[string]any{"sessionId": sid})
 		f.update(sid, map[string]any{"sessionUpdate": "available_commands_update", "availableCommands": []any{}})
 	case "session/load":
@@ -142,18 +165,32 @@ func (f *fakeAgent) handle(m map[string]any) {
 			text, _ = pr[0].(map[string]any)["text"].(string)
 		}
 		f.cancel = make(chan struct{})
+		f.sessMu.Lock()
+		f.cancels[sid] = f.cancel
+		f.sessMu.Unlock()
 		go f.prompt(id, sid, text)
+	case "session/close": // the session's work cancelled, the session forgotten (it can be loaded again)
+		sid, _ := p["sessionId"].(string)
+		if c := f.cancelOf(sid); c != nil && !isClosed(c) {
+			close(c)
+		}
+		f.result(id, map[string]any{})
 	case "session/cancel":
-		if f.cancel != nil {
-			select {
-			case <-f.cancel:
-			default:
-				close(f.cancel)
-			}
+		sid, _ := p["sessionId"].(string)
+		if c := f.cancelOf(sid); c != nil && !isClosed(c) {
+			close(c)
 		}
 	default:
 		if id != nil && m["method"] == nil {
-			m["cancelSeen"] = f.cancel != nil && f.cancelled() // in wire order: did session/cancel come first?
+			n, _ := id.(float64)
+			f.sessMu.Lock()
+			w, c := f.waiters[int(n)], f.cancels[f.askSID[int(n)]]
+			f.sessMu.Unlock()
+			m["cancelSeen"] = c != nil && isClosed(c) // in wire order: did session/cancel come first (for its session)?
+			if w != nil {
+				w <- m
+				return
+			}
 			select {
 			case f.replies <- m:
 			default: // answers to requests nobody awaits (a flood)
@@ -162,40 +199,9 @@ func (f *fakeAgent) handle(m map[string]any) {
 	}
 }
 
-// ask sends a request to the client and waits for its answer.
-func (f *fakeAgent) ask(method string, params map[string]any) map[string]any {
-	f.outMu.Lock()
-	f.nextID++
-	id := f.nextID
-	f.outMu.Unlock()
-	f.write(map[string]any{"id": id, "method": method, "params": params})
-	for r := range f.replies {
-		if n, ok := r["id"].(float64); ok && int(n) == id {
-			return r
-		}
-	}
-	return nil
-}
-
-func (f *fakeAgent) cancelled() bool {
-	select {
-	case <-f.cancel:
-		return true
-	default:
-		return false
-	}
-}
-
-func permissionOptions() []any {
-	return []any{
-		map[string]any{"optionId": "yes", "name": "Allow", "kind": "allow_once"},
-		map[string]any{"optionId": "always", "name": "Always", "kind": "allow_always"},
-		map[string]any{"optionId": "no", "name": "Reject", "kind": "reject_once"},
-	}
-}
-
 // prompt plays one turn, chosen by the prompt's first word.
 func (f *fakeAgent) prompt(id any, sid, text string) {
+	cancel := f.cancelOf(sid)
 	words := strings.Fields(text)
 	if len(words) == 0 {
 		words = []string{"hello"}
@@ -237,10 +243,10 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 			}
 		}
 	case "slow":
-		for i := 0; !f.cancelled(); i++ {
+		for i := 0; !isClosed(cancel); i++ {
 			f.update(sid, chunk("agent_message_chunk", "x"))
 			select {
-			case <-f.cancel:
+			case <-cancel:
 			case <-time.After(10 * time.Millisecond):
 			}
 		}
@@ -264,6 +270,18 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 		}
 		r := f.ask("session/request_permission", map[string]any{"sessionId": ps, "toolCall": call, "options": opts})
 		f.update(sid, chunk("agent_message_chunk", "answer="+answerText(r)))
+	case "gather": // "gather N tag": held until N gather prompts run at once (any sessions), then "reply-tag" in three chunks
+		n, _ := strconv.Atoi(words[1])
+		<-f.gathered(n)
+		for _, c := range []string{"reply-", words[2][:len(words[2])/2], words[2][len(words[2])/2:]} {
+			f.update(sid, chunk("agent_message_chunk", c))
+		}
+	case "cross": // "cross SID": an update tagged with session SID, one and a permission request tagged with no session of ours, then "mine"
+		f.update(words[1], chunk("agent_message_chunk", "for-"+words[1]))
+		f.update("nobody", chunk("agent_message_chunk", "for-nobody"))
+		r := f.ask("session/request_permission", map[string]any{"sessionId": "nobody",
+			"toolCall": map[string]any{"toolCallId": "x-1", "title": "rm", "kind": "delete"}, "options": permissionOptions()})
+		f.update(sid, chunk("agent_message_chunk", "mine;nobody-perm="+answerText(r)))
 	case "unknown-session":
 		f.update("other", chunk("agent_message_chunk", "not yours"))
 		f.update(sid, chunk("agent_message_chunk", "mine"))
@@ -314,7 +332,7 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 		f.outMu.Unlock()
 		<-make(chan struct{})
 	case "cancelstream": // runs to our cancel, answers it, then streams on and asks a permission
-		<-f.cancel
+		<-cancel
 		f.result(id, map[string]any{"stopReason": "cancelled"})
 		f.update(sid, chunk("agent_message_chunk", "still going"))
 		call := map[string]any{"toolCallId": "late-1", "title": "rm", "kind": "delete"}
@@ -327,7 +345,7 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 				"toolCall": map[string]any{"toolCallId": fmt.Sprintf("pc-%d", i), "title": "rm", "kind": "delete"}, "options": permissionOptions()}})
 		}
 		f.update(sid, chunk("agent_message_chunk", "sent"))
-		<-f.cancel
+		<-cancel
 		stop = "cancelled"
 	case "fattools": // 40 open calls of about 60 KB each, never completed
 		for i := range 40 {
@@ -346,7 +364,7 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 		}
 		f.update(sid, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "u39", "status": "completed"})
 		f.update(sid, chunk("agent_message_chunk", "done"))
-		<-f.cancel
+		<-cancel
 		stop = "cancelled"
 	case "permbytes": // n permission requests with 1000-byte ids and optionIds, none awaited
 		n, _ := strconv.Atoi(words[1])
@@ -362,7 +380,7 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 				"toolCall": map[string]any{"toolCallId": fmt.Sprintf("pc-%d", i), "title": "rm", "kind": "delete"}, "options": opts}})
 		}
 		f.update(sid, chunk("agent_message_chunk", "sent"))
-		<-f.cancel
+		<-cancel
 		stop = "cancelled"
 	case "manysteps": // a plan of 300 steps of 4 KB, an edit of 300 diffs and 300 locations
 		var entries, diffs, locs []any
@@ -463,7 +481,7 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 			`"toolCallId":"u1","title":"t<ff>","kind":"other","status":"in_progress","rawInput":{"k<ff>":"v<fe>"}}}}`))
 		f.line(bad.Replace(`{"jsonrpc":"2.0","id":"bad-utf8","method":"session/request_permission","params":{"sessionId":"` + sid + `",` +
 			`"toolCall":{"toolCallId":"u1","rawInput":{"x":"<c3>"}},"options":[{"optionId":"a<ff>","name":"A","kind":"allow_once"}]}}`))
-		<-f.cancel
+		<-cancel
 		stop = "cancelled"
 	case "longstop": // a stopReason of n bytes
 		stop = strings.Repeat("s", atoi(words[1]))
@@ -477,38 +495,4 @@ func (f *fakeAgent) prompt(id any, sid, text string) {
 	}
 	end["stopReason"] = stop
 	f.result(id, end)
-}
-
-func mergeMap(a, b map[string]any) map[string]any {
-	for k, v := range b {
-		a[k] = v
-	}
-	return a
-}
-
-// outcomeOf is a permission answer's optionId, "cancelled", or "error".
-func outcomeOf(r map[string]any) string {
-	res, _ := r["result"].(map[string]any)
-	o, _ := res["outcome"].(map[string]any)
-	switch o["outcome"] {
-	case "selected":
-		s, _ := o["optionId"].(string)
-		return s
-	case "cancelled":
-		return "cancelled"
-	}
-	return "error"
-}
-
-// answerText is an answer's error code, or "ok".
-func answerText(r map[string]any) string {
-	if e, ok := r["error"].(map[string]any); ok {
-		return fmt.Sprintf("%v", e["code"])
-	}
-	return "ok"
-}
-
-func atoi(s string) int {
-	n, _ := strconv.Atoi(s)
-	return n
 }

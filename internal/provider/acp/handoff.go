@@ -234,6 +234,15 @@ func Adopt(o provider.Options, p provider.Paused) (provider.Adapter, error) {
 	}
 	o.Out = provider.NewPrefixed(p.Unparsed, o.Out)
 	a := newAdapter(o, Profile{})
+	a.install(st)
+	a.run()
+	return a, nil
+}
+
+// install puts a handed-over state into a fresh adapter (its reader not
+// started): the session, the open turn with its session/prompt waited for
+// under its id, the pending permission requests.
+func (a *Adapter) install(st handoffState) {
 	a.threadID, a.canLoad, a.started, a.nextID, a.approvalN, a.garbage = st.ThreadID, st.CanLoad, true, st.NextID, st.ApprovalN, st.Garbage
 	for k := range st.Warned {
 		if len(a.warned) < maxNoticeKeys {
@@ -270,6 +279,4 @@ func Adopt(o provider.Options, p provider.Paused) (provider.Adapter, error) {
 		a.approvals[h.Key] = ap
 		a.approvalBytes += ap.size() + len(h.Key)
 	}
-	a.run()
-	return a, nil
 }

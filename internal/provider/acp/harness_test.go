@@ -45,6 +45,7 @@ type agent struct {
 	wrote   chan struct{}    // a token each time the adapter wrote a line
 	badSent []string         // schema errors of the adapter's lines
 	badRead []string         // schema errors of the agent's lines
+	parent  *agent           // a thread of a shared runtime: the process's recorder
 }
 
 func (g *agent) Write(p []byte) (int, error) {
@@ -54,6 +55,9 @@ func (g *agent) Write(p []byte) (int, error) {
 }
 
 func (g *agent) log() string {
+	if g.parent != nil {
+		return g.parent.log()
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.logs.String()
@@ -111,13 +115,32 @@ func startAgent(t *testing.T, mode string, mod func(*provider.Options, *Profile)
 func startCmd(t *testing.T, cmd *exec.Cmd, mod func(*provider.Options, *Profile)) *agent {
 	t.Helper()
 	g := &agent{evs: make(chan event.Draft, 1<<16), check: conformance(t), cmd: cmd, wrote: make(chan struct{}, 1)}
+	in, out := g.spawn(t, func() { g.a.BeginStop() }, func() <-chan struct{} { return g.a.Done() })
+	o := provider.Options{In: in, Out: out, Cwd: t.TempDir(), Emit: func(d event.Draft) { g.evs <- d },
+		Logger: slog.New(slog.NewTextHandler(g, &slog.HandlerOptions{Level: slog.LevelDebug})), RequestTimeout: 10 * time.Second,
+		RequestIDPrefix: "f1-"}
+	p := Profile{}
+	if mod != nil {
+		mod(&o, &p)
+	}
+	g.opts = o
+	g.a = NewAdapter(o, p)
+	return g
+}
+
+// spawn starts g.cmd with its stdio on real pipes (a child's are: writes
+// can time out, reads can be paused), every line either side writes
+// recorded and checked against the schema; the test's cleanup calls stop,
+// kills the agent and waits for done.
+func (g *agent) spawn(t *testing.T, stop func(), done func() <-chan struct{}) (tapIn, *os.File) {
+	t.Helper()
 	g.cmd.Stderr = os.Stderr
-	inR, in, err := os.Pipe() // a real pipe, as a child's stdin is: its writes can time out
+	inR, in, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	g.cmd.Stdin = inR
-	outR, outW, err := os.Pipe() // a real pipe, as a child's stdout is: its reads can be paused
+	outR, outW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,23 +170,14 @@ func startCmd(t *testing.T, cmd *exec.Cmd, mod func(*provider.Options, *Profile)
 		}
 		outW.Close()
 	}()
-	o := provider.Options{In: tapIn{g, in}, Out: outR, Cwd: t.TempDir(), Emit: func(d event.Draft) { g.evs <- d },
-		Logger: slog.New(slog.NewTextHandler(g, &slog.HandlerOptions{Level: slog.LevelDebug})), RequestTimeout: 10 * time.Second,
-		RequestIDPrefix: "f1-"}
-	p := Profile{}
-	if mod != nil {
-		mod(&o, &p)
-	}
-	g.opts = o
-	g.a = NewAdapter(o, p)
 	t.Cleanup(func() {
-		g.a.BeginStop()
+		stop()
 		_ = in.Close()
 		_ = g.cmd.Process.Kill()
 		_ = g.cmd.Wait()
 		<-copied
 		_ = outR.Close()
-		<-g.a.Done()
+		<-done()
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		for _, e := range g.badSent {
@@ -175,7 +189,7 @@ func startCmd(t *testing.T, cmd *exec.Cmd, mod func(*provider.Options, *Profile)
 			}
 		}
 	})
-	return g
+	return tapIn{g, in}, outR
 }
 
 // start runs Start and fails the test on an error.

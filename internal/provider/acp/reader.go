@@ -15,7 +15,7 @@ import (
 // readLoop reads the agent's stdout line by line until EOF, a read error
 // or Drain, handling each line in order; Done closes after the last one.
 func (a *Adapter) readLoop() {
-	defer close(a.done)
+	defer a.finish()
 	lr := provider.NewLineReader(a.out, a.o.MaxLineBytes)
 	for {
 		line, err := lr.Next()

@@ -1,9 +1,11 @@
 package acp
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -58,6 +60,87 @@ func TestCodexACPConformance(t *testing.T) {
 		t.Fatalf("the load's replay was emitted: %d events", n)
 	}
 	for _, l := range []string{g.log(), g2.log()} {
+		if strings.Contains(l, "level=WARN") {
+			t.Errorf("anomaly for codex-acp's ordinary traffic:\n%s", l)
+		}
+	}
+}
+
+// The pinned codex-acp as a shared runtime, driven directly: one process,
+// one initialize, two sessions whose turns run at once (the model holds
+// both requests until both arrived), each reply only in its own session's
+// events, a permission round trip on one while the other is idle, and a
+// session/load of one of them into a second process; every line either
+// side writes is valid against the pinned SDK's schema and the runtime
+// logs no anomaly.
+func TestCodexACPSharedConformance(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	gate, arrived := make(chan struct{}), make(chan struct{}, 4)
+	m := codextest.NewModel(t)
+	prompt := regexp.MustCompile(`PROMPT (\w+) (tag-\d+)`)
+	m.Route(func(r codextest.Request) (codextest.Reply, bool) {
+		all := prompt.FindAllStringSubmatchIndex(r.Input(), -1)
+		if len(all) == 0 {
+			return codextest.Reply{}, false
+		}
+		in, last := r.Input(), all[len(all)-1]
+		kind, tag := in[last[2]:last[3]], in[last[4]:last[5]]
+		switch {
+		case kind == "run" && strings.Contains(in[last[1]:], "function_call_output"):
+			return codextest.Text("ran"), true
+		case kind == "run":
+			return codextest.Exec("call_1", "echo hi > "+marker), true
+		}
+		arrived <- struct{}{}
+		rep := codextest.Text("reply-", tag)
+		rep.Stall = gate
+		return rep, true
+	})
+	home := acptest.CodexHome(t, m.URL)
+	run := func() *sharedAgent {
+		cmd := exec.Command(acptest.CodexACP(t))
+		cmd.Env = append(os.Environ(), "CODEX_HOME="+home, "HOME="+t.TempDir())
+		return startRuntime(t, cmd)
+	}
+	s := run()
+	gs := s.threads(t, 2)
+	for i, g := range gs {
+		if err := g.a.StartTurn(t.Context(), "t_1", fmt.Sprintf("PROMPT say tag-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-arrived
+	<-arrived
+	close(gate)
+	for i, g := range gs {
+		evs := g.until(t, event.TurnCompleted)
+		if got, want := answerOf(t, evs), fmt.Sprintf("reply-tag-%d", i); got != want {
+			t.Fatalf("session %d: %q, want %q; %s", i, got, want, types(evs))
+		}
+	}
+	if err := gs[0].a.StartTurn(t.Context(), "t_2", "PROMPT run tag-0"); err != nil {
+		t.Fatal(err)
+	}
+	ap := data[event.ApprovalRequestedData](t, last(gs[0].until(t, event.ApprovalRequested)))
+	if err := gs[0].a.Respond(t.Context(), ap.RequestID, provider.Answer{Decision: "approve"}); err != nil {
+		t.Fatal(err)
+	}
+	gs[0].until(t, event.TurnCompleted)
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("the approved command did not run: %v", err)
+	}
+	quiet(t, gs[1], "session 1 during session 0's permission")
+	if n := len(s.g.sentMethod("initialize")); n != 1 {
+		t.Fatalf("%d initialize on one process", n)
+	}
+	old := gs[1].a.ThreadID()
+	s2 := run()
+	g := s2.thread(t, old)
+	if !g.a.rt.canLoad || g.a.ThreadID() != old {
+		t.Fatalf("load of %s: %q", old, g.a.ThreadID())
+	}
+	quiet(t, g, "the load's replay")
+	for _, l := range []string{s.g.log(), s2.g.log()} {
 		if strings.Contains(l, "level=WARN") {
 			t.Errorf("anomaly for codex-acp's ordinary traffic:\n%s", l)
 		}

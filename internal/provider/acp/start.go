@@ -16,9 +16,15 @@ import (
 const maxSessionIDBytes = 256
 
 type initializeResult struct {
-	ProtocolVersion   *json.Number `json:"protocolVersion"`
+	ProtocolVersion *json.Number `json:"protocolVersion"`
+	AgentInfo       struct {
+		Name string `json:"name"`
+	} `json:"agentInfo"`
 	AgentCapabilities struct {
-		LoadSession bool `json:"loadSession"`
+		LoadSession         bool `json:"loadSession"`
+		SessionCapabilities struct {
+			Close json.RawMessage `json:"close"` // present (an object): session/close is served
+		} `json:"sessionCapabilities"`
 	} `json:"agentCapabilities"`
 	AuthMethods []authMethod `json:"authMethods"`
 }
@@ -56,39 +62,21 @@ func authMethodList(ams []authMethod) string {
 // naming it. Start is bounded by ctx (the host's start_timeout).
 func (a *Adapter) Start(ctx context.Context) (provider.StartResult, error) {
 	var res provider.StartResult
-	raw, err := a.request(ctx, "initialize", map[string]any{
-		"protocolVersion":    ProtocolVersion,
-		"clientCapabilities": map[string]any{"fs": map[string]any{"readTextFile": false, "writeTextFile": false}, "terminal": false},
-		"clientInfo":         map[string]any{"name": "sessiond", "title": "sessiond", "version": ClientVersion},
-	}, nil)
-	if err != nil {
-		return res, fmt.Errorf("acp initialize: %w", err)
-	}
-	var ir initializeResult
-	if ok, _ := provider.Decode(raw, &ir); !ok {
-		return res, fmt.Errorf("acp initialize: the agent's answer is no InitializeResponse: %s", capText(string(raw), 200))
-	}
-	if ir.ProtocolVersion == nil || ir.ProtocolVersion.String() != "1" {
-		got := "none"
-		if ir.ProtocolVersion != nil {
-			got = ir.ProtocolVersion.String()
+	if a.rt == nil { // a shared runtime did its handshake once (Runtime.Handshake)
+		facts, err := a.handshake(ctx)
+		if err != nil {
+			return res, err
 		}
-		return res, fmt.Errorf("acp initialize: the agent speaks protocolVersion %s; sessiond speaks %d", got, ProtocolVersion)
-	}
-	if m := a.p.AuthMethod; m != "" {
-		if !slices.ContainsFunc(ir.AuthMethods, func(am authMethod) bool { return am.ID == m }) {
-			return res, fmt.Errorf("acp authenticate: auth_method %q is not among the agent's authMethods %s", m, authMethodList(ir.AuthMethods))
-		}
-		if _, err := a.request(ctx, "authenticate", map[string]any{"methodId": m}, nil); err != nil {
-			return res, fmt.Errorf("acp authenticate %s: %w", m, err)
-		}
+		a.mu.Lock()
+		a.canLoad = facts.canLoad
+		a.mu.Unlock()
 	}
 	a.mu.Lock()
-	a.canLoad = ir.AgentCapabilities.LoadSession
+	canLoad := a.canLoad
 	a.mu.Unlock()
 	old := a.o.ThreadID
 	switch {
-	case old != "" && !ir.AgentCapabilities.LoadSession:
+	case old != "" && !canLoad:
 		id, err := a.newSession(ctx)
 		if err != nil {
 			return res, fmt.Errorf("session %s cannot be loaded (the agent has no loadSession), starting a new one: %w", old, err)
@@ -132,6 +120,49 @@ func (a *Adapter) Start(ctx context.Context) (provider.StartResult, error) {
 	return res, nil
 }
 
+// handshake is initialize (protocol version 1, no fs or terminal
+// capabilities) and, when the profile names a method, authenticate; it
+// reports what the agent said of itself.
+func (a *Adapter) handshake(ctx context.Context) (agentFacts, error) {
+	raw, err := a.request(ctx, "initialize", map[string]any{
+		"protocolVersion":    ProtocolVersion,
+		"clientCapabilities": map[string]any{"fs": map[string]any{"readTextFile": false, "writeTextFile": false}, "terminal": false},
+		"clientInfo":         map[string]any{"name": "sessiond", "title": "sessiond", "version": ClientVersion},
+	}, nil)
+	if err != nil {
+		return agentFacts{}, fmt.Errorf("acp initialize: %w", err)
+	}
+	var ir initializeResult
+	if ok, _ := provider.Decode(raw, &ir); !ok {
+		return agentFacts{}, fmt.Errorf("acp initialize: the agent's answer is no InitializeResponse: %s", capText(string(raw), 200))
+	}
+	if ir.ProtocolVersion == nil || ir.ProtocolVersion.String() != "1" {
+		got := "none"
+		if ir.ProtocolVersion != nil {
+			got = ir.ProtocolVersion.String()
+		}
+		return agentFacts{}, fmt.Errorf("acp initialize: the agent speaks protocolVersion %s; sessiond speaks %d", got, ProtocolVersion)
+	}
+	if m := a.p.AuthMethod; m != "" {
+		if !slices.ContainsFunc(ir.AuthMethods, func(am authMethod) bool { return am.ID == m }) {
+			return agentFacts{}, fmt.Errorf("acp authenticate: auth_method %q is not among the agent's authMethods %s", m, authMethodList(ir.AuthMethods))
+		}
+		if _, err := a.request(ctx, "authenticate", map[string]any{"methodId": m}, nil); err != nil {
+			return agentFacts{}, fmt.Errorf("acp authenticate %s: %w", m, err)
+		}
+	}
+	c := ir.AgentCapabilities
+	return agentFacts{canLoad: c.LoadSession, canClose: len(c.SessionCapabilities.Close) > 0 && c.SessionCapabilities.Close[0] == '{',
+		name: ir.AgentInfo.Name}, nil
+}
+
+// agentFacts is what an agent's initialize answer says of it.
+type agentFacts struct {
+	canLoad  bool   // agentCapabilities.loadSession
+	canClose bool   // sessionCapabilities.close: session/close is served
+	name     string // agentInfo.name
+}
+
 // newSession runs session/new and returns the agent's sessionId.
 // The session is ours as its answer is read (on the reader goroutine):
 // the updates the agent sends right after it are matched to it.
@@ -139,16 +170,32 @@ func (a *Adapter) newSession(ctx context.Context) (string, error) {
 	var r struct {
 		SessionID string `json:"sessionId"`
 	}
+	var bindErr error
+	if a.rt != nil {
+		a.rt.beginOpen()
+		defer a.rt.endOpen()
+	}
 	raw, err := a.request(ctx, "session/new", map[string]any{"cwd": a.o.Cwd, "mcpServers": []any{}},
 		func(raw json.RawMessage, rerr *RPCError) {
 			if rerr != nil {
 				return
 			}
 			provider.Decode(raw, &r)
-			if validSessionID(r.SessionID) {
-				a.mu.Lock()
-				a.threadID = r.SessionID
-				a.mu.Unlock()
+			if !validSessionID(r.SessionID) {
+				return
+			}
+			if a.rt != nil { // the runtime routes the session's lines here from the next line on
+				if bindErr = a.rt.bind(r.SessionID, a); bindErr != nil {
+					return
+				}
+			}
+			a.mu.Lock()
+			a.threadID = r.SessionID
+			a.mu.Unlock()
+			if a.rt != nil {
+				for _, l := range a.rt.claimEarly(r.SessionID) { // written before the answer: the session's, in order
+					a.handleLine(l)
+				}
 			}
 		})
 	if err != nil {
@@ -157,12 +204,20 @@ func (a *Adapter) newSession(ctx context.Context) (string, error) {
 	if !validSessionID(r.SessionID) {
 		return "", fmt.Errorf("the agent's session/new answer has no usable sessionId: %s", capText(string(raw), 200))
 	}
+	if bindErr != nil {
+		return "", bindErr
+	}
 	return r.SessionID, nil
 }
 
 // loadSession runs session/load; until its answer is read, the updates of
 // that session are the agent replaying history: not journaled.
 func (a *Adapter) loadSession(ctx context.Context, id string) error {
+	if a.rt != nil { // the replay is routed here, to be dropped
+		if err := a.rt.bind(id, a); err != nil {
+			return err
+		}
+	}
 	a.mu.Lock()
 	a.loading = id
 	a.mu.Unlock()
@@ -178,6 +233,9 @@ func (a *Adapter) loadSession(ctx context.Context, id string) error {
 	a.mu.Lock()
 	a.loading = ""
 	a.mu.Unlock()
+	if err != nil && a.rt != nil {
+		a.rt.release(id, a)
+	}
 	return err
 }
 

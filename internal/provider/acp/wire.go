@@ -117,9 +117,15 @@ type call struct {
 // send writes a request and registers its call; the id is returned.
 func (a *Adapter) send(method string, params any, c *call) (string, error) {
 	c.method = method
+	var id int64
+	if a.rt != nil {
+		id = a.rt.nextID(a) // one id space per runtime; the answer comes back to a
+	}
 	a.mu.Lock()
-	a.nextID++
-	id := a.nextID
+	if a.rt == nil {
+		a.nextID++
+		id = a.nextID
+	}
 	key := strconv.FormatInt(id, 10)
 	a.calls[key] = c
 	a.mu.Unlock()
@@ -140,6 +146,9 @@ func (a *Adapter) forget(key string) {
 	a.mu.Lock()
 	delete(a.calls, key)
 	a.mu.Unlock()
+	if a.rt != nil {
+		a.rt.forgetID(key) // answered or abandoned: the id leaves the runtime's space
+	}
 }
 
 // stdoutEnded is why a request fails once the reader ended: the agent
