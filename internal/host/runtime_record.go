@@ -74,3 +74,21 @@ func (h *Host) deleteRuntimeRecord(rt *sharedRuntime, v *proc.Verdict) {
 	}
 	rt.recorded = false
 }
+
+// adoptRuntimeRecord takes over the record of a handed-over runtime (the
+// store is the same file across the exec): it stays, and this image
+// rewrites and deletes it. A runtime handed over without one (the
+// previous image kept none) gets one now.
+func (h *Host) adoptRuntimeRecord(rt *sharedRuntime, child *proc.Child) error {
+	_, err := h.st.GetRuntime(rt.id)
+	switch {
+	case err == nil:
+		rt.recMu.Lock()
+		rt.recorded = true
+		rt.recMu.Unlock()
+		return nil
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrDamaged):
+		return h.putRuntimeRecord(rt, child)
+	}
+	return fmt.Errorf("runtime %s: read its record: %w", rt.id, err)
+}
