@@ -16,6 +16,7 @@ import (
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/proc"
+	"github.com/sessiond/sessiond/internal/provider"
 	"github.com/sessiond/sessiond/internal/store"
 )
 
@@ -269,5 +270,44 @@ func TestStartupDamagedRuntimeRecord(t *testing.T) {
 	exited(t, c, "runtime of a damaged record, by the tag scan")
 	if _, err := f.st.GetRuntime("r_DAMAGED"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("damaged record after the tag scan reaped: %v, want deleted", err)
+	}
+}
+
+// recordCheckingRuntime is a runtime whose Thread first runs check.
+type recordCheckingRuntime struct {
+	provider.Runtime
+	check func()
+}
+
+func (r recordCheckingRuntime) Thread(o provider.Options) provider.Thread {
+	r.check()
+	return r.Runtime.Thread(o)
+}
+
+// TestRuntimeRecordBeforeFirstThread: the record is in the store before
+// the runtime's first thread is opened (a crash while the first thread
+// starts leaves the runtime named).
+func TestRuntimeRecordBeforeFirstThread(t *testing.T) {
+	f := newFixture(t)
+	prov := f.h.o.Providers["shared"]
+	newRT := prov.NewRuntime
+	checked := 0
+	prov.NewRuntime = func(o provider.RuntimeOptions) provider.Runtime {
+		return recordCheckingRuntime{Runtime: newRT(o), check: func() {
+			checked++
+			recs, err := f.st.ListRuntimes(nil)
+			if err != nil || len(recs) != 1 {
+				t.Errorf("runtime records when its first thread opens: %+v (%v), want one", recs, err)
+			}
+		}}
+	}
+	f.h.o.Providers["shared"] = prov
+	a := f.create("shared")
+	f.hold(a, "w", "c1")
+	if checked != 1 {
+		t.Fatalf("threads opened: %d", checked)
+	}
+	if r, ok := f.runtimeRecord(f.info(a).RuntimeID); !ok || !slices.Equal(r.Sessions, []string{a}) {
+		t.Fatalf("record %+v (present %v)", r, ok)
 	}
 }
