@@ -92,3 +92,40 @@ func (h *Host) adoptRuntimeRecord(rt *sharedRuntime, child *proc.Child) error {
 	}
 	return fmt.Errorf("runtime %s: read its record: %w", rt.id, err)
 }
+
+// StaleRuntimeRecord is a runtime record no runtime of this daemon is:
+// its owner not proven gone at a teardown or at startup (Owner "alive",
+// "exited", …: proc.Probe's answer now), or one that does not decode.
+type StaleRuntimeRecord struct {
+	RuntimeID string `json:"runtimeId"`
+	PID       int    `json:"pid,omitempty"`
+	Owner     string `json:"owner,omitempty"`
+	Damaged   bool   `json:"damaged,omitempty"`
+}
+
+// staleRuntimeRecords lists the runtime records of no runtime in the map
+// (never nil).
+func (h *Host) staleRuntimeRecords() []StaleRuntimeRecord {
+	out := []StaleRuntimeRecord{}
+	recs, err := h.st.ListRuntimes(func(id string, _ error) {
+		out = append(out, StaleRuntimeRecord{RuntimeID: id, Damaged: true})
+	})
+	if err != nil {
+		return out
+	}
+	h.mu.Lock()
+	live := map[string]bool{}
+	for _, rt := range h.runtimes {
+		live[rt.id] = true
+	}
+	h.mu.Unlock()
+	for _, r := range recs {
+		if live[r.ID] {
+			continue
+		}
+		o := r.Owner
+		state := proc.Probe(proc.Identity{PID: o.PID, StartTicks: o.StartTicks, BootID: o.BootID})
+		out = append(out, StaleRuntimeRecord{RuntimeID: r.ID, PID: o.PID, Owner: state.String()})
+	}
+	return out
+}

@@ -56,6 +56,9 @@ func TestRuntimeRecordLifecycle(t *testing.T) {
 	if want := slices.Sorted(slices.Values([]string{a, b})); !slices.Equal(r.Sessions, want) {
 		t.Fatalf("bound sessions %v, want %v", r.Sessions, want)
 	}
+	if st := f.h.Stats()["staleRuntimeRecords"].([]StaleRuntimeRecord); len(st) != 0 {
+		t.Fatalf("a live runtime's record reported stale: %+v", st)
+	}
 	if _, err := f.h.Close(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}
@@ -235,11 +238,19 @@ func TestStartupKeepsRecordOfUnprovenRuntime(t *testing.T) {
 	if _, ok := f.runtimeRecord("r_STUCK"); !ok {
 		t.Fatal("the record of a runtime not proven gone was deleted")
 	}
+	// daemon.stats names it for ctl doctor, with its owner alive.
+	if st := f.h.Stats()["staleRuntimeRecords"].([]StaleRuntimeRecord); len(st) != 1 ||
+		st[0] != (StaleRuntimeRecord{RuntimeID: "r_STUCK", PID: c.Identity().PID, Owner: "alive"}) {
+		t.Fatalf("staleRuntimeRecords %+v", st)
+	}
 	f.h.reapProc = real
 	f.startup()
 	exited(t, c, "recorded runtime")
 	if _, ok := f.runtimeRecord("r_STUCK"); ok {
 		t.Fatal("record kept after its runtime was proven gone")
+	}
+	if st := f.h.Stats()["staleRuntimeRecords"].([]StaleRuntimeRecord); len(st) != 0 {
+		t.Fatalf("staleRuntimeRecords after the record was deleted: %+v", st)
 	}
 }
 
