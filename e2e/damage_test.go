@@ -50,6 +50,9 @@ func TestE2EDamagedValuesVisible(t *testing.T) {
 		if err := tx.Bucket(store.BucketLeases).Put([]byte(ids[2]), []byte(`{"fence":"`)); err != nil {
 			return err
 		}
+		if err := tx.Bucket(store.BucketRuntimes).Put([]byte("r_DAMAGED"), []byte(`{"runtimeId":"r_DAM`)); err != nil {
+			return err
+		}
 		return tx.Bucket(store.BucketJournal).Bucket([]byte(ids[1])).Bucket([]byte("events")).Put(store.U64(1), []byte("{\"seq\":1,\x07"))
 	}); err != nil {
 		t.Fatal(err)
@@ -64,7 +67,15 @@ func TestE2EDamagedValuesVisible(t *testing.T) {
 	if ls := problemsOf(rep, "leases"); len(ls) != 1 || !strings.Contains(ls[0].What, ids[2]) || ls[0].Fix != "sessiond ctl --socket "+d.Socket+" delete "+ids[2]+"   # or restore sessiond.db from a backup" {
 		t.Fatalf("doctor does not report the damaged lease with its fix:\n%s", out)
 	}
+	if rs := problemsOf(rep, ctl.CheckRuntimeRecords); len(rs) != 1 || !strings.Contains(rs[0].What, "runtime r_DAMAGED: its record does not decode") ||
+		!strings.Contains(rs[0].Fix, "startup reaps the runtime by its tag and deletes the record") {
+		t.Fatalf("doctor does not report the damaged runtime record with its fix:\n%s", out)
+	}
 	d2 := daemontest.Start(t, daemontest.Options{StateDir: d.StateDir})
+	// Startup ran before the daemon listened: its log has the line, once.
+	if n := strings.Count(d2.Log.String(), `"msg":"runtime record unreadable: its runtime is reaped by the tag scan only","runtime_id":"r_DAMAGED"`); n != 1 {
+		t.Fatalf("the damaged runtime record logged %d times, want once:\n%s", n, d2.Log.String())
+	}
 	c2 := d2.Client(t)
 	evs := readJournal(t, c2, ids[1])
 	if len(evs) == 0 || evs[0].Seq != 1 || evs[0].Type != event.JournalCorrupt {
@@ -79,5 +90,18 @@ func TestE2EDamagedValuesVisible(t *testing.T) {
 		if err := c2.Call(ctx10(t), "agentSession.delete", map[string]string{"sessionId": id}, nil); err != nil {
 			t.Fatalf("delete of damaged session %s (doctor's fix): %v", id, err)
 		}
+	}
+	// The tag scan ran: the damaged runtime record was deleted.
+	d2.Stop()
+	if recs := runtimeRecords(t, d.StateDir); len(recs) != 0 {
+		t.Fatalf("runtime records after the restart: %+v", recs)
+	}
+	st, err = store.OpenReadOnly(d.StateDir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.GetRuntime("r_DAMAGED"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the damaged runtime record after a restart whose tag scan ran: %v, want deleted", err)
 	}
 }

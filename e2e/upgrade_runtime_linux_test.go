@@ -200,4 +200,10 @@ func TestE2ELiveUpgradeIdleRuntime(t *testing.T) {
 		t.Fatalf("the handed-over idle runtime %d still runs after its release clock", pid)
 	}
 	waitLog(t, d, `"why":"idle"`)
+	// The record came over with the store: the new image deleted it once
+	// the runtime was proven gone.
+	d.Stop()
+	if recs := runtimeRecords(t, d.StateDir); len(recs) != 0 {
+		t.Fatalf("runtime records after the handed-over runtime stopped: %+v", recs)
+	}
 }

@@ -131,7 +131,8 @@ func doctorOnline(e *ctlEnv, c *rpc.Client, rep *DoctorReport) int {
 	rep.add(leases)
 	rep.add(turns)
 	var stats struct {
-		Journal struct {
+		StaleRuntimeRecords []staleRuntimeRecord `json:"staleRuntimeRecords"`
+		Journal             struct {
 			LostBySession    map[string]uint64
 			Unavailable      string
 			UnavailableSince time.Time
@@ -141,7 +142,9 @@ func doctorOnline(e *ctlEnv, c *rpc.Client, rep *DoctorReport) int {
 	if err := c.Call(e.ctx, "daemon.stats", nil, &stats); err != nil {
 		rep.add(DoctorCheck{Name: checkJournalLoss, Unknown: true, Detail: "daemon.stats: " + err.Error()})
 		rep.add(DoctorCheck{Name: checkStoreWritable, Unknown: true, Detail: "daemon.stats: " + err.Error()})
+		rep.add(DoctorCheck{Name: CheckRuntimeRecords, Unknown: true, Detail: "daemon.stats: " + err.Error()})
 	} else {
+		rep.add(doctorStaleRuntimes(stats.StaleRuntimeRecords))
 		rep.add(doctorLosses(stats.Journal.LostBySession))
 		js := stats.Journal
 		rep.add(doctorWritable(st.StateDir, js.Unavailable, js.UnavailableSince, js.Held))

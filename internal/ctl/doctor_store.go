@@ -75,6 +75,7 @@ func doctorOffline(e *ctlEnv, rep *DoctorReport) {
 	}
 	rep.add(schema)
 	rep.add(doctorLeases(db))
+	rep.add(doctorRuntimes(st))
 	rep.add(doctorOpenTurns(db))
 	var lost map[string]uint64
 	db.View(func(tx *bolt.Tx) error { lost = journal.Losses(tx); return nil })

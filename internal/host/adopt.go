@@ -45,6 +45,7 @@ func (h *Host) Adopt(ctx context.Context, runtimes []HandoffRuntime, sessions []
 	}
 	err := h.adoptSessions(ctx, rts, sessions)
 	for _, ar := range rts {
+		h.syncRuntimeRecord(ar.rt) // the sessions adopted onto it
 		ar.proto.Start()
 		h.wg.Add(1)
 		go h.watchRuntime(ar.rt, ar.rt.child)
@@ -98,6 +99,9 @@ func (h *Host) adoptRuntime(r HandoffRuntime) (*adoptedRuntime, error) {
 	rt := &sharedRuntime{id: r.ID, key: runtimeKey{profile: r.Provider, account: r.Account}, ready: ready,
 		gone: make(chan struct{}), state: runtimeLive, child: child, proto: proto, sessions: map[string]*entry{},
 		startedAt: r.StartedAt, pid: r.Child.PID}
+	if err := h.adoptRuntimeRecord(rt, child); err != nil {
+		return nil, err
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.runtimes[rt.key] != nil {

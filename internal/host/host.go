@@ -100,6 +100,14 @@ type Host struct {
 	// stopChild runs the close ladder; tests replace it to simulate a root
 	// that cannot be proven exited.
 	stopChild func(ctx context.Context, c *proc.Child, l proc.Ladder) proc.Verdict
+	// scanTagged lists the processes carrying our tags (proc.ScanTagged);
+	// tests replace it to make the startup's tag scan unavailable (as with
+	// /proc mounted hidepid, or a provider running as another uid).
+	scanTagged func(stateID string) ([]proc.Tagged, error)
+	// reapProc stops a previous run's process by its identity at startup
+	// (proc.Reap); tests replace it to simulate one that cannot be
+	// proven gone.
+	reapProc func(ctx context.Context, log *slog.Logger, id proc.Identity, tags proc.Tags, l proc.Ladder) proc.Verdict
 
 	mu       sync.Mutex // map lock
 	sessions map[string]*entry
@@ -180,6 +188,7 @@ func New(o Options) (*Host, error) {
 	}
 	h.starts, h.cancelStarts = context.WithCancelCause(context.Background())
 	h.stopChild = func(ctx context.Context, c *proc.Child, l proc.Ladder) proc.Verdict { return c.Stop(ctx, l) }
+	h.scanTagged, h.reapProc = proc.ScanTagged, proc.Reap
 	h.leases = lease.New(o.Store.DB, probeOwner, o.Clock.Now)
 	h.cleanup = proc.NewCleanup(o.Ladder, procClock{o.Clock}, o.Logger)
 	return h, nil

@@ -72,6 +72,11 @@ type sharedRuntime struct {
 	tearing   bool // its teardown began (the daemon asked it to stop, or it exited)
 	startedAt time.Time
 	pid       int
+
+	// recMu orders the writes of the runtime's store record (taken
+	// before mu); recorded: the record is written and not yet deleted.
+	recMu    sync.Mutex
+	recorded bool // guarded by recMu
 }
 
 // accountOf is the account a record's session runs under: the default
@@ -133,6 +138,7 @@ func (h *Host) bindRuntime(ctx context.Context, e *entry, prov Provider) (*share
 				rt.idle = nil
 			}
 			rt.mu.Unlock()
+			h.syncRuntimeRecord(rt) // before the session's thread starts
 			return rt, nil
 		}
 		rt.mu.Unlock()
@@ -204,6 +210,13 @@ func (h *Host) spawnRuntime(ctx context.Context, rt *sharedRuntime, rec store.Re
 	rt.mu.Unlock()
 	h.wg.Add(1)
 	go h.watchRuntime(rt, child)
+	// The record, before any thread starts: a crash from here on leaves
+	// the runtime named in the store (its teardown deletes the record).
+	if err := h.putRuntimeRecord(rt, child); err != nil {
+		proto.BeginStop()
+		return &api.Error{Kind: api.KindProviderFailed, Msg: fmt.Sprintf("runtime %s: provider %s", rt.id, rt.key.profile),
+			Err: err, Data: map[string]any{"cause": err.Error(), "stderrTail": "", "runtimeId": rt.id}}
+	}
 	if err := proto.Handshake(ctx); err != nil {
 		proto.BeginStop()
 		return &api.Error{Kind: api.KindProviderFailed, Msg: fmt.Sprintf("runtime %s: provider %s", rt.id, rt.key.profile),
@@ -242,6 +255,7 @@ func (h *Host) unbindLocked(e *entry) {
 		h.armRuntimeLocked(rt)
 	}
 	rt.mu.Unlock()
+	h.syncRuntimeRecord(rt)
 	if last && closing {
 		h.evictRuntime(rt, "shutdown") // nobody else would stop it now
 	}

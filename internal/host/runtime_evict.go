@@ -147,16 +147,19 @@ func (h *Host) endBoundSessions(rt *sharedRuntime) {
 	}
 }
 
-// forgetRuntime lets go of rt: it leaves the map (if still there) and
-// every thread it had loaded is free for another runtime.
+// forgetRuntime lets go of rt: its store record is deleted (its tree is
+// proven gone), it leaves the map (if still there) and every thread it
+// had loaded is free for another runtime.
 func (h *Host) forgetRuntime(rt *sharedRuntime) {
 	rt.mu.Lock()
 	already := rt.state == runtimeGone
 	rt.state = runtimeGone
+	v := rt.verdict
 	rt.mu.Unlock()
 	if already {
 		return
 	}
+	h.deleteRuntimeRecord(rt, v)
 	h.mu.Lock()
 	if h.runtimes[rt.key] == rt {
 		delete(h.runtimes, rt.key)

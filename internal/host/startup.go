@@ -43,8 +43,9 @@ func (h *Host) Startup(ctx context.Context, listen func(context.Context) error) 
 	return err
 }
 
-// reapOrphans stops every process a previous daemon left: owners of leases
-// still live or reserved, and any process carrying one of our tags.
+// reapOrphans stops every process a previous daemon left: the owners of
+// its runtime records (startup_runtimes.go), owners of leases still live
+// or reserved, and any process carrying one of our tags.
 func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 	leases, err := h.leases.List(func(id string, err error) {
 		// Its tagged processes are reaped below as no lease's; the
@@ -78,13 +79,19 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 			h.log.Info("not laddered again: proven unkillable in this start", "session_id", tags.SessionID, "pid", id.PID)
 			return proc.Verdict{Root: proc.Live, Tree: proc.Live, Survivors: []proc.Identity{id}}
 		}
-		v := proc.Reap(ctx, h.log, id, tags, h.o.Ladder)
+		v := h.reapProc(ctx, h.log, id, tags, h.o.Ladder)
 		for _, s := range v.Survivors {
 			stuck[s] = true
 		}
 		return v
 	}
-	tagged, scanErr := proc.ScanTagged(h.st.StateID)
+	recorded, damagedRT, n, err := h.reapRecordedRuntimes(reap)
+	if err != nil {
+		return "reaped", reaped, err
+	}
+	reaped += n
+	handled := map[string]bool{} // sessions the lease pass closed
+	tagged, scanErr := h.scanTagged(h.st.StateID)
 	if scanErr != nil {
 		h.log.Warn("cannot enumerate processes: tagged orphans are not checked", "err", scanErr)
 	}
@@ -135,6 +142,7 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 			}
 		}
 		delete(bySession, id)
+		handled[id] = true
 		if v.Root != proc.Exited {
 			// Cannot prove the owner gone: keep the lease, never a second owner.
 			h.log.Error("orphan not proven gone; lease kept", "session_id", id, "fence", rec.Fence, "root", v.Root.String())
@@ -149,6 +157,9 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 		if _, err := h.j.Append(ctx, id, event.New(event.LeaseReleased, "", map[string]any{"fence": rec.Fence})); err != nil {
 			return "reaped", reaped, fmt.Errorf("session %s: %w", id, err)
 		}
+	}
+	if err := h.settleRecordedRuntimes(ctx, recorded, damagedRT, handled, scanErr == nil); err != nil {
+		return "reaped", reaped, err
 	}
 	// Tagged processes of ours that no lease names: a crashed run's
 	// runtimes (their owner, when still alive, was reaped above through
@@ -176,7 +187,7 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 	// nothing was stopped (a live upgrade's start, a clean one) nothing
 	// can have forked since the scan.
 	for pass := 0; pass < 3 && scanErr == nil && reaped > 0; pass++ {
-		late, err := proc.ScanTagged(h.st.StateID)
+		late, err := h.scanTagged(h.st.StateID)
 		late = slices.DeleteFunc(late, func(t proc.Tagged) bool { return h.adopted(t.Tags("").Owner()) || stuck[t.Identity] })
 		if err != nil || len(late) == 0 {
 			break

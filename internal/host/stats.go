@@ -27,6 +27,7 @@ func (c *counters) evicted(cause evictCause, outcome string) {
 
 // Stats is daemon.stats' host counters.
 func (h *Host) Stats() map[string]any {
+	stale := h.staleRuntimeRecords() // store reads: before the map lock
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ev := map[string]int{}
@@ -45,5 +46,8 @@ func (h *Host) Stats() map[string]any {
 		"subscriptions":  len(h.subs),
 		"cleanupPending": h.cleanup.Pending(),
 		"journal":        js,
+		// staleRuntimeRecords: the runtime records no runtime of this
+		// daemon is (ctl doctor's runtime-records check).
+		"staleRuntimeRecords": stale,
 	}
 }

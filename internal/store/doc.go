@@ -16,6 +16,8 @@
 //	  <sessionId>             -> Record (JSON)
 //	leases/
 //	  <sessionId>             -> lease.Record (JSON), written by internal/lease
+//	runtimes/
+//	  <runtimeId>             -> RuntimeRecord (JSON): a shared runtime not yet proven gone (schema 3, runtimes.go)
 //	journal/
 //	  <sessionId>/            -> one bucket per session, written by internal/journal
 //	    events/

@@ -102,6 +102,9 @@ func TestSchemaDrawing(t *testing.T) {
 	if err := s.PutRecord(store.Record{ID: id, Provider: "echo", Cwd: "/", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.PutRuntime(store.RuntimeRecord{ID: "r_schema", Profile: "codex", Account: "default", Sessions: []string{id}}); err != nil {
+		t.Fatal(err)
+	}
 	leases := lease.New(s.DB, func(lease.Owner) lease.Liveness { return lease.Alive }, time.Now)
 	if _, err := leases.Acquire(id); err != nil {
 		t.Fatal(err)

@@ -70,6 +70,13 @@ var migrations = []migration{
 		}
 		return meta.Put(keyCursorKey, b)
 	},
+	// 2 -> 3: runtimes/, one record per shared runtime not yet proven
+	// gone (runtimes.go), so startup reaps a crashed run's runtimes by
+	// their recorded owner even when the /proc tag scan cannot run.
+	func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(BucketRuntimes)
+		return err
+	},
 }
 
 // SchemaVersion is the version this build writes.

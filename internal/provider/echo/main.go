@@ -109,6 +109,11 @@ func Main(args []string, stdin io.Reader, stdout io.Writer) int {
 	if cfg.ignoreSigterm {
 		signal.Ignore(syscall.SIGTERM)
 	}
+	if cfg.ignoreEOF {
+		// Outliving the daemon means writing to its closed stderr pipe:
+		// an EPIPE, not Go's exit by SIGPIPE on fd 2.
+		signal.Ignore(syscall.SIGPIPE)
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("provider", "echo", "pid", os.Getpid())
 	if cfg.exitAtStart {
 		fmt.Fprintln(os.Stderr, "echo provider: exiting at start (--exit-at-start)")

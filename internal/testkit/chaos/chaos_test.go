@@ -126,6 +126,11 @@ func runChaos(t *testing.T, shared bool) {
 		if pids := daemontest.TaggedProcesses(d.StateID); len(pids) != 0 {
 			vs = append(vs, fmt.Sprintf("tagged processes alive right after restart, before any hold: %v\n%s", pids, d.Log.String()))
 		}
+		if shared {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			vs = append(vs, checkRuntimeRecords(ctx, d.Client(t, api.CapAdmin))...)
+			cancel()
+		}
 		checked, turns, more := checkRestarted(t, c, rec, p.all())
 		tot.eventsChecked += checked
 		tot.turnsChecked += turns

@@ -126,3 +126,20 @@ func (k *runtimeKiller) takeViolations() []string {
 	k.violations = nil
 	return vs
 }
+
+// checkRuntimeRecords: right after a restart, before any hold, no runtime
+// record is left: startup reaped every crashed run's runtime by its
+// record (or its tags) and deleted the record once it was proven gone
+// (daemon.stats staleRuntimeRecords: the records no live runtime is).
+func checkRuntimeRecords(ctx context.Context, c *rpc.Client) []string {
+	var stats struct {
+		Stale []map[string]any `json:"staleRuntimeRecords"`
+	}
+	if err := c.Call(ctx, "daemon.stats", nil, &stats); err != nil {
+		return []string{fmt.Sprintf("daemon.stats: %v", err)}
+	}
+	if len(stats.Stale) != 0 {
+		return []string{fmt.Sprintf("runtime records left right after restart, before any hold: %v", stats.Stale)}
+	}
+	return nil
+}
