@@ -2,8 +2,10 @@ package daemon
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/sessiond/sessiond/internal/config"
 	"github.com/sessiond/sessiond/internal/host"
@@ -49,6 +51,13 @@ func (d *daemon) providers() (map[string]host.Provider, error) {
 		for k, v := range p.Env {
 			hp.Env[k] = v
 		}
+		if len(p.Accounts) > 0 {
+			hp.Accounts = make(map[string]map[string]string, len(p.Accounts))
+			for an, a := range p.Accounts {
+				hp.Accounts[an] = maps.Clone(a.Env)
+			}
+		}
+		hp.Failover = slices.Clone(p.Failover)
 		if name == "echo" {
 			if len(hp.Command) == 0 {
 				exe, err := os.Executable()

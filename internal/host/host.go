@@ -61,6 +61,13 @@ type Provider struct {
 	// AdoptRuntime, when set, rebuilds a shared runtime handed over by a
 	// live upgrade; nil: a live runtime of this provider refuses it.
 	AdoptRuntime provider.AdoptRuntime
+	// Accounts are the profile's named envs besides "default" (the
+	// profile's own Env), overlaid on it; Failover is the order tried when
+	// an account is rate-limited; Mover carries a thread's copy between
+	// two accounts (nil: nothing to carry, a switch is portable).
+	Accounts map[string]map[string]string
+	Failover []string
+	Mover    provider.Mover
 }
 
 // Options configures a Host.
@@ -81,6 +88,9 @@ type Options struct {
 	// RequestTimeout bounds each request to a provider (0: the provider
 	// package's default).
 	RequestTimeout time.Duration
+	// PortableHistoryBytes bounds the history a portable account switch
+	// carries (0: config.DefaultPortableHistoryBytes).
+	PortableHistoryBytes int
 	// Cgroups, when set, is cgroup mode: each child is spawned into a
 	// cgroup of its own, and the startup reap empties a crashed run's.
 	Cgroups *proc.Cgroups
@@ -157,6 +167,9 @@ func New(o Options) (*Host, error) {
 	}
 	if o.MaxHoldsPerConn <= 0 {
 		o.MaxHoldsPerConn = config.DefaultMaxHoldsPerConn
+	}
+	if o.PortableHistoryBytes <= 0 {
+		o.PortableHistoryBytes = config.DefaultPortableHistoryBytes
 	}
 	if o.MaxSubsPerConn <= 0 {
 		o.MaxSubsPerConn = config.DefaultMaxSubsPerConn
