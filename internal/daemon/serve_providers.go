@@ -13,6 +13,7 @@ import (
 	"github.com/sessiond/sessiond/internal/provider/acp"
 	"github.com/sessiond/sessiond/internal/provider/claude"
 	"github.com/sessiond/sessiond/internal/provider/codex"
+	"github.com/sessiond/sessiond/internal/provider/echo"
 )
 
 // protocols: each configured protocol's adapter, and the command-line
@@ -66,6 +67,7 @@ func (d *daemon) providers() (map[string]host.Provider, error) {
 				}
 				hp.Command = []string{exe, "provider", "echo"}
 			}
+			hp.Mover = echo.Move // an account is a home: a thread moves as its file
 			if _, ok := hp.Env["SESSIOND_ECHO_HOME"]; !ok {
 				hp.Env["SESSIOND_ECHO_HOME"] = filepath.Join(d.stateDir, "providers", "echo")
 			}

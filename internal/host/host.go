@@ -115,9 +115,14 @@ type Host struct {
 	sessions map[string]*entry
 	runtimes map[runtimeKey]*sharedRuntime // live and starting shared runtimes
 	loaded   map[string]*sharedRuntime     // provider thread id -> the runtime that has it loaded
-	subs     map[string]*subscription
-	conns    map[string]*connState
-	closing  bool
+	// stale: thread id -> runtimes that still have a copy of the thread
+	// loaded that an account switch left behind (never resumed there
+	// again while they run).
+	stale   map[string]map[*sharedRuntime]bool
+	limited map[runtimeKey]time.Time // rate-limited accounts -> when the limit lifts
+	subs    map[string]*subscription
+	conns   map[string]*connState
+	closing bool
 
 	// starts is cancelled (cause errShuttingDown) when the shutdown
 	// begins: a provider start in progress gives up and tears its child
@@ -131,6 +136,10 @@ type Host struct {
 	// runtimeIdleDecided, when set (tests), is told the runtime's release
 	// clock decided to stop it, before its teardown begins.
 	runtimeIdleDecided func(runtimeID string)
+
+	// afterTurnBegins, when set (tests), runs first in afterTurn's
+	// goroutine, before it waits for the session lock.
+	afterTurnBegins func()
 
 	stats counters
 	wg    sync.WaitGroup // watchers and timers' work
@@ -188,6 +197,8 @@ func New(o Options) (*Host, error) {
 		sessions: make(map[string]*entry),
 		runtimes: make(map[runtimeKey]*sharedRuntime),
 		loaded:   make(map[string]*sharedRuntime),
+		stale:    make(map[string]map[*sharedRuntime]bool),
+		limited:  make(map[runtimeKey]time.Time),
 		subs:     make(map[string]*subscription),
 		conns:    make(map[string]*connState),
 	}
