@@ -33,6 +33,7 @@ func acctProv(p Provider, dir string, failover []string) Provider {
 		"a":           {echo.HomeEnv: home("a")},
 		"b":           {echo.HomeEnv: home("b")},
 		"gone":        {echo.HomeEnv: home("gone")},
+		"file":        {echo.HomeEnv: homeFile(dir, p.Name)},
 		"limited":     {echo.HomeEnv: home("limited"), echo.RateLimitEnv: "1"},
 		"itemlimited": {echo.HomeEnv: home("itemlimited"), echo.RateLimitEnv: "item"},
 	}
@@ -43,6 +44,18 @@ func acctProv(p Provider, dir string, failover []string) Provider {
 		p = classifyRuntime(p)
 	}
 	return p
+}
+
+// homeFile is a home that is a regular file: nothing can be written in it.
+func homeFile(dir, profile string) string {
+	f := filepath.Join(dir, "homes", profile, "file")
+	if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
+		panic(err)
+	}
+	if err := os.WriteFile(f, nil, 0o600); err != nil {
+		panic(err)
+	}
+	return f
 }
 
 // classifyRuntime makes p's runtime threads classify rate limits too.

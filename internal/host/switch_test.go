@@ -9,6 +9,7 @@ import (
 
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/provider"
 )
 
 // approveOpen answers the pending approval of id's open turn.
@@ -156,19 +157,22 @@ func TestSwitchPortable(t *testing.T) {
 // carry fails, account.switch_failed, the session keeps its account
 // and stays live.
 func TestSwitchFailedKeepsAccount(t *testing.T) {
-	for _, profile := range []string{"acct", "acctshared"} {
-		t.Run(profile, func(t *testing.T) {
+	for _, tc := range []struct{ profile, to string }{
+		{"acct", "gone"}, {"acctshared", "gone"}, {"acct", "file"}, {"acctshared", "file"},
+	} {
+		profile, to := tc.profile, tc.to
+		t.Run(profile+"/"+to, func(t *testing.T) {
 			f := newFixture(t)
 			id := f.createOn(profile, "a")
 			f.hold(id, "h", "c1")
 			f.turnDone(id, "one")
 			before := f.info(id)
-			_, err := f.h.SwitchAccount(context.Background(), api.SwitchAccountParams{SessionID: id, Account: "gone"})
+			_, err := f.h.SwitchAccount(context.Background(), api.SwitchAccountParams{SessionID: id, Account: to})
 			if err == nil || !strings.Contains(err.Error(), "keeps its account") {
 				t.Fatalf("err %v", err)
 			}
 			fd := data(f.last(id, event.AccountSwitchFailed))
-			if fd["to"] != "gone" || !strings.Contains(fd["cause"].(string), "gone") {
+			if fd["to"] != to || !strings.Contains(fd["cause"].(string), filepath.Join(profile, to)) {
 				t.Fatalf("switch_failed %v", fd)
 			}
 			after := f.info(id)
@@ -210,4 +214,39 @@ func TestSwitchStored(t *testing.T) {
 	}
 	_, err := f.h.SwitchAccount(context.Background(), api.SwitchAccountParams{SessionID: id, Account: "zzz"})
 	wantKind(t, err, api.KindUnknownAccount)
+}
+
+// TestSwitchNotFoundAtResume: the carry said done but the joining account
+// answers the typed not-found at resume: the session goes portable (the
+// adapter's provider.thread_replaced), and its next turn carries the
+// history. A profile without a mover is portable at once.
+func TestSwitchNotFoundAtResume(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		mover provider.Mover
+	}{
+		{"silent-mover", func(context.Context, provider.Move) error { return nil }},
+		{"no-mover", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			p := f.h.o.Providers["acctshared"]
+			p.Mover = tc.mover
+			f.h.o.Providers["acctshared"] = p // before any session: nothing reads it yet
+			id := f.createOn("acctshared", "a")
+			f.hold(id, "h", "c1")
+			f.turnDone(id, "earlier")
+			old := f.info(id).ThreadID
+			f.switchTo(id, "b", "")
+			if d := data(f.last(id, event.AccountSwitched)); d["continuity"] != "portable" {
+				t.Fatalf("account.switched %v", d)
+			}
+			if rep := data(f.last(id, event.ProviderThreadReplace)); rep["oldThreadId"] != old {
+				t.Fatalf("thread_replaced %v", rep)
+			}
+			if _, reply := f.turnDone(id, "now"); !strings.Contains(reply, "User: earlier\nAssistant: echo: earlier\n") {
+				t.Fatalf("reply %q", reply)
+			}
+		})
+	}
 }
