@@ -55,20 +55,31 @@ func (h *Host) SwitchAccount(ctx context.Context, p api.SwitchAccountParams) (ap
 		}
 	}()
 	if e.state == StateExited {
-		// Its process exited on its own: its teardown is owed first.
+		// Its process exited on its own: its teardown is owed first; a
+		// successor (locked) keeps the session's place so no hold starts
+		// it under the old pin meanwhile.
+		succ := h.successorOf(e)
+		locked = append(locked, succ)
 		if _, err := h.evictLocked(context.WithoutCancel(ctx), e, evictExited); err != nil {
+			h.mu.Lock()
+			e.successor = nil
+			h.mu.Unlock()
 			h.scheduleRetryLocked(e, evictExited)
 			return api.SwitchAccountResult{}, err
 		}
+		e = succ
 	}
 	h.mu.Lock()
 	state, gone := e.state, e.gone
 	h.mu.Unlock()
 	if gone || state == StateStored {
+		// Pinned while the entry (ours: a stored session has none) is
+		// locked in the map, so no hold starts it under the old pin.
+		r, err := h.switchStored(ctx, p.SessionID, prov, p.Account)
 		if !gone {
-			h.forgetLocked(e) // ours: a stored session has no entry
+			h.forgetLocked(e)
 		}
-		return h.switchStored(ctx, p.SessionID, prov, p.Account)
+		return r, err
 	}
 	if state != StateLive {
 		return api.SwitchAccountResult{}, &api.Error{Kind: api.KindInvalidState,

@@ -61,7 +61,7 @@ func (h *Host) switchLiveLocked(ctx context.Context, e *entry, prov Provider, to
 		e.successor = nil
 		h.mu.Unlock()
 		succ.mu.Unlock()
-		if rerr := h.st.UpdateRecord(e.id, func(r *store.Record) { *r = old }); rerr != nil {
+		if rerr := h.st.UpdateRecord(e.id, func(r *store.Record) { *r = old; r.PendingSwitch = nil }); rerr != nil {
 			h.log.Error("restore the record of a failed switch", "session_id", e.id, "err", rerr)
 		}
 		h.scheduleRetryLocked(e, evictSwitch)
@@ -88,7 +88,7 @@ func (h *Host) switchLiveLocked(ctx context.Context, e *entry, prov Provider, to
 	}
 	// The new account's start failed: the session goes back to the old one.
 	succ.mu.Unlock()
-	if rerr := h.st.UpdateRecord(e.id, func(r *store.Record) { *r = old }); rerr != nil {
+	if rerr := h.st.UpdateRecord(e.id, func(r *store.Record) { *r = old; r.PendingSwitch = nil }); rerr != nil {
 		h.log.Error("restore the record of a failed switch", "session_id", e.id, "err", rerr)
 	}
 	h.journalStored(ctx, e.id, event.New(event.AccountSwitchFailed, "", event.AccountSwitchData{From: from, To: to, Cause: err.Error()}))

@@ -141,3 +141,25 @@ func TestSwitchRacesEviction(t *testing.T) {
 		t.Fatalf("reply %q", reply)
 	}
 }
+
+// TestSwitchAfterCrash: the session's process exited on its own (its
+// teardown owed or done): the switch is a stored session's, and the next
+// hold runs on the new account with the thread.
+func TestSwitchAfterCrash(t *testing.T) {
+	f := newFixture(t)
+	id := f.createOn("acct", "a")
+	f.hold(id, "h", "c1")
+	f.turnDone(id, "x")
+	f.send(id, "/crash")
+	f.waitFor(id, 0, isType(event.ProviderExited))
+	if r := f.switchTo(id, "b", ""); !r.Switched || r.Account != "b" {
+		t.Fatalf("switch = %+v", r)
+	}
+	f.hold(id, "h", "c1")
+	if si := f.info(id); si.Account != "b" {
+		t.Fatalf("account %q", si.Account)
+	}
+	if _, reply := f.turnDone(id, "/history"); !strings.Contains(reply, "history=") {
+		t.Fatalf("reply %q", reply)
+	}
+}
