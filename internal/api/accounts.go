@@ -26,7 +26,7 @@ func checkAccount(field, v string, required bool) error {
 	if len(v) > MaxAccountBytes || !accountName.MatchString(v) {
 		return &Error{Kind: KindInvalidParams,
 			Msg:  fmt.Sprintf("%s %s: want 1 to %d letters, digits, \"_\", \"-\" or \".\", starting with a letter or digit", field, Quote(v), MaxAccountBytes),
-			Data: map[string]any{"field": field}}
+			Data: map[string]any{"field": field, "limit": MaxAccountBytes}}
 	}
 	return nil
 }
