@@ -181,22 +181,31 @@ func daemonPID(t *testing.T, socket string) int {
 	return st.PID
 }
 
-// TestACPBridgeAccountRefused: --account against a daemon without
-// accounts (no agent-session.accounts.v1) refuses session/new naming
-// why; it never creates a session on the default account. (Before: the
-// flag was dropped silently.)
-func TestACPBridgeAccountRefused(t *testing.T) {
-	d := daemontest.Start(t, daemontest.Options{})
+// TestACPBridgeAccount: --account creates the editor's sessions on that
+// account of the provider; an account the provider does not have refuses
+// session/new naming it, and creates nothing.
+func TestACPBridgeAccount(t *testing.T) {
+	home := t.TempDir()
+	d := daemontest.Start(t, daemontest.Options{Config: fmt.Sprintf("[providers.echo.accounts.work]\nenv = { SESSIOND_ECHO_HOME = %q }\n", home)})
 	e := startEditor(t, "--socket", d.Socket, "--account", "work")
 	e.initialize()
-	code, msg := e.callErr("session/new", map[string]any{"cwd": t.TempDir(), "mcpServers": []any{}})
-	if code != -32602 || !strings.Contains(msg, "accounts are not supported by this daemon") || !strings.Contains(msg, "work") {
-		t.Fatalf("--account: %d %s", code, msg)
+	var nr struct {
+		SessionID string `json:"sessionId"`
 	}
+	e.call("session/new", map[string]any{"cwd": t.TempDir(), "mcpServers": []any{}}, &nr)
 	c := d.Client(t)
 	all, err := c.ListAll(context.Background())
-	if err != nil || len(all) != 0 {
-		t.Fatalf("sessions %v %v", all, err)
+	if err != nil || len(all) != 1 || all[0].Account != "work" || all[0].SessionID != nr.SessionID {
+		t.Fatalf("sessions %+v %v", all, err)
+	}
+	bad := startEditor(t, "--socket", d.Socket, "--account", "nope")
+	bad.initialize()
+	_, msg := bad.callErr("session/new", map[string]any{"cwd": t.TempDir(), "mcpServers": []any{}})
+	if !strings.Contains(msg, "nope") || !strings.Contains(msg, "work") {
+		t.Fatalf("--account nope: %s", msg)
+	}
+	if all, _ := c.ListAll(context.Background()); len(all) != 1 {
+		t.Fatalf("sessions %+v", all)
 	}
 }
 

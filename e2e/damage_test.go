@@ -84,8 +84,8 @@ func TestE2EDamagedValuesVisible(t *testing.T) {
 	for _, id := range []string{ids[0], ids[2]} {
 		err := c2.Call(ctx10(t), "agentSession.hold", api.HoldParams{SessionID: id, HolderID: "h"}, nil)
 		var re *rpc.Error
-		if !errors.As(err, &re) || re.Code != -32025 || re.Reason != "session_damaged" || re.Data["fix"] != "sessiond ctl delete "+id {
-			t.Fatalf("hold of damaged session %s: %v %+v, want -32025 session_damaged naming the fix", id, err, re)
+		if !errors.As(err, &re) || re.Code != -32028 || re.Reason != "session_damaged" || re.Data["fix"] != "sessiond ctl delete "+id {
+			t.Fatalf("hold of damaged session %s: %v %+v, want -32028 session_damaged naming the fix", id, err, re)
 		}
 		if err := c2.Call(ctx10(t), "agentSession.delete", map[string]string{"sessionId": id}, nil); err != nil {
 			t.Fatalf("delete of damaged session %s (doctor's fix): %v", id, err)

@@ -35,6 +35,7 @@ const (
 	KindSessionDamaged
 	KindStoreUnavailable
 	KindThreadBusy
+	KindUnknownAccount
 )
 
 var kindNames = [...]string{
@@ -60,6 +61,7 @@ var kindNames = [...]string{
 	KindSessionDamaged:      "session_damaged",
 	KindStoreUnavailable:    "store_unavailable",
 	KindThreadBusy:          "thread_busy",
+	KindUnknownAccount:      "unknown_account",
 }
 
 // String is the data.reason of the kind.

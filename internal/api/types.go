@@ -71,6 +71,9 @@ type CreateParams struct {
 	Cwd      string          `json:"cwd"`
 	Title    string          `json:"title,omitempty"`
 	Options  json.RawMessage `json:"options,omitempty"`
+	// Account is one of the profile's accounts (default "default";
+	// agent-session.accounts.v1).
+	Account string `json:"account,omitempty"`
 }
 
 // SessionParams names one session.

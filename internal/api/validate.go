@@ -61,6 +61,7 @@ func (p CreateParams) Validate() error {
 	if err := firstErr(
 		CheckID("provider", p.Provider),
 		checkString("title", p.Title, MaxTitleBytes, false),
+		checkAccount("account", p.Account, false),
 	); err != nil {
 		return err
 	}

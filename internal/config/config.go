@@ -93,6 +93,10 @@ type Provider struct {
 	// ProcessesSession (one per live session) or ProcessesAccount (one
 	// runtime per (profile, account) serving every session as a thread).
 	Processes string
+	// Accounts are the profile's named envs besides DefaultAccount
+	// (accounts.go); Failover is the order tried on a rate limit.
+	Accounts map[string]Account
+	Failover []string
 }
 
 // Values of a provider's processes.
@@ -118,6 +122,9 @@ type Config struct {
 
 	MaxOutboundBytes int64 // max_outbound_bytes
 	MaxConnections   int   // max_connections
+	// PortableHistoryBytes bounds a portable switch's history
+	// (portable_history_bytes).
+	PortableHistoryBytes int
 
 	// CgroupRoot is a cgroup v2 directory the daemon may create its
 	// sessions' cgroups in (cgroup_root); "" uses the daemon's own cgroup.
@@ -150,6 +157,7 @@ func Default() Config {
 	}
 	c.MaxOutboundBytes = DefaultMaxOutboundBytes
 	c.MaxConnections = DefaultMaxConnections
+	c.PortableHistoryBytes = DefaultPortableHistoryBytes
 	c.KeepAwake, c.Notify = DefaultKeepAwake, DefaultNotify
 	if _, err := lookPath("codex"); err == nil {
 		c.Providers["codex"] = Provider{Command: []string{"codex", "app-server"}, Protocol: ProtocolCodexAppServer, Processes: ProcessesAccount}
@@ -178,11 +186,13 @@ type fileLadder struct {
 }
 
 type fileProvider struct {
-	Command   []string          `toml:"command"`
-	Env       map[string]string `toml:"env"`
-	Protocol  string            `toml:"protocol"`
-	Auth      *string           `toml:"auth_method"`
-	Processes *string           `toml:"processes"`
+	Command   []string               `toml:"command"`
+	Env       map[string]string      `toml:"env"`
+	Protocol  string                 `toml:"protocol"`
+	Auth      *string                `toml:"auth_method"`
+	Processes *string                `toml:"processes"`
+	Accounts  map[string]fileAccount `toml:"accounts"`
+	Failover  []string               `toml:"failover"`
 }
 
 type file struct {
@@ -194,6 +204,7 @@ type file struct {
 	MaxMessageBytes *int64                  `toml:"max_message_bytes"`
 	MaxOutbound     *int64                  `toml:"max_outbound_bytes"`
 	MaxConnections  *int64                  `toml:"max_connections"`
+	PortableHistory *int64                  `toml:"portable_history_bytes"`
 	Ladder          fileLadder              `toml:"ladder"`
 	Providers       map[string]fileProvider `toml:"providers"`
 	CgroupRoot      *string                 `toml:"cgroup_root"`
@@ -316,6 +327,7 @@ func Parse(text string, c *Config) error {
 		{"max_message_bytes", f.MaxMessageBytes, func(n int64) { c.MaxMessageBytes = int(n) }},
 		{"max_outbound_bytes", f.MaxOutbound, func(n int64) { c.MaxOutboundBytes = n }},
 		{"max_connections", f.MaxConnections, func(n int64) { c.MaxConnections = int(n) }},
+		{"portable_history_bytes", f.PortableHistory, func(n int64) { c.PortableHistoryBytes = int(n) }},
 	}
 	for _, sz := range sizes {
 		if sz.src == nil {
@@ -383,6 +395,9 @@ func Parse(text string, c *Config) error {
 			return fmt.Errorf("%w: providers.%s.command: must name a program", ErrBadValue, prefix(name))
 		}
 		if err := checkProvider(name, p); err != nil {
+			return err
+		}
+		if err := applyAccounts(name, fp, &p); err != nil {
 			return err
 		}
 		c.Providers[name] = p

@@ -38,6 +38,8 @@ const (
 	MaxMaxOutboundBytes = 1 << 40  // 1 TiB
 	MinMaxConnections   = 1
 	MaxMaxConnections   = 1 << 20
+	MinPortableHistory  = 1 << 10  // portable_history_bytes: 1 KiB
+	MaxPortableHistory  = 16 << 20 // 16 MiB
 )
 
 // DurationRange is one duration key's accepted range, both ends included.
@@ -71,6 +73,7 @@ var SizeRanges = []SizeRange{
 	{"max_message_bytes", MinMaxMessageBytes, MaxMaxMessageBytes},
 	{"max_outbound_bytes", MinMaxOutboundBytes, MaxMaxOutboundBytes},
 	{"max_connections", MinMaxConnections, MaxMaxConnections},
+	{"portable_history_bytes", MinPortableHistory, MaxPortableHistory},
 }
 
 // String is the range as the error and the docs give it: "100ms .. 1h".

@@ -40,16 +40,17 @@ type field struct {
 }
 
 var schema = map[string]field{
-	"idle_timeout":       {kind: kindDuration},
-	"start_timeout":      {kind: kindDuration},
-	"step_timeout":       {kind: kindDuration},
-	"write_timeout":      {kind: kindDuration},
-	"initialize_timeout": {kind: kindDuration},
-	"max_message_bytes":  {kind: kindSize},
-	"max_outbound_bytes": {kind: kindSize},
-	"max_connections":    {kind: kindSize},
-	"keep_awake":         {kind: kindBool, want: "true or false"},
-	"notify":             {kind: kindString, want: fmt.Sprintf("a string, %q or %q", NotifyNone, NotifyDesktop)},
+	"idle_timeout":           {kind: kindDuration},
+	"start_timeout":          {kind: kindDuration},
+	"step_timeout":           {kind: kindDuration},
+	"write_timeout":          {kind: kindDuration},
+	"initialize_timeout":     {kind: kindDuration},
+	"max_message_bytes":      {kind: kindSize},
+	"max_outbound_bytes":     {kind: kindSize},
+	"max_connections":        {kind: kindSize},
+	"portable_history_bytes": {kind: kindSize},
+	"keep_awake":             {kind: kindBool, want: "true or false"},
+	"notify":                 {kind: kindString, want: fmt.Sprintf("a string, %q or %q", NotifyNone, NotifyDesktop)},
 	"cgroup_root": {kind: kindString,
 		want: fmt.Sprintf("an absolute path string of at most %d bytes", MaxCgroupRoot)},
 	"ladder": {kind: kindTable, sub: map[string]field{
@@ -65,6 +66,10 @@ var schema = map[string]field{
 		"protocol":    {kind: kindString, want: fmt.Sprintf("a string, %q, %q or %q", ProtocolCodexAppServer, ProtocolClaudeStreamJSON, ProtocolACP)},
 		"processes":   {kind: kindString, want: "a string, \"session\" or \"account\""},
 		"auth_method": {kind: kindString, want: "a string naming one of the ACP agent's authMethods"},
+		"failover":    {kind: kindStrings, want: "an array of strings: account names, in the order tried"},
+		"accounts": {kind: kindTables, sub: map[string]field{
+			"env": {kind: kindStringMap, want: "a table of strings"},
+		}},
 	}},
 }
 

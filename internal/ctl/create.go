@@ -9,15 +9,16 @@ import (
 	"github.com/sessiond/sessiond/internal/exitcode"
 )
 
-var createFlags struct{ provider, cwd, title string }
+var createFlags struct{ provider, cwd, title, account string }
 
 func init() {
 	registerCtl(&ctlCommand{
-		name: "create", usage: "--provider NAME [--cwd DIR] [--title T]", summary: "create a session (no child starts)",
+		name: "create", usage: "--provider NAME [--cwd DIR] [--title T] [--account A]", summary: "create a session (no child starts)",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&createFlags.provider, "provider", "", "provider name from the daemon's config")
 			fs.StringVar(&createFlags.cwd, "cwd", ".", "working directory (made absolute)")
 			fs.StringVar(&createFlags.title, "title", "", "title")
+			fs.StringVar(&createFlags.account, "account", "", "one of the provider's accounts (default: default)")
 		},
 		run: ctlCreate,
 	})
@@ -35,7 +36,7 @@ func ctlCreate(e *ctlEnv, args []string) int {
 		return e.usageErr("create", err.Error())
 	}
 	var s api.SessionInfo
-	p := api.CreateParams{Provider: createFlags.provider, Cwd: cwd, Title: createFlags.title}
+	p := api.CreateParams{Provider: createFlags.provider, Cwd: cwd, Title: createFlags.title, Account: createFlags.account}
 	if code := e.call("agentSession.create", p, &s); code != exitcode.OK {
 		return code
 	}

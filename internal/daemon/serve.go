@@ -172,7 +172,7 @@ func (d *daemon) run() error {
 		Store: st, Journal: j, Providers: providers,
 		IdleTimeout: d.cfg.IdleTimeout, StartTimeout: d.cfg.StartTimeout, StepTimeout: d.cfg.StepTimeout,
 		Ladder: proc.Ladder{Grace: d.cfg.Ladder.Grace, TermTimeout: d.cfg.Ladder.TermTimeout, KillTimeout: d.cfg.Ladder.KillTimeout},
-		Logger: log, Cgroups: cgroups,
+		Logger: log, Cgroups: cgroups, PortableHistoryBytes: d.cfg.PortableHistoryBytes,
 	})
 	if err != nil {
 		log.Error("cannot start the host", "err", err.Error())

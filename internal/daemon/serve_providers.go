@@ -2,8 +2,10 @@ package daemon
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/sessiond/sessiond/internal/config"
 	"github.com/sessiond/sessiond/internal/host"
@@ -11,6 +13,7 @@ import (
 	"github.com/sessiond/sessiond/internal/provider/acp"
 	"github.com/sessiond/sessiond/internal/provider/claude"
 	"github.com/sessiond/sessiond/internal/provider/codex"
+	"github.com/sessiond/sessiond/internal/provider/echo"
 )
 
 // protocols: each configured protocol's adapter, and the command-line
@@ -25,10 +28,15 @@ var protocols = map[string]struct {
 	adopt       provider.Adopt // rebuilds the adapter around a child a live upgrade handed over
 	// adoptRuntime rebuilds a shared runtime a live upgrade handed over.
 	adoptRuntime provider.AdoptRuntime
+	// mover carries a thread's copy between two accounts (nil: a switch
+	// is portable).
+	mover provider.Mover
 }{
-	config.ProtocolCodexAppServer:   {new: codex.New, newRuntime: codex.NewRuntime, adopt: codex.Adopt, adoptRuntime: codex.AdoptRuntime},
-	config.ProtocolClaudeStreamJSON: {new: claude.New, resumeArgs: claude.ResumeArgs, freshThread: claude.FreshThread, adopt: claude.Adopt},
-	config.ProtocolACP:              {new: acp.New, newRuntime: acp.NewRuntime, adopt: acp.Adopt, adoptRuntime: acp.AdoptRuntime},
+	config.ProtocolCodexAppServer: {new: codex.New, newRuntime: codex.NewRuntime, adopt: codex.Adopt, adoptRuntime: codex.AdoptRuntime,
+		mover: codex.Move},
+	config.ProtocolClaudeStreamJSON: {new: claude.New, resumeArgs: claude.ResumeArgs, freshThread: claude.FreshThread, adopt: claude.Adopt,
+		mover: claude.Move},
+	config.ProtocolACP: {new: acp.New, newRuntime: acp.NewRuntime, adopt: acp.Adopt, adoptRuntime: acp.AdoptRuntime},
 }
 
 // providers builds host providers from the config: echo defaults to this
@@ -42,7 +50,7 @@ func (d *daemon) providers() (map[string]host.Provider, error) {
 		}
 		hp := host.Provider{Name: name, Command: p.Command, Env: map[string]string{}, New: proto.new, ResumeArgs: proto.resumeArgs,
 			FreshThread: proto.freshThread, Adopt: proto.adopt, Shared: p.Shared(), NewRuntime: proto.newRuntime,
-			AdoptRuntime: proto.adoptRuntime}
+			AdoptRuntime: proto.adoptRuntime, Mover: proto.mover}
 		if p.Protocol == config.ProtocolACP {
 			hp.New = acp.NewFor(acp.Profile{AuthMethod: p.AuthMethod})
 			hp.NewRuntime = acp.NewRuntimeFor(acp.Profile{AuthMethod: p.AuthMethod})
@@ -50,6 +58,13 @@ func (d *daemon) providers() (map[string]host.Provider, error) {
 		for k, v := range p.Env {
 			hp.Env[k] = v
 		}
+		if len(p.Accounts) > 0 {
+			hp.Accounts = make(map[string]map[string]string, len(p.Accounts))
+			for an, a := range p.Accounts {
+				hp.Accounts[an] = maps.Clone(a.Env)
+			}
+		}
+		hp.Failover = slices.Clone(p.Failover)
 		if name == "echo" {
 			if len(hp.Command) == 0 {
 				exe, err := os.Executable()
@@ -58,6 +73,7 @@ func (d *daemon) providers() (map[string]host.Provider, error) {
 				}
 				hp.Command = []string{exe, "provider", "echo"}
 			}
+			hp.Mover = echo.Move // an account is a home: a thread moves as its file
 			if _, ok := hp.Env["SESSIOND_ECHO_HOME"]; !ok {
 				hp.Env["SESSIOND_ECHO_HOME"] = filepath.Join(d.stateDir, "providers", "echo")
 			}

@@ -107,6 +107,9 @@ type TurnStartedData struct {
 	ClientMessageID string `json:"clientMessageId,omitempty"`
 	// Origin is who sent the turn (absent on turns journaled before it existed).
 	Origin *Origin `json:"origin,omitempty"`
+	// RetryOf is the rate-limited turn whose prompt this one sends again
+	// on another account (failover).
+	RetryOf string `json:"retryOf,omitempty"`
 }
 
 // Origin names the connection an input came on (PROTOCOL.md "Attention"):

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/sessiond/sessiond/internal/journal"
@@ -46,6 +47,16 @@ type entry struct {
 	limitHit  string // the last limit code the live child's cgroup reported
 	fence     uint64
 	threadID  string
+	// profile and account are what the loaded session runs under (set
+	// at its start).
+	profile, account string
+	// successor, when set, takes e's place in the map the moment e is
+	// forgotten (an account switch starts the session again at once: no
+	// other caller may start it in between under the old record).
+	successor *entry
+	// pending mirrors rec.PendingSwitch != nil for the adapter's reader
+	// (emitter), which cannot take the session lock.
+	pending atomic.Bool
 	// rt is the shared runtime the session's thread is on (nil: a process
 	// of its own, e.child). Written with both locks held.
 	rt *sharedRuntime
@@ -72,6 +83,7 @@ type hold struct {
 	conn  string
 	token string
 	ttl   Timer
+	ttlAt time.Time // when ttl fires (zero: no ttl)
 }
 
 // connState tracks a connection's holds and subscriptions.
@@ -101,7 +113,11 @@ func (h *Host) forgetLocked(e *entry) {
 	defer h.mu.Unlock()
 	if h.sessions[e.id] == e {
 		delete(h.sessions, e.id)
+		if e.successor != nil {
+			h.sessions[e.id] = e.successor
+		}
 	}
+	e.successor = nil
 	e.gone = true
 	e.state = StateStored
 	if e.idle != nil {
@@ -152,11 +168,4 @@ func loadedStateLocked(e *entry, s State) State {
 		}
 	}
 	return s
-}
-
-// setState records e's state under the map lock.
-func (h *Host) setState(e *entry, s State) {
-	h.mu.Lock()
-	e.state = s
-	h.mu.Unlock()
 }

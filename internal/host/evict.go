@@ -37,6 +37,7 @@ const (
 	evictShutdown
 	evictStartFailed
 	evictUnresponsive // the provider ignored an interrupt
+	evictSwitch       // an account switch: the session starts again at once on its new account
 )
 
 // reason is the session.ended / turn.completed reason of a cause.
@@ -48,6 +49,8 @@ func (c evictCause) reason() string {
 		return event.ReasonEvicted
 	case evictShutdown:
 		return event.ReasonShutdown
+	case evictSwitch:
+		return event.ReasonAccountSwitch
 	default:
 		return event.ReasonProviderExited
 	}

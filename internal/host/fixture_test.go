@@ -137,6 +137,11 @@ func newFixture(t *testing.T, jopts ...journal.Options) *fixture {
 			// sharedstubborn's process outlives its stdin and SIGTERM: its
 			// ladder runs to SIGKILL.
 			"sharedstubborn": sharedProv(prov("sharedstubborn", "--ignore-sigterm", "--ignore-eof")),
+			// Profiles with accounts (accounts_test.go).
+			"acct":           acctProv(prov("acct"), dir, nil),
+			"acctshared":     acctProv(sharedProv(prov("acctshared")), dir, nil),
+			"failover":       acctProv(prov("failover"), dir, []string{"limited", "b", "itemlimited"}),
+			"sharedfailover": acctProv(sharedProv(prov("sharedfailover")), dir, []string{"limited", "b"}),
 		},
 	})
 	if err != nil {

@@ -45,9 +45,10 @@ func (h *Host) Hold(ctx context.Context, conn string, p api.HoldParams) (api.Hol
 		hd.ttl.Stop()
 		hd.ttl = nil
 	}
-	hd.conn, hd.token = conn, token
+	hd.conn, hd.token, hd.ttlAt = conn, token, time.Time{}
 	h.conns[conn].holds++
 	if ttl > 0 {
+		hd.ttlAt = h.clock.Now().Add(ttl)
 		holder := p.HolderID
 		hd.ttl = h.clock.AfterFunc(ttl, func() { h.dropHold(e, holder, token, "ttl") })
 	}

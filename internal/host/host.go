@@ -61,6 +61,13 @@ type Provider struct {
 	// AdoptRuntime, when set, rebuilds a shared runtime handed over by a
 	// live upgrade; nil: a live runtime of this provider refuses it.
 	AdoptRuntime provider.AdoptRuntime
+	// Accounts are the profile's named envs besides "default" (the
+	// profile's own Env), overlaid on it; Failover is the order tried when
+	// an account is rate-limited; Mover carries a thread's copy between
+	// two accounts (nil: nothing to carry, a switch is portable).
+	Accounts map[string]map[string]string
+	Failover []string
+	Mover    provider.Mover
 }
 
 // Options configures a Host.
@@ -81,6 +88,9 @@ type Options struct {
 	// RequestTimeout bounds each request to a provider (0: the provider
 	// package's default).
 	RequestTimeout time.Duration
+	// PortableHistoryBytes bounds the history a portable account switch
+	// carries (0: config.DefaultPortableHistoryBytes).
+	PortableHistoryBytes int
 	// Cgroups, when set, is cgroup mode: each child is spawned into a
 	// cgroup of its own, and the startup reap empties a crashed run's.
 	Cgroups *proc.Cgroups
@@ -113,9 +123,14 @@ type Host struct {
 	sessions map[string]*entry
 	runtimes map[runtimeKey]*sharedRuntime // live and starting shared runtimes
 	loaded   map[string]*sharedRuntime     // provider thread id -> the runtime that has it loaded
-	subs     map[string]*subscription
-	conns    map[string]*connState
-	closing  bool
+	// stale: thread id -> runtimes that still have a copy of the thread
+	// loaded that an account switch left behind (never resumed there
+	// again while they run).
+	stale   map[string]map[*sharedRuntime]bool
+	limited map[runtimeKey]time.Time // rate-limited accounts -> when the limit lifts
+	subs    map[string]*subscription
+	conns   map[string]*connState
+	closing bool
 
 	// starts is cancelled (cause errShuttingDown) when the shutdown
 	// begins: a provider start in progress gives up and tears its child
@@ -129,6 +144,10 @@ type Host struct {
 	// runtimeIdleDecided, when set (tests), is told the runtime's release
 	// clock decided to stop it, before its teardown begins.
 	runtimeIdleDecided func(runtimeID string)
+
+	// afterTurnBegins, when set (tests), runs first in afterTurn's
+	// goroutine, before it waits for the session lock.
+	afterTurnBegins func()
 
 	stats counters
 	wg    sync.WaitGroup // watchers and timers' work
@@ -166,6 +185,9 @@ func New(o Options) (*Host, error) {
 	if o.MaxHoldsPerConn <= 0 {
 		o.MaxHoldsPerConn = config.DefaultMaxHoldsPerConn
 	}
+	if o.PortableHistoryBytes <= 0 {
+		o.PortableHistoryBytes = config.DefaultPortableHistoryBytes
+	}
 	if o.MaxSubsPerConn <= 0 {
 		o.MaxSubsPerConn = config.DefaultMaxSubsPerConn
 	}
@@ -183,6 +205,8 @@ func New(o Options) (*Host, error) {
 		sessions: make(map[string]*entry),
 		runtimes: make(map[runtimeKey]*sharedRuntime),
 		loaded:   make(map[string]*sharedRuntime),
+		stale:    make(map[string]map[*sharedRuntime]bool),
+		limited:  make(map[runtimeKey]time.Time),
 		subs:     make(map[string]*subscription),
 		conns:    make(map[string]*connState),
 	}

@@ -32,6 +32,7 @@ var providerSentinels = map[string]error{
 	"ErrLineTooLong":        provider.ErrLineTooLong,
 	"ErrNoHandover":         provider.ErrNoHandover,
 	"ErrRequestInFlight":    provider.ErrRequestInFlight,
+	"ErrNoThreadCopy":       provider.ErrNoThreadCopy,
 }
 
 // TestProviderErrorTable: every provider error kind has its row in

@@ -2,8 +2,6 @@ package host
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"maps"
 	"os"
@@ -29,10 +27,6 @@ import (
 // session lock, then runtime lock, then map lock. A runtime lock is never
 // held while a session lock is taken: the runtime's own teardown snapshots
 // its sessions and takes their locks one by one with the runtime unlocked.
-
-// defaultAccount is the account of a session whose pinned env is its
-// profile's (accounts are not configurable yet).
-const defaultAccount = "default"
 
 // runtimeKey names a runtime: (profile, account).
 type runtimeKey struct{ profile, account string }
@@ -77,22 +71,6 @@ type sharedRuntime struct {
 	// before mu); recorded: the record is written and not yet deleted.
 	recMu    sync.Mutex
 	recorded bool // guarded by recMu
-}
-
-// accountOf is the account a record's session runs under: the default
-// one when its pinned env is the profile's, else one named by the env's
-// digest (two envs never share a process: a process holds one account's
-// credentials).
-func accountOf(rec store.Record, prov Provider) string {
-	if len(rec.Env) == 0 && len(prov.Env) == 0 || maps.Equal(rec.Env, prov.Env) {
-		return defaultAccount
-	}
-	keys := slices.Sorted(maps.Keys(rec.Env))
-	h := sha256.New()
-	for _, k := range keys {
-		fmt.Fprintf(h, "%s=%s\x00", k, rec.Env[k])
-	}
-	return "env-" + hex.EncodeToString(h.Sum(nil)[:6])
 }
 
 // shared reports whether prov's sessions share a runtime per account.

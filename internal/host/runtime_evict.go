@@ -169,6 +169,12 @@ func (h *Host) forgetRuntime(rt *sharedRuntime) {
 			delete(h.loaded, th)
 		}
 	}
+	for th, rts := range h.stale {
+		delete(rts, rt)
+		if len(rts) == 0 {
+			delete(h.stale, th)
+		}
+	}
 	h.mu.Unlock()
 	close(rt.gone)
 }

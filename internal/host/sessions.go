@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -45,13 +44,21 @@ func (h *Host) Create(ctx context.Context, p api.CreateParams) (api.SessionInfo,
 				config.ProviderFix(p.Provider)),
 			Data: map[string]any{"provider": api.Prefix(p.Provider), "known": known}}
 	}
+	account := p.Account
+	if account == "" {
+		account = defaultAccount
+	}
+	if !prov.hasAccount(account) {
+		return api.SessionInfo{}, unknownAccount(prov, account)
+	}
 	rec := store.Record{
 		ID:        newID("s_"),
 		Provider:  p.Provider,
 		Cwd:       filepath.Clean(p.Cwd),
 		Title:     p.Title,
 		CreatedAt: h.clock.Now().UTC(),
-		Env:       maps.Clone(prov.Env), // pinned: a resume runs under this account
+		Account:   account,
+		Env:       prov.accountEnv(account), // pinned: a resume runs under this account
 		Options:   p.Options,
 	}
 	// The journal's session.created first, the record last: the record is
@@ -181,6 +188,9 @@ func (h *Host) info(r store.Record) api.SessionInfo {
 		if json.Unmarshal(r.LastExit, &ex) == nil {
 			si.LastExit = &ex
 		}
+	}
+	if prov, ok := h.o.Providers[r.Provider]; ok {
+		si.Account = accountOf(r, prov)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -30,7 +30,18 @@ func (h *Host) startLocked(ctx context.Context, e *entry) (err error) {
 		return &api.Error{Kind: api.KindUnknownProvider, Msg: fmt.Sprintf("session %s: provider %q is no longer configured", e.id, rec.Provider),
 			Data: map[string]any{"provider": rec.Provider, "known": h.Providers()}}
 	}
-	h.setState(e, StateStarting)
+	if rec.PendingSwitch != nil {
+		// Queued behind a turn that ended while nobody had the session
+		// live (a close, an eviction, a restart): applied now, as a stored
+		// session's switch, before anything starts.
+		if rec, err = h.applyStoredPendingLocked(ctx, rec, prov); err != nil {
+			h.forgetLocked(e)
+			return err
+		}
+	}
+	h.mu.Lock()
+	e.state, e.profile, e.account = StateStarting, rec.Provider, accountOf(rec, prov)
+	h.mu.Unlock()
 	e.rec = rec
 	e.tailDone = map[string]bool{}
 
@@ -184,7 +195,7 @@ func (h *Host) launchLocked(ctx context.Context, e *entry, prov Provider, fence 
 func (h *Host) adapterOptions(e *entry, child *proc.Child, fence uint64, threadID string) provider.Options {
 	return provider.Options{
 		In: child.Stdin(), Out: child.Stdout(), Cwd: e.rec.Cwd, ThreadID: threadID,
-		Emit: e.sink.Append, Logger: h.log.With("session_id", e.id), RequestTimeout: h.o.RequestTimeout,
+		Emit: h.emitter(e, e.sink), Logger: h.log.With("session_id", e.id), RequestTimeout: h.o.RequestTimeout,
 		OnThreadID: func(id string) { h.learnThread(e, child, id) },
 		Stuck:      func() { h.stopStuck(e, child) }, InterruptTimeout: h.o.StepTimeout,
 		RequestIDPrefix: fmt.Sprintf("f%d-", fence), // unique per child: the fence grows with each

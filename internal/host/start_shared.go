@@ -66,7 +66,7 @@ func (h *Host) startSharedLocked(ctx context.Context, e *entry, prov Provider, g
 		return fail(err)
 	}
 	th := rt.proto.Thread(provider.Options{
-		Cwd: e.rec.Cwd, ThreadID: e.rec.ThreadID, Emit: e.sink.Append, Logger: h.log.With("session_id", e.id, "runtime_id", rt.id),
+		Cwd: e.rec.Cwd, ThreadID: e.rec.ThreadID, Emit: h.emitter(e, e.sink), Logger: h.log.With("session_id", e.id, "runtime_id", rt.id),
 		RequestTimeout: h.o.RequestTimeout, InterruptTimeout: h.o.StepTimeout,
 		RequestIDPrefix: fmt.Sprintf("f%d-", grant.Fence), // unique per incarnation of the session's thread
 	})

@@ -57,19 +57,57 @@ func (h *Host) Send(ctx context.Context, p api.SendParams) (api.SendResult, erro
 	if err := h.storeWritable(ctx, e.id); err != nil {
 		return api.SendResult{}, err
 	}
+	if e.rec.PendingSwitch != nil && h.j.State(e.id).OpenTurn == "" {
+		// The turn it waited for ended: the queued switch goes first.
+		cur := h.applyPendingLocked(ctx, e, h.o.Providers[e.rec.Provider])
+		if cur != e {
+			if cur == nil {
+				return api.SendResult{}, &api.Error{Kind: api.KindSessionNotLive, Msg: "session " + p.SessionID + " has no live provider after its queued account switch failed: hold it again"}
+			}
+			defer cur.mu.Unlock()
+			e = cur
+		}
+		h.mu.Lock()
+		live := e.state == StateLive && e.adapter != nil
+		h.mu.Unlock()
+		if !live {
+			return api.SendResult{}, &api.Error{Kind: api.KindSessionNotLive, Msg: "session " + p.SessionID + " has no live provider after its queued account switch: hold it again"}
+		}
+	}
+	return h.sendLocked(ctx, e, p, "")
+}
+
+// sendLocked starts a turn on e (idle, live): turn.started (with retryOf
+// when it sends a rate-limited turn's prompt again) is committed before
+// anything goes to the provider; a session whose portable switch left it
+// a fresh thread sends its completed history ahead of the text (once).
+// Needs the session lock.
+func (h *Host) sendLocked(ctx context.Context, e *entry, p api.SendParams, retryOf string) (api.SendResult, error) {
 	if st := h.j.State(e.id); st.OpenTurn != "" {
 		return api.SendResult{}, &api.Error{Kind: api.KindTurnRunning, Msg: "session " + e.id + ": turn " + st.OpenTurn + " is running",
 			Data: map[string]any{"turnId": st.OpenTurn}}
 	}
+	text := p.Text
+	if e.rec.Portable {
+		hist, err := h.portableHistory(e.id)
+		if err != nil {
+			return api.SendResult{}, fmt.Errorf("session %s: portable history: %w", e.id, err)
+		}
+		text = hist + text
+	}
 	turnID := newID("t_")
 	if _, err := e.sink.Commit(ctx, event.New(event.TurnStarted, turnID, event.TurnStartedData{
-		TurnID: turnID, Text: p.Text, ClientMessageID: p.ClientMessageID, Origin: p.Origin})); err != nil {
+		TurnID: turnID, Text: p.Text, ClientMessageID: p.ClientMessageID, Origin: p.Origin, RetryOf: retryOf})); err != nil {
 		return api.SendResult{}, fmt.Errorf("session %s: journal turn.started: %w", e.id, err)
 	}
 	h.count(func(c *counters) { c.sends++ })
 	// The write-ahead row is committed: the turn must reach the provider
 	// even if the caller goes away now (the adapter bounds the wait).
-	if err := e.adapter.StartTurn(context.WithoutCancel(ctx), turnID, p.Text); err != nil {
+	err := e.adapter.StartTurn(context.WithoutCancel(ctx), turnID, text)
+	if err == nil && e.rec.Portable {
+		h.portableSent(e)
+	}
+	if err != nil {
 		if errors.Is(err, provider.ErrExited) || (errors.Is(err, provider.ErrStopping) && loadedStateLocked(e, StateLive) == StateExited) {
 			// The child is gone (its exit may have cancelled the write):
 			// its teardown completes the turn interrupted.

@@ -66,6 +66,9 @@ var providerKinds = []struct {
 	// on a live child they would be the provider's failure.
 	{provider.ErrNoHandover, api.KindProviderFailed},
 	{provider.ErrRequestInFlight, api.KindProviderFailed},
+	// A mover's "no copy" makes a switch portable: it never reaches the
+	// wire; anywhere else it would be the provider's failure.
+	{provider.ErrNoThreadCopy, api.KindProviderFailed},
 }
 
 // providerKind is err's wire kind by providerKinds (provider_failed when

@@ -41,7 +41,8 @@ var kindCodes = map[api.Kind]int64{
 	api.KindCursorCompacted:     -32022,
 	api.KindRequestNotFound:     -32023,
 	api.KindUpgradeRefused:      -32024,
-	api.KindSessionDamaged:      -32025,
+	api.KindUnknownAccount:      -32025,
+	api.KindSessionDamaged:      -32028,
 	api.KindStoreUnavailable:    -32027,
 	api.KindThreadBusy:          -32026,
 }

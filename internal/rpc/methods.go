@@ -9,7 +9,7 @@ import (
 )
 
 // Capabilities is every capability the server offers, sorted.
-var Capabilities = []string{api.CapApprovalsV2, api.CapAttach, api.CapClose, api.CapItems, api.CapStructuredHold, api.CapTurns, api.CapAdmin, api.CapAttention, api.CapUpgrade, api.CapRuntimes}
+var Capabilities = []string{api.CapApprovalsV2, api.CapAttach, api.CapClose, api.CapItems, api.CapStructuredHold, api.CapTurns, api.CapAdmin, api.CapAttention, api.CapUpgrade, api.CapRuntimes, api.CapAccounts}
 
 // methodUpgrade is daemon.upgrade: not held by the call gate it closes.
 const methodUpgrade = "daemon.upgrade"
@@ -58,10 +58,12 @@ var methodList = []method{
 	{name: "agentSession.get", handle: hGet},
 	{name: "agentSession.hold", capability: api.CapStructuredHold, slow: true, queued: queued(hHold)},
 	{name: "agentSession.list", handle: hList},
+	{name: "agentSession.listAccounts", capability: api.CapAccounts, handle: hListAccounts},
 	{name: "agentSession.read", capability: api.CapAttach, handle: hRead},
 	{name: "agentSession.release", capability: api.CapStructuredHold, slow: true, queued: queued(hRelease)},
 	{name: "agentSession.respond", capability: api.CapTurns, slow: true, queued: queued(hRespond)},
 	{name: "agentSession.send", capability: api.CapTurns, slow: true, queued: queued(hSend)},
+	{name: "agentSession.switchAccount", capability: api.CapAccounts, slow: true, queued: queued(hSwitchAccount)},
 	{name: "daemon.shutdown", capability: api.CapAdmin, handle: hShutdown},
 	{name: "daemon.stats", capability: api.CapAdmin, handle: hStats},
 	{name: "daemon.status", handle: hStatus},

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/event"
 )
 
 // schemaGen turns Go types into JSON Schema (draft 7, as OpenRPC 1.3
@@ -38,6 +39,9 @@ var schemaEnums = map[string]map[string][]string{
 	"SessionInfo":           {"state": {"stored", "starting", "live", "exited", "evicting"}, "lease": {"released", "reserved", "live"}},
 	"AttentionNotice":       {"kind": {api.AttentionTurnCompleted, api.AttentionApprovalRequested, api.AttentionTurnFailed}},
 	"AttentionStatus":       {"notify": {"none", "desktop"}},
+	"SwitchAccountParams":   {"when": {api.SwitchWhenIdle, api.SwitchWhenNow}},
+	"AccountSwitchData": {"cause": {event.SwitchCauseUser, event.SwitchCauseRateLimited},
+		"continuity": {event.ContinuityNative, event.ContinuityPortable, event.ContinuityNone}},
 }
 
 // ref returns the schema of v's type, registering named structs.

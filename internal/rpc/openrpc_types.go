@@ -17,25 +17,27 @@ type wireTypes struct {
 type empty = struct{}
 
 var methodTypes = map[string]wireTypes{
-	"agentSession.attach":  {api.AttachParams{}, api.AttachResult{}},
-	"agentSession.cancel":  {api.SessionParams{}, api.CancelResult{}},
-	"agentSession.close":   {api.SessionParams{}, api.CloseResult{}},
-	"agentSession.create":  {api.CreateParams{}, api.SessionInfo{}},
-	"agentSession.delete":  {api.SessionParams{}, empty{}},
-	"agentSession.detach":  {api.DetachParams{}, empty{}},
-	"agentSession.get":     {api.SessionParams{}, api.SessionInfo{}},
-	"agentSession.hold":    {api.HoldParams{}, api.HoldResult{}},
-	"agentSession.list":    {api.ListParams{}, api.ListResult{}},
-	"agentSession.read":    {api.ReadParams{}, api.ReadResult{}},
-	"agentSession.release": {api.ReleaseParams{}, api.ReleaseResult{}},
-	"agentSession.respond": {api.RespondParams{}, empty{}},
-	"agentSession.send":    {api.SendParams{}, api.SendResult{}},
-	"daemon.shutdown":      {nil, empty{}},
-	"daemon.stats":         {nil, map[string]any{}},
-	"daemon.status":        {nil, Status{}},
-	"daemon.upgrade":       {api.UpgradeParams{}, api.UpgradeResult{}},
-	"initialize":           {InitializeParams{}, InitializeResult{}},
-	"rpc.discover":         {nil, map[string]any{}},
+	"agentSession.attach":        {api.AttachParams{}, api.AttachResult{}},
+	"agentSession.cancel":        {api.SessionParams{}, api.CancelResult{}},
+	"agentSession.close":         {api.SessionParams{}, api.CloseResult{}},
+	"agentSession.create":        {api.CreateParams{}, api.SessionInfo{}},
+	"agentSession.delete":        {api.SessionParams{}, empty{}},
+	"agentSession.detach":        {api.DetachParams{}, empty{}},
+	"agentSession.get":           {api.SessionParams{}, api.SessionInfo{}},
+	"agentSession.hold":          {api.HoldParams{}, api.HoldResult{}},
+	"agentSession.list":          {api.ListParams{}, api.ListResult{}},
+	"agentSession.listAccounts":  {api.ListAccountsParams{}, api.ListAccountsResult{}},
+	"agentSession.read":          {api.ReadParams{}, api.ReadResult{}},
+	"agentSession.release":       {api.ReleaseParams{}, api.ReleaseResult{}},
+	"agentSession.respond":       {api.RespondParams{}, empty{}},
+	"agentSession.send":          {api.SendParams{}, api.SendResult{}},
+	"agentSession.switchAccount": {api.SwitchAccountParams{}, api.SwitchAccountResult{}},
+	"daemon.shutdown":            {nil, empty{}},
+	"daemon.stats":               {nil, map[string]any{}},
+	"daemon.status":              {nil, Status{}},
+	"daemon.upgrade":             {api.UpgradeParams{}, api.UpgradeResult{}},
+	"initialize":                 {InitializeParams{}, InitializeResult{}},
+	"rpc.discover":               {nil, map[string]any{}},
 }
 
 // notifyTypes are the params of the notifications the server sends.
@@ -73,6 +75,10 @@ var eventData = map[string]any{
 	event.TurnDiff:              event.TurnDiffData{},
 	event.TurnUsage:             event.TurnUsageData{},
 	event.ProviderNotice:        event.NoticeData{},
+	event.AccountSwitchQueued:   event.AccountSwitchData{},
+	event.AccountSwitched:       event.AccountSwitchData{},
+	event.AccountSwitchFailed:   event.AccountSwitchData{},
+	event.AccountExhausted:      event.AccountExhaustedData{},
 }
 
 // protoErrors are the protocol-level errors (not an api.Kind), by

@@ -63,6 +63,8 @@ func sessionOf(p any) string {
 		return p.SessionID
 	case *api.RespondParams:
 		return p.SessionID
+	case *api.SwitchAccountParams:
+		return p.SessionID
 	}
 	return ""
 }

@@ -82,7 +82,7 @@ func TestErrorTableMatchesDoc(t *testing.T) {
 			doc[strings.Trim(strings.TrimSpace(cells[2]), "`")] = strings.TrimSpace(cells[1])
 		}
 	}
-	for k := api.KindInternal; k <= api.KindThreadBusy; k++ {
+	for k := api.KindInternal; k <= api.KindUnknownAccount; k++ {
 		code, ok := kindCodes[k]
 		if !ok {
 			t.Errorf("kind %s has no code", k)

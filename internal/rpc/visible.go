@@ -10,14 +10,15 @@ import (
 // sees reports whether events of type typ go to this connection: item
 // events only to connections that negotiated agent-session.items.v1.
 func (c *conn) sees(typ string) bool {
-	return (!event.ItemsV1(typ) || c.has(api.CapItems)) && (!event.RuntimesV1(typ) || c.has(api.CapRuntimes))
+	return (!event.ItemsV1(typ) || c.has(api.CapItems)) && (!event.RuntimesV1(typ) || c.has(api.CapRuntimes)) &&
+		(!event.AccountsV1(typ) || c.has(api.CapAccounts))
 }
 
 // visible filters a page of events down to those the connection sees, in
 // place. Seqs of the rest stay as they are (they skip where the hidden
 // ones stand); lastSeq and hasMore still describe the whole journal.
 func (c *conn) visible(evs []event.Event) []event.Event {
-	if c.has(api.CapItems) && c.has(api.CapRuntimes) {
+	if c.has(api.CapItems) && c.has(api.CapRuntimes) && c.has(api.CapAccounts) {
 		return evs
 	}
 	out := evs[:0]

@@ -22,9 +22,27 @@ type Record struct {
 	// not begun that thread yet (no turn): a resume it refuses as not
 	// found starts it afresh under the same id, with nothing replaced.
 	ThreadFresh bool              `json:"threadFresh,omitempty"`
-	Env         map[string]string `json:"env,omitempty"` // provider env pinned at create
-	Options     json.RawMessage   `json:"options,omitempty"`
-	LastExit    json.RawMessage   `json:"lastExit,omitempty"`
+	Env         map[string]string `json:"env,omitempty"` // provider env pinned at create (the account's, since accounts)
+	// Account is the profile's account the session runs under ("":
+	// a record from before accounts, named by accountOf in the host).
+	Account string `json:"account,omitempty"`
+	// PendingSwitch is a switch queued behind a running turn, applied
+	// right after its turn.completed (or at the next hold).
+	PendingSwitch *PendingSwitch `json:"pendingSwitch,omitempty"`
+	// Portable: the session's next turn carries its completed history
+	// from the journal (a portable account switch started a fresh thread).
+	Portable bool            `json:"portable,omitempty"`
+	Options  json.RawMessage `json:"options,omitempty"`
+	LastExit json.RawMessage `json:"lastExit,omitempty"`
+}
+
+// PendingSwitch is a queued account switch.
+type PendingSwitch struct {
+	To    string `json:"to"`
+	Cause string `json:"cause"`
+	// RetryTurn, for a rate-limit switch, is the failed turn whose prompt
+	// is sent again once switched.
+	RetryTurn string `json:"retryTurn,omitempty"`
 }
 
 // ErrNotFound means no record has that id.

@@ -31,6 +31,10 @@
 //	                 answer ends with " escaped=<pid>"
 //	/hog N           start a process that allocates and touches N MiB (≤ 4096)
 //	                 and sleeps. The answer ends with " hog=<pid>"
+//	/ratelimit       end the turn failed as codex does when the account hit
+//	                 its usage limit ($SESSIOND_ECHO_RATELIMIT: every turn)
+//	/history         the answer ends with " history=N": the thread's
+//	                 earlier turns, as its file in the home holds them
 //	/forkbomb N      start a shell (new session, stdio on /dev/null, env
 //	                 scrubbed) that starts N sleeping processes as fast as it
 //	                 can, going on past refused forks (N ≤ 4096). The answer

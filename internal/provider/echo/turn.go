@@ -32,6 +32,8 @@ type directives struct {
 	hogMiB     int    // memory /hog holds
 	numbered   bool   // flood deltas carry their number (zero-padded to floodBytes)
 	splitAt    string // a FIFO: the flood's middle delta line is cut in two around reading it
+	rateLimit  bool   // /ratelimit: the turn ends failed, usage limit reached (ratelimit.go)
+	history    bool   // /history: the answer ends with " history=N", the thread's earlier turns
 }
 
 func parseDirectives(text string) directives {
@@ -92,6 +94,10 @@ func parseDirectives(text string) directives {
 			}
 		case "/numbered":
 			d.numbered = true
+		case "/ratelimit":
+			d.rateLimit = true
+		case "/history":
+			d.history = true
 		case "/split":
 			if i+1 < len(f) {
 				d.splitAt = f[i+1]
@@ -140,11 +146,18 @@ func (s *server) runTurn(th *thread, tu *activeTurn, text string) {
 		return m
 	}
 	s.w.notify("turn/started", map[string]any{"threadId": th.id, "turn": map[string]any{"id": tu.id, "status": "inProgress", "items": []any{}}})
+	if s.rateLimited(th, tu, text, d, with) {
+		return
+	}
 	s.w.notify("item/started", with("item", map[string]any{"type": "agentMessage", "id": itemID, "text": ""}, "startedAtMs", time.Now().UnixMilli()))
 	if d.orphan {
 		s.spawnOrphan()
 	}
 	answer := "echo: " + text
+	if d.history {
+		_, past, _ := s.store.load(th.id)
+		answer += fmt.Sprintf(" history=%d", len(past))
+	}
 	if d.escape {
 		answer += fmt.Sprintf(" escaped=%d", s.spawnEscape(""))
 	}

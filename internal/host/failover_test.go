@@ -1,0 +1,112 @@
+package host
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/sessiond/sessiond/internal/api"
+	"github.com/sessiond/sessiond/internal/event"
+)
+
+// TestFailoverRetries: a rate-limited turn that produced no item marks
+// its account limited, the session switches to the next unlimited
+// account of the failover list and the same prompt goes once more as a
+// new turn carrying retryOf, which completes there.
+func TestFailoverRetries(t *testing.T) {
+	for _, profile := range []string{"failover", "sharedfailover"} {
+		t.Run(profile, func(t *testing.T) {
+			f := newFixture(t)
+			id := f.createOn(profile, "limited")
+			f.hold(id, "h", "c1")
+			failed := f.send(id, "please")
+			retry := f.waitFor(id, 0, func(ev event.Event) bool { return ev.Type == event.TurnStarted && data(ev)["retryOf"] == failed })
+			f.waitFor(id, 0, func(ev event.Event) bool { return ev.Type == event.TurnCompleted && ev.TurnID == retry.TurnID })
+			fd := data(f.eventOf(id, event.TurnCompleted))
+			if fd["status"] != "failed" || fd["reason"] != "rate_limited" || fd["resetsAt"] == nil {
+				t.Fatalf("the failed turn %v", fd)
+			}
+			sw := data(f.last(id, event.AccountSwitched))
+			if sw["from"] != "limited" || sw["to"] != "b" || sw["cause"] != "rate_limited" || sw["turnId"] != failed || sw["retried"] != true {
+				t.Fatalf("account.switched %v", sw)
+			}
+			if reply := f.replyOf(id, retry.TurnID); reply != "echo: please" || data(retry)["text"] != "please" {
+				t.Fatalf("retry %v replied %q", data(retry), reply)
+			}
+			n := 0
+			for _, typ := range f.types(id) {
+				if typ == event.TurnStarted {
+					n++
+				}
+			}
+			if n != 2 {
+				t.Fatalf("%d turns started, want the failed one and its retry: %v", n, f.types(id))
+			}
+			la, err := f.h.ListAccounts(context.Background(), api.ListAccountsParams{Provider: profile})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range la.Accounts {
+				switch a.Name {
+				case "limited":
+					if a.LimitedUntil == nil || *a.LimitedUntil != fd["resetsAt"] {
+						t.Fatalf("limited: %+v (resetsAt %v)", a, fd["resetsAt"])
+					}
+				case "b":
+					if a.LimitedUntil != nil || a.Sessions != 1 {
+						t.Fatalf("b: %+v", a)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestFailoverNoRetryAfterItem: a rate-limited turn that already ran a
+// command switches but is not sent again (an effect must never run
+// twice); account.switched says why.
+func TestFailoverNoRetryAfterItem(t *testing.T) {
+	f := newFixture(t)
+	id := f.createOn("failover", "itemlimited")
+	f.hold(id, "h", "c1")
+	failed := f.send(id, "do it")
+	sw := f.waitFor(id, 0, isType(event.AccountSwitched))
+	d := data(sw)
+	if d["to"] != "limited" && d["to"] != "b" {
+		t.Fatalf("account.switched %v", d)
+	}
+	if d["retried"] == true || !strings.Contains(d["noRetry"].(string), "items") || d["turnId"] != failed {
+		t.Fatalf("account.switched %v", d)
+	}
+	f.send(id, "sync") // takes the session lock after the failover's goroutine let it go
+	n := 0
+	evs, _, _, _ := f.j.Read(id, 0, 4096)
+	for _, ev := range evs {
+		if ev.Type == event.TurnStarted && data(ev)["text"] == "do it" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("a turn that ran a command was sent %d times: %v", n, f.types(id))
+	}
+}
+
+// TestFailoverExhausted: every account of the failover list limited:
+// the turn stays failed and account.exhausted is journaled.
+func TestFailoverExhausted(t *testing.T) {
+	f := newFixture(t)
+	f.h.mu.Lock()
+	f.h.limited[runtimeKey{profile: "failover", account: "b"}] = f.clk.Now().Add(defaultLimit)
+	f.h.limited[runtimeKey{profile: "failover", account: "itemlimited"}] = f.clk.Now().Add(2 * defaultLimit)
+	f.h.mu.Unlock()
+	id := f.createOn("failover", "limited")
+	f.hold(id, "h", "c1")
+	f.send(id, "x")
+	ex := data(f.waitFor(id, 0, isType(event.AccountExhausted)))
+	if ex["until"] != f.clk.Now().Add(defaultLimit).UTC().Format("2006-01-02T15:04:05Z07:00") {
+		t.Fatalf("exhausted %v", ex)
+	}
+	if si := f.info(id); si.Account != "limited" {
+		t.Fatalf("account %q", si.Account)
+	}
+}
