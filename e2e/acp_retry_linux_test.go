@@ -20,8 +20,10 @@ import (
 // cutRelay stands between a bridge and the daemon (the bridge's --socket
 // names it): it copies newline-framed JSON-RPC both ways and, on the
 // first agentSession.send it sees, cuts the connection, once:
-//   - cutBefore: without forwarding the send (the daemon never sees it);
-//   - cutAfterAnswer: after forwarding it, once the daemon's answer to it
+//   - before: without forwarding the send (the daemon never sees it);
+//   - afterForward: right after forwarding it (the daemon may or may not
+//     run it before it sees the connection end);
+//   - afterAnswer: after forwarding it, once the daemon's answer to it
 //     came back, which it drops (the daemon ran the send, the bridge
 //     never hears of it; what the daemon wrote after the send is dropped
 //     too).
@@ -31,20 +33,29 @@ type cutRelay struct {
 	t      *testing.T
 	ln     net.Listener
 	target string
-	before bool
+	mode   cutMode
 	mu     sync.Mutex
 	fired  bool
 	conns  int
 	cut    chan struct{} // closed when the cut happened
 }
 
-func startCutRelay(t *testing.T, target string, before bool) *cutRelay {
+// cutMode is where a cutRelay cuts (its comment).
+type cutMode int
+
+const (
+	cutBefore cutMode = iota
+	cutAfterForward
+	cutAfterAnswer
+)
+
+func startCutRelay(t *testing.T, target string, mode cutMode) *cutRelay {
 	t.Helper()
 	ln, err := net.Listen("unix", filepath.Join(shortDir(t), "relay.sock"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &cutRelay{t: t, ln: ln, target: target, before: before, cut: make(chan struct{})}
+	r := &cutRelay{t: t, ln: ln, target: target, mode: mode, cut: make(chan struct{})}
 	t.Cleanup(func() { ln.Close() })
 	go r.serve()
 	return r
@@ -135,17 +146,22 @@ func (r *cutRelay) inspect(up, down net.Conn) {
 			return
 		}
 		var f frame
-		if json.Unmarshal(line, &f) == nil && f.Method == "agentSession.send" {
-			if r.before {
-				cut()
-				return
-			}
+		send := json.Unmarshal(line, &f) == nil && f.Method == "agentSession.send"
+		if send && r.mode == cutBefore {
+			cut()
+			return
+		}
+		if send {
 			mu.Lock()
 			sendID = append([]byte(nil), f.ID...)
 			mu.Unlock()
 		}
 		if _, err := down.Write(line); err != nil {
 			up.Close()
+			return
+		}
+		if send && r.mode == cutAfterForward {
+			cut()
 			return
 		}
 	}
@@ -177,21 +193,22 @@ func turnsStarted(t *testing.T, c *rpc.Client, id string) (started, completed in
 
 // TestACPBridgeSendRetriedOnce: the bridge's connection to the daemon is
 // cut under its agentSession.send, by a relay of the test's own, at the
-// two places a send can be lost: after the daemon ran it and before its
-// answer reached the bridge (afterAnswer), and before the daemon saw it
-// (before). Either way the bridge dials again, sends again with the same
+// places a send can be lost: after the daemon ran it and before its
+// answer reached the bridge (afterAnswer), right after it was written
+// (afterForward: whether the daemon runs it is the daemon's race with
+// the connection's end), and before the daemon saw it (before). Either way the bridge dials again, sends again with the same
 // clientMessageId, and the turn runs exactly once: one turn.started in
 // the journal, the editor's prompt answered end_turn with the echo's
 // text once. (Mutations: no retry -> the prompt answers an error, both
 // cases; a fresh clientMessageId on the retry -> two turns, afterAnswer.)
 func TestACPBridgeSendRetriedOnce(t *testing.T) {
 	for _, c := range []struct {
-		name   string
-		before bool
-	}{{"afterAnswer", false}, {"before", true}} {
+		name string
+		mode cutMode
+	}{{"afterAnswer", cutAfterAnswer}, {"afterForward", cutAfterForward}, {"before", cutBefore}} {
 		t.Run(c.name, func(t *testing.T) {
 			d := daemontest.Start(t, daemontest.Options{})
-			r := startCutRelay(t, d.Socket, c.before)
+			r := startCutRelay(t, d.Socket, c.mode)
 			e := startEditor(t, "--socket", r.socket())
 			e.initialize()
 			id := e.newSession(t.TempDir())
