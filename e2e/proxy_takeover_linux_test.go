@@ -39,7 +39,8 @@ func spawnGate(pid int, lock string) bool {
 
 // TestE2EProxyStartLockOneSpawn: four proxies started together against a
 // state dir with no daemon spawn exactly one daemon between them, and
-// after `ctl shutdown` of it none starts another behind it (902d1f9:
+// after `ctl shutdown` of it none starts another behind it, until a
+// proxy started afterwards asks for one (902d1f9:
 // without the start lock each spawned its own; the store's flock let one
 // serve, and a loser still waiting for that flock took over once the
 // winner stopped).
@@ -167,4 +168,18 @@ func TestE2EProxyStartLockOneSpawn(t *testing.T) {
 	} else if !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatal(err)
 	}
+	// Unless asked: a proxy started now starts a daemon again (the FIFO's
+	// read side is still open, so its log open does not wait).
+	p := startProxy(t, "--socket", sock, "--state-dir", state, "--config", cfg)
+	io.WriteString(p.stdin, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"client":{"name":"proxy-e2e","version":"0"},"capabilities":[]}}`+"\n"+
+		`{"jsonrpc":"2.0","id":1,"method":"daemon.status"}`+"\n")
+	p.stdin.Close()
+	got, code := p.wait(t)
+	var st struct {
+		Result rpc.Status `json:"result"`
+	}
+	if code != 0 || len(got) != 2 || json.Unmarshal([]byte(got[1]), &st) != nil || st.Result.PID == 0 || st.Result.PID == pids[0] {
+		t.Fatalf("a proxy asked after the shutdown: exit %d, %q: %s", code, got, p.stderr.String())
+	}
+	stopDaemon(t, sock, state, st.Result.PID)
 }
