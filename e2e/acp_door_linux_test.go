@@ -295,6 +295,37 @@ func TestACPBridgeDaemonGone(t *testing.T) {
 	}
 }
 
+// TestACPBridgeStdinEOFWhileReconnecting: the editor goes away (stdin
+// EOF) while the bridge is dialling a daemon that is gone: the bridge
+// exits instead of waiting for good for a connection that will not come.
+// (Before: its last step waited on the reconnect's link, which a
+// cancelled reconnect never makes ready; the bridge never exited.)
+func TestACPBridgeStdinEOFWhileReconnecting(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Options{})
+	bad := filepath.Join(t.TempDir(), "bad.toml")
+	if err := os.WriteFile(bad, []byte("no_such_key = 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := startEditor(t, "--socket", d.Socket, "--state-dir", t.TempDir(), "--config", bad)
+	e.initialize()
+	e.newSession(t.TempDir())
+	d.Kill()
+	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(e.stderrOf(), "reconnecting to"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the bridge never began to reconnect; stderr:\n%s", e.stderrOf())
+		}
+	}
+	e.in.Close()
+	select {
+	case <-e.exit:
+	case <-time.After(90 * time.Second): // past reconnectWait: not a speed bound
+		t.Fatalf("the bridge lives on 90 s after its stdin ended; stderr:\n%s", e.stderrOf())
+	}
+	if strings.Contains(e.stderrOf(), "could not be reached again") {
+		t.Fatalf("the bridge exited only when its reconnect gave up, not at stdin's end; stderr:\n%s", e.stderrOf())
+	}
+}
+
 // TestACPBridgeLiveUpgrade: a live upgrade closes the bridge's connection
 // (after daemon.restarting) while a turn runs on; the bridge reconnects to
 // the upgraded daemon, holds again and catches up: the prompt answers

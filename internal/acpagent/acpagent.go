@@ -81,7 +81,8 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	b.d = newDaemonLink(c)
 	defer func() {
 		cancel()
-		if c, err := b.d.client(context.Background()); err == nil {
+		// Never waits: a reconnect the cancel abandoned leaves no link ready.
+		if c := b.d.current(); c != nil {
 			c.Close()
 		}
 	}()

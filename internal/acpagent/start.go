@@ -93,6 +93,20 @@ func (d *daemonLink) client(ctx context.Context) (*rpc.Client, error) {
 	}
 }
 
+// current is the ready link's client without waiting: nil while a
+// reconnect runs or after one was abandoned (the bridge is ending).
+func (d *daemonLink) current() *rpc.Client {
+	d.mu.Lock()
+	l := d.cur
+	d.mu.Unlock()
+	select {
+	case <-l.ready:
+		return l.c
+	default:
+		return nil
+	}
+}
+
 // lostConn reports whether err is the daemon's connection closing under
 // a call (the call may or may not have reached the daemon).
 func lostConn(err error) bool { return errors.Is(err, jsonrpc2.ErrClosed) }
