@@ -231,3 +231,44 @@ func TestAdoptedRuntimeKeepsRequestIDs(t *testing.T) {
 	}
 	f.reply(t, late, map[string]any{"who": "the abandoned request"})
 }
+
+// TestAdoptedRuntimeThreadNobodyHas: the handed-over runtime names a
+// thread no adopted session installs (its session was not adopted, or a
+// hostile handoff). Its lines are dropped quietly (not unknown-thread
+// anomalies), a server request of it is answered with an error (the
+// provider does not wait on it) and the other thread goes on untouched.
+func TestAdoptedRuntimeThreadNobodyHas(t *testing.T) {
+	fr := pausableRuntime(t)
+	f := fr.f
+	go func() { _ = fr.rt.Handshake(testCtx(t)) }()
+	f.reply(t, f.expect(t, "initialize"), map[string]any{"userAgent": "fake"})
+	f.expect(t, "initialized")
+	a, _ := fr.thread(t, "thr_A")
+	fr.thread(t, "thr_X")
+	fr.turn(t, a, "t_a", "pa")
+	rec := newRecorder()
+	nr := handOver(t, fr.rt, func() { _ = fr.outW.Close() }, fr.logs, func(nr provider.AdoptedRuntime, states map[provider.Thread]json.RawMessage) {
+		for _, st := range states {
+			if strings.Contains(string(st), `"threadId":"thr_A"`) {
+				if _, err := nr.AdoptThread(provider.Options{Cwd: "/w", Emit: rec.emit}, st); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	})
+	f.send(t, map[string]any{"method": "item/agentMessage/delta", "params": map[string]any{"threadId": "thr_X", "turnId": "px", "itemId": "i", "delta": "X's"}})
+	f.send(t, map[string]any{"id": 77, "method": "item/commandExecution/requestApproval", "params": map[string]any{"threadId": "thr_X", "turnId": "px", "itemId": "c"}})
+	refusal := f.expect(t, "")
+	if refusal["id"] != float64(77) || refusal["error"] == nil {
+		t.Fatalf("the request of a thread nobody has was answered %v", refusal)
+	}
+	f.send(t, map[string]any{"method": "item/agentMessage/delta", "params": map[string]any{"threadId": "thr_A", "turnId": "pa", "itemId": "i", "delta": "A's"}})
+	f.send(t, map[string]any{"method": "turn/completed", "params": map[string]any{"threadId": "thr_A", "turn": map[string]any{"id": "pa", "status": "completed"}}})
+	rec.waitFor(t, event.TurnCompleted, "t_a")
+	if got := deltas(rec.all()); got != "A's;" {
+		t.Errorf("thread A's deltas after the handover: %q", got)
+	}
+	if k := nr.Anomalies("unknown_thread"); k != 0 {
+		t.Errorf("%d unknown-thread anomalies for a handed-over thread nobody installed", k)
+	}
+}
