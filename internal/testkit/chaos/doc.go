@@ -6,5 +6,8 @@
 // with the echo profile on processes = "account" (every session a thread
 // of one runtime) and, each round, a SIGKILL of a runtime mid-turn while
 // the daemon lives (its sessions must leave the dead pid within 8 s)
-// before the daemon's own SIGKILL. The package has no production code.
+// before the daemon's own SIGKILL. TestChaosUpgradeShared is the live
+// upgrade run (TestChaosUpgrade) on shared runtimes, a runtime SIGKILLed
+// around the handover in about half the rounds. The package has no
+// production code.
 package chaos

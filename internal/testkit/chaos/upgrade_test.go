@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -56,6 +57,7 @@ func runChaosUpgrade(t *testing.T, shared bool) {
 	pid := d.Status(t).PID
 	var ops, hostileOps atomic.Int64
 	violations, refusals, checked := 0, 0, 0
+	var handoverKills int // runtimes SIGKILLed around a handover (written by one goroutine per round, read after wg.Wait)
 	var worst time.Duration
 	for round := 1; round <= *upgrades; round++ {
 		stop := make(chan struct{})
@@ -75,6 +77,24 @@ func runChaosUpgrade(t *testing.T, shared bool) {
 		b := builds[round%2]
 		var res api.UpgradeResult
 		start := time.Now()
+		if shared && *killRuntimes && rng.Intn(2) == 0 {
+			// Every other round on average, a runtime is SIGKILLed at a
+			// random moment around the handover (while frozen, between the
+			// images, while adopted or just after): its sessions must get
+			// their tails (provider_exited), nothing may be left running.
+			var st rpc.Status
+			if err := d.Client(t, api.CapRuntimes).Call(ctxT(t), "daemon.status", struct{}{}, &st); err == nil && len(st.Runtimes) > 0 {
+				victim, after := st.Runtimes[rng.Intn(len(st.Runtimes))].PID, time.Duration(rng.Intn(400))*time.Millisecond
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					time.Sleep(after) // the random kill moment (not a wait for anything)
+					if syscall.Kill(victim, syscall.SIGKILL) == nil {
+						handoverKills++
+					}
+				}()
+			}
+		}
 		for try := 1; ; try++ {
 			c := d.Client(t)
 			err := c.Call(ctxT(t), "daemon.upgrade", api.UpgradeParams{Binary: b.path}, &res)
@@ -123,8 +143,8 @@ func runChaosUpgrade(t *testing.T, shared bool) {
 		t.Errorf("seed %d: VIOLATION pid %d still runs after the daemon stopped", s, pid)
 	}
 	violations += len(orphans)
-	line := fmt.Sprintf("chaos upgrade: shared=%v upgrades=%d refused_and_retried=%d operations=%d hostile_operations=%d events_checked=%d longest_upgrade_ms=%d orphans=%d violations=%d seed=%d",
-		shared, *upgrades, refusals, ops.Load(), hostileOps.Load(), checked, worst.Milliseconds(), len(orphans), violations, s)
+	line := fmt.Sprintf("chaos upgrade: shared=%v handover_kills=%d upgrades=%d refused_and_retried=%d operations=%d hostile_operations=%d events_checked=%d longest_upgrade_ms=%d orphans=%d violations=%d seed=%d",
+		shared, handoverKills, *upgrades, refusals, ops.Load(), hostileOps.Load(), checked, worst.Milliseconds(), len(orphans), violations, s)
 	t.Log(line)
 	fmt.Println(line)
 }
