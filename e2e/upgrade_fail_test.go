@@ -142,8 +142,13 @@ sed -i 's/"stateId":"[^"]*"/"stateId":"someone-else"/' "$SESSIOND_HANDOFF"; exec
 }
 
 func testUpgradeDies(t *testing.T, body string) *daemontest.Daemon {
+	return testUpgradeDiesWith(t, "", body)
+}
+
+// testUpgradeDiesWith is testUpgradeDies on a daemon with config.
+func testUpgradeDiesWith(t *testing.T, config, body string) *daemontest.Daemon {
 	next := script(t, body)
-	d := daemontest.Start(t, daemontest.Options{})
+	d := daemontest.Start(t, daemontest.Options{Config: config})
 	c := d.Client(t)
 	idle, _ := liveSession(t, c)
 	busy, _ := liveSession(t, c)
@@ -172,6 +177,21 @@ func testUpgradeDies(t *testing.T, body string) *daemontest.Daemon {
 		t.Fatalf("the open turn was not closed daemon_restart: %s", tail(evs, 6))
 	}
 	return d
+}
+
+// TestE2EUpgradeTruncatedHandoffShared: the new image finds the handoff
+// cut in half (its shared runtime's and sessions' state unreadable): it
+// takes it for no handoff of its own ("unreadable"), cannot open the store
+// (the old image's lock, inherited, is still held) and exits; the next
+// start reaps the runtime and every session ends as after a crash,
+// nothing left running.
+func TestE2EUpgradeTruncatedHandoffShared(t *testing.T) {
+	d := testUpgradeDiesWith(t, "[providers.echo]\nprocesses = \"account\"\n", `case "$1" in version) exec "$REAL" "$@";; esac
+n=$(wc -c < "$SESSIOND_HANDOFF"); head -c $((n / 2)) "$SESSIOND_HANDOFF" > "$SESSIOND_HANDOFF.cut"; mv "$SESSIOND_HANDOFF.cut" "$SESSIOND_HANDOFF"
+exec "$REAL" "$@"`)
+	if log := d.Log.String(); !strings.Contains(log, "ignoring SESSIOND_HANDOFF") || !strings.Contains(log, "unreadable") {
+		t.Fatalf("no line on the unreadable handoff:\n%s", log)
+	}
 }
 
 // TestE2ECtlUpgrade: `ctl upgrade --binary` prints the versions and the

@@ -153,8 +153,9 @@ func (h *Host) adoptOne(s HandoffSession, rts map[string]*adoptedRuntime) error 
 	if s.RuntimeID != "" {
 		ar := rts[s.RuntimeID]
 		if ar == nil {
-			h.log.Warn("handed-over session's runtime exited before adoption; its session is closed as after a crash",
+			h.log.Warn("handed-over session's runtime exited before adoption; its session is closed as after a crash, reason provider_exited",
 				"session_id", s.ID, "runtime_id", s.RuntimeID)
+			h.markDiedInHandoff(s.ID)
 			return nil
 		}
 		return h.adoptThread(s, rec, ar)
@@ -180,8 +181,9 @@ func (h *Host) adoptOne(s HandoffSession, rts map[string]*adoptedRuntime) error 
 	if errors.Is(err, proc.ErrChildGone) {
 		// It exited between the handoff and now: its session is closed
 		// by reap-orphans as after a crash (pid-absent evidence).
-		h.log.Warn("handed-over provider exited before adoption; its session is closed as after a crash",
+		h.log.Warn("handed-over provider exited before adoption; its session is closed as after a crash, reason provider_exited",
 			"session_id", s.ID, "pid", s.Child.PID, "err", err)
+		h.markDiedInHandoff(s.ID)
 		return nil
 	}
 	if err != nil {
@@ -240,6 +242,14 @@ func (h *Host) adoptThread(s HandoffSession, rec store.Record, ar *adoptedRuntim
 	h.log.Info("session adopted", "session_id", s.ID, "fence", s.Fence, "pid", rt.pid, "runtime_id", rt.id,
 		"thread_id", s.ThreadID, "release_at", s.ReleaseAt)
 	return nil
+}
+
+// markDiedInHandoff records that id's handed-over process exited before
+// it could be adopted: startup's tail for it says provider_exited.
+func (h *Host) markDiedInHandoff(id string) {
+	h.mu.Lock()
+	h.diedInHandoff[id] = true
+	h.mu.Unlock()
 }
 
 // adoptedMapLocked reports whether id (a session or a shared runtime) was

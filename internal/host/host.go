@@ -128,9 +128,13 @@ type Host struct {
 	// again while they run).
 	stale   map[string]map[*sharedRuntime]bool
 	limited map[runtimeKey]time.Time // rate-limited accounts -> when the limit lifts
-	subs    map[string]*subscription
-	conns   map[string]*connState
-	closing bool
+	// diedInHandoff: sessions whose handed-over process (their child or
+	// their runtime) exited between the old image's freeze and Adopt; the
+	// provider died, the daemon did not restart (startup.go's tail).
+	diedInHandoff map[string]bool
+	subs          map[string]*subscription
+	conns         map[string]*connState
+	closing       bool
 
 	// starts is cancelled (cause errShuttingDown) when the shutdown
 	// begins: a provider start in progress gives up and tears its child
@@ -196,19 +200,20 @@ func New(o Options) (*Host, error) {
 		o.Logger.Warn("boot id unavailable; owner probes will be unverifiable", "err", err)
 	}
 	h := &Host{
-		o:        o,
-		log:      o.Logger,
-		st:       o.Store,
-		j:        o.Journal,
-		clock:    o.Clock,
-		bootID:   boot,
-		sessions: make(map[string]*entry),
-		runtimes: make(map[runtimeKey]*sharedRuntime),
-		loaded:   make(map[string]*sharedRuntime),
-		stale:    make(map[string]map[*sharedRuntime]bool),
-		limited:  make(map[runtimeKey]time.Time),
-		subs:     make(map[string]*subscription),
-		conns:    make(map[string]*connState),
+		o:             o,
+		log:           o.Logger,
+		st:            o.Store,
+		j:             o.Journal,
+		clock:         o.Clock,
+		bootID:        boot,
+		sessions:      make(map[string]*entry),
+		runtimes:      make(map[runtimeKey]*sharedRuntime),
+		loaded:        make(map[string]*sharedRuntime),
+		stale:         make(map[string]map[*sharedRuntime]bool),
+		limited:       make(map[runtimeKey]time.Time),
+		diedInHandoff: map[string]bool{},
+		subs:          make(map[string]*subscription),
+		conns:         make(map[string]*connState),
 	}
 	h.starts, h.cancelStarts = context.WithCancelCause(context.Background())
 	h.stopChild = func(ctx context.Context, c *proc.Child, l proc.Ladder) proc.Verdict { return c.Stop(ctx, l) }

@@ -148,7 +148,11 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 			h.log.Error("orphan not proven gone; lease kept", "session_id", id, "fence", rec.Fence, "root", v.Root.String())
 			continue
 		}
-		if err := h.restartTail(ctx, id, v, true); err != nil {
+		reason := event.ReasonDaemonRestart
+		if h.diedInHandoffOf(id) {
+			reason = event.ReasonProviderExited // it died in a live upgrade; the daemon did not restart
+		}
+		if err := h.restartTail(ctx, id, v, true, reason); err != nil {
 			return "reaped", reaped, err
 		}
 		if _, err := h.leases.Release(id, rec.Fence, &evidence); err != nil && !errors.Is(err, lease.ErrStaleFence) {
@@ -212,23 +216,31 @@ func (h *Host) reapOrphans(ctx context.Context) (string, int, error) {
 
 // restartTail journals the end of a session the daemon lost: its open
 // approvals cancelled, its open items and the open turn interrupted, provider.exited (unless withExit is false) and session.ended,
-// all with reason daemon_restart.
-func (h *Host) restartTail(ctx context.Context, id string, v proc.Verdict, withExit bool) error {
+// all with reason (daemon_restart; provider_exited for a provider that
+// died during a live upgrade's handover).
+func (h *Host) restartTail(ctx context.Context, id string, v proc.Verdict, withExit bool, reason string) error {
 	st := h.j.State(id)
-	tail := append(cancelApprovals(st, event.ReasonDaemonRestart), h.interruptItems(id, st)...)
+	tail := append(cancelApprovals(st, reason), h.interruptItems(id, st)...)
 	if st.OpenTurn != "" {
 		tail = append(tail, event.New(event.TurnCompleted, st.OpenTurn, event.TurnCompletedData{
-			Status: event.StatusInterrupted, Reason: event.ReasonDaemonRestart}))
+			Status: event.StatusInterrupted, Reason: reason}))
 	}
 	if withExit {
 		tail = append(tail, event.New(event.ProviderExited, "", event.ProviderExitedData{
 			Root: v.Root.String(), Tree: v.Tree.String(), Code: v.Code, Expected: false}))
 	}
-	tail = append(tail, event.New(event.SessionEnded, "", event.SessionEndedData{Reason: event.ReasonDaemonRestart}))
+	tail = append(tail, event.New(event.SessionEnded, "", event.SessionEndedData{Reason: reason}))
 	if _, err := h.j.Append(ctx, id, tail...); err != nil {
 		return fmt.Errorf("session %s: journal restart tail: %w", id, err)
 	}
 	return nil
+}
+
+// diedInHandoffOf: id's handed-over process exited before Adopt.
+func (h *Host) diedInHandoffOf(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.diedInHandoff[id]
 }
 
 // closeOpenTurns completes any other journal that still ends with an open
@@ -248,7 +260,7 @@ func (h *Host) closeOpenTurns(ctx context.Context) (string, int, error) {
 		}
 		st := h.j.State(id)
 		if st.OpenTurn != "" {
-			if err := h.restartTail(ctx, id, proc.Verdict{}, false); err != nil {
+			if err := h.restartTail(ctx, id, proc.Verdict{}, false, event.ReasonDaemonRestart); err != nil {
 				return "closed", n, err
 			}
 			n++

@@ -66,7 +66,11 @@ func (h *Host) settleRecordedRuntimes(ctx context.Context, rts []recordedRuntime
 				if handled[id] || h.adopted(id) || !h.journalOpen(id) {
 					continue
 				}
-				if err := h.restartTail(ctx, id, r.v, true); err != nil {
+				reason := event.ReasonDaemonRestart
+				if h.diedInHandoffOf(id) {
+					reason = event.ReasonProviderExited // it died in a live upgrade
+				}
+				if err := h.restartTail(ctx, id, r.v, true, reason); err != nil {
 					return err
 				}
 				handled[id] = true

@@ -8,6 +8,8 @@
 // the daemon lives (its sessions must leave the dead pid within 8 s)
 // before the daemon's own SIGKILL; after each restart, before any hold,
 // no runtime record may be left (daemon.stats staleRuntimeRecords: the
-// startup reaped each crashed run's runtime and deleted its record). The
-// package has no production code.
+// startup reaped each crashed run's runtime and deleted its record).
+// TestChaosUpgradeShared is the live upgrade run (TestChaosUpgrade) on
+// shared runtimes, a runtime SIGKILLed around the handover in about half
+// the rounds. The package has no production code.
 package chaos
