@@ -201,10 +201,16 @@ func (a *Adapter) onTokenUsage(p json.RawMessage) {
 		return
 	}
 	a.mu.Lock()
-	idle := a.turn == nil
+	// A resume restores the thread's last usage, naming the thread's last
+	// turn: no turn of ours. A reader that gets to that line only once
+	// StartTurn opened our turn finds it not yet bound (turn/started binds
+	// it, and codex reports a turn's usage only after that): it must not
+	// bind our turn to the old one, whose id would then refuse every line
+	// of the new turn.
+	stale := a.turn == nil || a.turn.provider == ""
 	a.mu.Unlock()
-	if idle {
-		return // a resume restores the thread's last usage: no turn of ours
+	if stale {
+		return
 	}
 	t, ok := a.resolveTurn(n.ThreadID, n.TurnID)
 	if !ok {
