@@ -62,3 +62,46 @@ func TestClaudeAccountsSwitch(t *testing.T) {
 	}
 	providertest.NoAnomalies(t, d, "claude")
 }
+
+// A 429 rate_limit_error on A (retried once by the CLI) ends the turn
+// failed {rate_limited}; the session fails over to b (cause rate_limited,
+// the transcript carried) and sends the same prompt once more (retryOf),
+// which completes on B with key B and the earlier turn; A is limited
+// (15 min: the CLI gives no reset time), b not.
+func TestClaudeAccountsFailover(t *testing.T) {
+	limited := claudetest.Reply{Status: 429, ErrorMessage: "This request would exceed your account's rate limit. Please try again later."}
+	m := claudetest.NewModel(t, claudetest.Text("noted"), limited, limited, claudetest.Text("done on B"))
+	envA, envB := claudetest.NewEnv(t, m.URL), claudetest.NewEnv(t, m.URL)
+	envA["ANTHROPIC_API_KEY"], envA["CLAUDE_CODE_MAX_RETRIES"] = "key-A", "1"
+	cfg := providerConfig(t, "claude", envA) + "failover = [\"default\", \"b\"]\n" + providertest.AccountTable("claude", "b",
+		map[string]string{"CLAUDE_CONFIG_DIR": envB["CLAUDE_CONFIG_DIR"], "ANTHROPIC_API_KEY": "key-B"})
+	d := providertest.Daemon(t, "", cfg)
+	s := providertest.NewSession(t, d, client, "claude", t.TempDir())
+	s.Turn(t, "remember the word pineapple-42")
+
+	failed := s.Send(t, "summarise the plan")
+	if tc := providertest.Decode[event.TurnCompletedData](t, s.Next(t, event.TurnCompleted)); tc.Status != event.StatusFailed || tc.Reason != event.ReasonRateLimited {
+		t.Fatalf("turn on A ended %+v", tc)
+	}
+	if sw := s.Switched(t, "default", "b", event.SwitchCauseRateLimited, event.ContinuityNative); sw.TurnID != failed || !sw.Retried {
+		t.Fatalf("account.switched %+v", sw)
+	}
+	retry := providertest.Decode[event.TurnStartedData](t, s.Next(t, event.TurnStarted))
+	if retry.RetryOf != failed || retry.Text != "summarise the plan" {
+		t.Fatalf("retry turn.started %+v", retry)
+	}
+	if tc := providertest.Decode[event.TurnCompletedData](t, s.Next(t, event.TurnCompleted)); tc.Status != event.StatusCompleted {
+		t.Fatalf("retry ended %+v", tc)
+	}
+	reqs := m.Requests()
+	last := reqs[len(reqs)-1]
+	if len(reqs) != 4 || last.Credential != "key-B" || !strings.Contains(last.Messages(), "pineapple-42") ||
+		!strings.Contains(last.Messages(), "summarise the plan") {
+		t.Fatalf("%d requests; the last with %q: %s", len(reqs), last.Credential, last.Messages())
+	}
+	accts := s.Accounts(t, "claude")
+	if a, b := accts["default"], accts["b"]; a.LimitedUntil == nil || b.LimitedUntil != nil {
+		t.Fatalf("accounts default %+v, b %+v", a, b)
+	}
+	providertest.NoAnomalies(t, d, "claude")
+}
