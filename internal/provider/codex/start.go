@@ -17,6 +17,10 @@ var ClientVersion = "dev"
 type threadResult struct {
 	Thread struct {
 		ID string `json:"id"`
+		// Turns are a resumed thread's past turns, oldest first.
+		Turns []struct {
+			ID string `json:"id"`
+		} `json:"turns"`
 	} `json:"thread"`
 }
 
@@ -94,16 +98,24 @@ func (a *Adapter) handshake(ctx context.Context) error {
 
 // thread runs thread/start or thread/resume and returns the thread id. On
 // a shared runtime the id is bound to this adapter on the reader
-// goroutine, before any later line is routed.
+// goroutine, before any later line is routed. A resumed thread's last
+// turn is noted there too as the turn that ended last: codex restores
+// its usage (thread/tokenUsage/updated naming it) right after the
+// answer, and that line must not bind our next turn to it.
 func (a *Adapter) thread(ctx context.Context, method string, params any) (string, error) {
-	var bind func(json.RawMessage, *RPCError)
 	var bindErr error
-	if a.rt != nil {
-		bind = func(raw json.RawMessage, rerr *RPCError) {
-			var tr threadResult
-			if rerr == nil && json.Unmarshal(raw, &tr) == nil && tr.Thread.ID != "" {
-				bindErr = a.rt.bind(tr.Thread.ID, a)
-			}
+	bind := func(raw json.RawMessage, rerr *RPCError) {
+		var tr threadResult
+		if rerr != nil || json.Unmarshal(raw, &tr) != nil || tr.Thread.ID == "" {
+			return
+		}
+		if n := len(tr.Thread.Turns); n > 0 && tr.Thread.Turns[n-1].ID != "" {
+			a.mu.Lock()
+			a.lastEnded = tr.Thread.Turns[n-1].ID
+			a.mu.Unlock()
+		}
+		if a.rt != nil {
+			bindErr = a.rt.bind(tr.Thread.ID, a)
 		}
 	}
 	raw, err := a.requestWithin(ctx, provider.HandshakeWithin(ctx, a.o.RequestTimeout), method, params, bind)
