@@ -90,7 +90,10 @@ while grep -qs '^State:.*[^Z] ' /proc/%[1]d/status /proc/%[2]d/status; do :; don
 	if pids := daemontest.TaggedProcesses(d.StateID); len(pids) != 1 || pids[0] != freshPID {
 		t.Errorf("processes of the daemon: %v, want only the new runtime %d", pids, freshPID)
 	}
-	if !strings.Contains(d.Log.String(), "exited before adoption") {
-		t.Errorf("no death before adoption logged:\n%s", d.Log.String())
+	// Gone before adoption, or still a zombie the new image reaps (then
+	// adopted, and its exit seen at once): either is logged.
+	if l := d.Log.String(); !strings.Contains(l, "exited before adoption") &&
+		!strings.Contains(l, `"msg":"provider exited"`) && !strings.Contains(l, `"msg":"runtime exited"`) {
+		t.Errorf("the provider's death in the handover is not logged:\n%s", l)
 	}
 }

@@ -108,6 +108,7 @@ func (h *Host) adoptRuntime(r HandoffRuntime) (*adoptedRuntime, error) {
 		return nil, fmt.Errorf("two handed-over runtimes for %s/%s", rt.key.profile, rt.key.account)
 	}
 	h.runtimes[rt.key] = rt
+	h.handedOver[rt.id] = true
 	for _, th := range r.Loaded {
 		h.loaded[th] = rt
 	}
@@ -199,6 +200,7 @@ func (h *Host) adoptOne(s HandoffSession, rts map[string]*adoptedRuntime) error 
 	defer h.mu.Unlock()
 	e.fence, e.pid, e.threadID, e.stopper = s.Fence, s.Child.PID, s.ThreadID, a
 	h.sessions[s.ID] = e
+	h.handedOver[s.ID] = true
 	h.armMapLocked(e, max(s.ReleaseAt.Sub(h.clock.Now()), 0))
 	h.wg.Add(1)
 	go h.watch(e, child, a.Done())
@@ -238,6 +240,7 @@ func (h *Host) adoptThread(s HandoffSession, rec store.Record, ar *adoptedRuntim
 	defer h.mu.Unlock()
 	e.fence, e.pid, e.threadID, e.stopper, e.rt = s.Fence, rt.pid, s.ThreadID, th, rt
 	h.sessions[s.ID] = e
+	h.handedOver[s.ID] = true
 	h.armMapLocked(e, max(s.ReleaseAt.Sub(h.clock.Now()), 0))
 	h.log.Info("session adopted", "session_id", s.ID, "fence", s.Fence, "pid", rt.pid, "runtime_id", rt.id,
 		"thread_id", s.ThreadID, "release_at", s.ReleaseAt)
@@ -255,7 +258,16 @@ func (h *Host) markDiedInHandoff(id string) {
 // adoptedMapLocked reports whether id (a session or a shared runtime) was
 // adopted from a handoff (Startup must neither reap its process nor close
 // its open turn). Needs the map lock.
+//
+// A session or runtime adopted in this process stays adopted once its
+// own teardown ended it and left the map: a handed-over child that died
+// at once (a zombie the new image still reaps) is torn down by its watch,
+// which may run while Startup's reap-orphans walks the leases it listed
+// before; that pass must not write a second tail (daemon_restart) for it.
 func (h *Host) adoptedMapLocked(id string) bool {
+	if h.handedOver[id] {
+		return true
+	}
 	if e := h.sessions[id]; e != nil && (e.child != nil || e.rt != nil) {
 		return true
 	}

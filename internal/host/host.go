@@ -132,9 +132,12 @@ type Host struct {
 	// their runtime) exited between the old image's freeze and Adopt; the
 	// provider died, the daemon did not restart (startup.go's tail).
 	diedInHandoff map[string]bool
-	subs          map[string]*subscription
-	conns         map[string]*connState
-	closing       bool
+	// handedOver: ids of the sessions and runtimes Adopt took over in
+	// this process (adoptedMapLocked).
+	handedOver map[string]bool
+	subs       map[string]*subscription
+	conns      map[string]*connState
+	closing    bool
 
 	// starts is cancelled (cause errShuttingDown) when the shutdown
 	// begins: a provider start in progress gives up and tears its child
@@ -212,6 +215,7 @@ func New(o Options) (*Host, error) {
 		stale:         make(map[string]map[*sharedRuntime]bool),
 		limited:       make(map[runtimeKey]time.Time),
 		diedInHandoff: map[string]bool{},
+		handedOver:    map[string]bool{},
 		subs:          make(map[string]*subscription),
 		conns:         make(map[string]*connState),
 	}
