@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/sessiond/sessiond/internal/api"
@@ -108,5 +109,51 @@ func TestFailoverExhausted(t *testing.T) {
 	}
 	if si := f.info(id); si.Account != "limited" {
 		t.Fatalf("account %q", si.Account)
+	}
+}
+
+// TestFailoverLimitKeptWhenSendComesFirst: a send takes the session lock
+// after a rate-limited turn ended but before its failover ran: the
+// account is still marked limited, and the failover switch is queued
+// behind the new turn (applied at its turn.completed, the failed
+// prompt not sent again: a newer one was).
+func TestFailoverLimitKeptWhenSendComesFirst(t *testing.T) {
+	f := newFixture(t)
+	id := f.createOn("failover", "b")
+	f.hold(id, "h", "c1")
+	release := make(chan struct{})
+	var once sync.Once
+	f.h.afterTurnBegins = func() { once.Do(func() { <-release }) } // the first afterTurn waits: the send below comes first
+	failed := f.send(id, "/ratelimit x")
+	f.waitFor(id, 0, func(ev event.Event) bool { return ev.Type == event.TurnCompleted && ev.TurnID == failed })
+	f.send(id, "/approve y")
+	req := f.waitFor(id, 0, isType(event.ApprovalRequested))
+	close(release)
+	q := data(f.waitFor(id, 0, isType(event.AccountSwitchQueued)))
+	if q["from"] != "b" || q["to"] != "itemlimited" || q["cause"] != "rate_limited" {
+		t.Fatalf("account.switch_queued %v", q)
+	}
+	la, err := f.h.ListAccounts(context.Background(), api.ListAccountsParams{Provider: "failover"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range la.Accounts {
+		if a.Name == "b" && a.LimitedUntil == nil {
+			t.Fatalf("b is not marked limited: %+v", a)
+		}
+	}
+	f.approveOpen(id, req)
+	sw := data(f.waitFor(id, 0, isType(event.AccountSwitched)))
+	if sw["to"] != "itemlimited" || sw["cause"] != "rate_limited" {
+		t.Fatalf("account.switched %v", sw)
+	}
+	evs, _, _, err := f.j.Read(id, 0, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if ev.Type == event.TurnStarted && data(ev)["retryOf"] != nil {
+			t.Fatalf("the failed prompt was sent again: %v", data(ev))
+		}
 	}
 }

@@ -73,6 +73,7 @@ func (h *Host) applyStoredPendingLocked(ctx context.Context, rec store.Record, p
 // turn.completed that may be followed by a switch (one queued, or a rate
 // limit) starts afterTurn.
 func (h *Host) emitter(e *entry, sink *journal.Sink) func(event.Draft) {
+	key := runtimeKey{profile: e.rec.Provider, account: accountOf(e.rec, h.o.Providers[e.rec.Provider])}
 	return func(d event.Draft) {
 		sink.Append(d)
 		if d.Type != event.TurnCompleted {
@@ -81,13 +82,18 @@ func (h *Host) emitter(e *entry, sink *journal.Sink) func(event.Draft) {
 		var td event.TurnCompletedData
 		_ = json.Unmarshal(d.Data, &td)
 		limited := td.Status == event.StatusFailed && td.Reason == event.ReasonRateLimited
+		if limited {
+			// Marked here, not by afterTurn: whatever takes the session
+			// lock first (a send starting another turn), the limit holds.
+			h.markLimited(e.id, key, td.ResetsAt)
+		}
 		if !limited && !e.pending.Load() {
 			return
 		}
 		h.wg.Add(1)
 		go func() {
 			defer h.wg.Done()
-			h.afterTurn(e.id, d.TurnID, limited, td.ResetsAt)
+			h.afterTurn(e.id, d.TurnID, limited)
 		}()
 	}
 }
@@ -95,7 +101,7 @@ func (h *Host) emitter(e *entry, sink *journal.Sink) func(event.Draft) {
 // afterTurn runs once a turn ended: the failover of a rate-limited one,
 // else the queued switch. A session no longer live keeps its queued
 // switch for its next start.
-func (h *Host) afterTurn(id, turnID string, limited bool, resetsAt string) {
+func (h *Host) afterTurn(id, turnID string, limited bool) {
 	if h.afterTurnBegins != nil {
 		h.afterTurnBegins()
 	}
@@ -122,12 +128,18 @@ func (h *Host) afterTurn(id, turnID string, limited bool, resetsAt string) {
 		h.log.Warn("after a turn: drain", "session_id", id, "err", err)
 		return
 	}
-	if h.j.State(id).OpenTurn != "" {
-		return // another turn began first: the switch waits for its end
-	}
 	prov := h.o.Providers[e.rec.Provider]
+	if h.j.State(id).OpenTurn != "" {
+		// Another turn began first: the switch waits for its end; a
+		// failover is queued (the failed prompt is not sent again: a
+		// newer one was).
+		if limited {
+			h.queueFailoverLocked(ctx, e, prov, turnID)
+		}
+		return
+	}
 	if limited {
-		cur = h.failoverLocked(ctx, e, prov, turnID, resetsAt)
+		cur = h.failoverLocked(ctx, e, prov, turnID)
 		return
 	}
 	cur = h.applyPendingLocked(ctx, e, prov)
