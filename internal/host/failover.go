@@ -42,6 +42,12 @@ func (h *Host) failoverLocked(ctx context.Context, e *entry, prov Provider, turn
 		note.NoRetry = "the failed turn already sent turn " + retryOf + "'s prompt again: it is sent once only"
 	}
 	out, err := h.switchLiveLocked(ctx, e, prov, next, event.SwitchCauseRateLimited, note)
+	if out.busy != nil {
+		if _, qerr := h.queueBusyLocked(ctx, e, accountOf(e.rec, prov), out.busy, &store.PendingSwitch{To: next, Cause: event.SwitchCauseRateLimited}); qerr != nil {
+			h.log.Error("queue the failover behind a runtime's recycle", "session_id", e.id, "err", qerr)
+		}
+		return e
+	}
 	if err != nil || out.e == nil || !note.Retried {
 		return out.e
 	}

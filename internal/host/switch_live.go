@@ -42,6 +42,9 @@ func (h *Host) switchLiveLocked(ctx context.Context, e *entry, prov Provider, to
 	if prov.shared() && old.ThreadID != "" {
 		if rt := h.staleIn(old.ThreadID, runtimeKey{profile: old.Provider, account: to}); rt != nil {
 			if err := h.recycleStale(ctx, rt, old.ThreadID); err != nil {
+				if errors.Is(err, errStaleBusy) {
+					return switchOutcome{e: e, busy: rt}, err // the caller queues it or fails it
+				}
 				return switchOutcome{e: e}, failed(err)
 			}
 		}

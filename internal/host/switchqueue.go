@@ -40,11 +40,29 @@ func (h *Host) queueSwitchLocked(ctx context.Context, e *entry, cur string, ps *
 		return api.SwitchAccountResult{Account: cur}, nil
 	}
 	if _, err := e.sink.Commit(ctx, event.New(event.AccountSwitchQueued, "", event.AccountSwitchData{
-		From: cur, To: ps.To, Cause: ps.Cause})); err != nil {
+		From: cur, To: ps.To, Cause: ps.Cause, Reason: ps.Reason})); err != nil {
 		return api.SwitchAccountResult{}, fmt.Errorf("session %s: journal account.switch_queued: %w", e.id, err)
 	}
 	h.log.Info("account switch queued behind the running turn", "session_id", e.id, "from", cur, "to", ps.To)
 	return api.SwitchAccountResult{Queued: true, Account: ps.To}, nil
+}
+
+// queueBusyLocked queues ps behind the recycle of rt, the joining
+// account's runtime that keeps a stale copy of e's thread
+// (account.switch_queued {reason: thread_busy}, once), and starts that
+// recycle. Needs the session lock.
+func (h *Host) queueBusyLocked(ctx context.Context, e *entry, cur string, rt *sharedRuntime, ps *store.PendingSwitch) (api.SwitchAccountResult, error) {
+	res := api.SwitchAccountResult{Queued: true, Account: ps.To}
+	if q := e.rec.PendingSwitch; q == nil || *q != (store.PendingSwitch{To: ps.To, Cause: ps.Cause, RetryTurn: ps.RetryTurn, Reason: event.ReasonThreadBusy}) {
+		next := *ps
+		next.Reason = event.ReasonThreadBusy
+		var err error
+		if res, err = h.queueSwitchLocked(ctx, e, cur, &next); err != nil {
+			return res, err
+		}
+	}
+	h.recycleBusy(rt, e.id)
+	return res, nil
 }
 
 // applyStoredPendingLocked applies a stored session's queued switch
@@ -161,6 +179,12 @@ func (h *Host) applyPendingLocked(ctx context.Context, e *entry, prov Provider) 
 		return e
 	}
 	out, err := h.switchLiveLocked(ctx, e, prov, ps.To, ps.Cause, event.AccountSwitchData{})
+	if out.busy != nil { // it keeps waiting, now for that runtime's recycle
+		if _, qerr := h.queueBusyLocked(ctx, e, cur, out.busy, ps); qerr != nil {
+			h.log.Error("queue a switch behind a runtime's recycle", "session_id", e.id, "err", qerr)
+		}
+		return e
+	}
 	if err != nil {
 		h.log.Warn("queued account switch failed", "session_id", e.id, "to", ps.To, "err", err)
 		if out.e == e {
