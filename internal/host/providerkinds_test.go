@@ -33,6 +33,7 @@ var providerSentinels = map[string]error{
 	"ErrNoHandover":         provider.ErrNoHandover,
 	"ErrRequestInFlight":    provider.ErrRequestInFlight,
 	"ErrNoThreadCopy":       provider.ErrNoThreadCopy,
+	"ErrThreadCopyTooLarge": provider.ErrThreadCopyTooLarge,
 }
 
 // TestProviderErrorTable: every provider error kind has its row in
