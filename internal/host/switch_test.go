@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -248,5 +249,32 @@ func TestSwitchNotFoundAtResume(t *testing.T) {
 				t.Fatalf("reply %q", reply)
 			}
 		})
+	}
+}
+
+// TestSwitchCopyTooLarge: the thread's copy in the leaving home is over
+// the mover's bound: the switch fails naming the bound, nothing is
+// written in the joining home, the session keeps its account.
+func TestSwitchCopyTooLarge(t *testing.T) {
+	f := newFixture(t)
+	id := f.createOn("acct", "a")
+	f.hold(id, "h", "c1")
+	f.turnDone(id, "one")
+	th := f.info(id).ThreadID
+	if err := os.Truncate(filepath.Join(f.home("acct", "a"), th+".jsonl"), provider.DefaultMoveMaxBytes+1); err != nil {
+		t.Fatal(err) // sparse: nothing written
+	}
+	_, err := f.h.SwitchAccount(context.Background(), api.SwitchAccountParams{SessionID: id, Account: "b"})
+	if api.KindOf(err) != api.KindProviderFailed || !errors.Is(err, provider.ErrThreadCopyTooLarge) {
+		t.Fatalf("err %v", err)
+	}
+	if fd := data(f.last(id, event.AccountSwitchFailed)); fd["to"] != "b" || !strings.Contains(fd["cause"].(string), "over the bound") {
+		t.Fatalf("switch_failed %v", fd)
+	}
+	if left, _ := os.ReadDir(f.home("acct", "b")); len(left) != 0 {
+		t.Fatalf("the joining home holds %v", left)
+	}
+	if si := f.info(id); si.Account != "a" || si.State != "live" {
+		t.Fatalf("after %+v", si)
 	}
 }
