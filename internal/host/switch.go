@@ -211,7 +211,7 @@ func (h *Host) switchError(id, to string, err error) error {
 	if errors.As(err, &ae) && ae.Kind != api.KindProviderFailed {
 		return ae
 	}
-	msg := fmt.Sprintf("session %s: switch to account %s failed, the session keeps its account: %v", id, to, err)
+	msg := fmt.Sprintf("session %s: switch to account %s failed, the session keeps its account", id, to) // Error() adds err once
 	return &api.Error{Kind: api.KindProviderFailed, Msg: msg, Err: err, Data: map[string]any{"cause": err.Error(), "account": to}}
 }
 

@@ -173,6 +173,9 @@ func TestSwitchFailedKeepsAccount(t *testing.T) {
 				t.Fatalf("err %v", err)
 			}
 			fd := data(f.last(id, event.AccountSwitchFailed))
+			if n := strings.Count(err.Error(), fd["cause"].(string)); n != 1 {
+				t.Fatalf("the answer names the cause %d times: %v", n, err) // the wire message is err.Error()
+			}
 			if fd["to"] != to || !strings.Contains(fd["cause"].(string), filepath.Join(profile, to)) {
 				t.Fatalf("switch_failed %v", fd)
 			}
