@@ -157,3 +157,50 @@ func TestFailoverLimitKeptWhenSendComesFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestFailoverLoopNoStorm: every account of the list ends up limited
+// (b by the directive, itemlimited after an item, limited by its env):
+// the prompt is sent again once only (a retry is never retried), each
+// account is tried once, and the next turn's failure is
+// account.exhausted once, the session staying where it is.
+func TestFailoverLoopNoStorm(t *testing.T) {
+	f := newFixture(t)
+	id := f.createOn("failover", "b")
+	f.hold(id, "h", "c1")
+	failed := f.send(id, "/ratelimit x")
+	sw := f.waitFor(id, 0, func(ev event.Event) bool { return ev.Type == event.AccountSwitched && data(ev)["to"] == "limited" })
+	if d := data(sw); d["retried"] == true || d["noRetry"] == nil {
+		t.Fatalf("the retry's failover %v", d)
+	}
+	last := f.send(id, "y")
+	f.waitFor(id, 0, func(ev event.Event) bool {
+		return ev.Type == event.AccountExhausted && data(ev)["turnId"] == last
+	})
+	evs, _, _, err := f.j.Read(id, 0, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started, retries, switched, exhausted int
+	for _, ev := range evs {
+		switch ev.Type {
+		case event.TurnStarted:
+			started++
+			if r := data(ev)["retryOf"]; r != nil {
+				retries++
+				if r != failed {
+					t.Fatalf("retryOf %v", r)
+				}
+			}
+		case event.AccountSwitched:
+			switched++
+		case event.AccountExhausted:
+			exhausted++
+		}
+	}
+	if started != 3 || retries != 1 || switched != 2 || exhausted != 1 {
+		t.Fatalf("%d turns, %d retries, %d switches, %d exhausted: %v", started, retries, switched, exhausted, f.types(id))
+	}
+	if si := f.info(id); si.Account != "limited" || si.State != "live" {
+		t.Fatalf("after %+v", si)
+	}
+}
