@@ -43,7 +43,11 @@ func (h *Host) failoverLocked(ctx context.Context, e *entry, prov Provider, turn
 	}
 	out, err := h.switchLiveLocked(ctx, e, prov, next, event.SwitchCauseRateLimited, note)
 	if out.busy != nil {
-		if _, qerr := h.queueBusyLocked(ctx, e, accountOf(e.rec, prov), out.busy, &store.PendingSwitch{To: next, Cause: event.SwitchCauseRateLimited}); qerr != nil {
+		ps := &store.PendingSwitch{To: next, Cause: event.SwitchCauseRateLimited}
+		if note.Retried {
+			ps.RetryTurn = turnID // sent again once the switch is applied
+		}
+		if _, qerr := h.queueBusyLocked(ctx, e, accountOf(e.rec, prov), out.busy, ps); qerr != nil {
 			h.log.Error("queue the failover behind a runtime's recycle", "session_id", e.id, "err", qerr)
 		}
 		return e

@@ -204,3 +204,32 @@ func TestFailoverLoopNoStorm(t *testing.T) {
 		t.Fatalf("after %+v", si)
 	}
 }
+
+// TestFailoverBehindRecycle: the failover's next account runs a runtime
+// that keeps a stale copy of the thread and serves another session: the
+// failover is queued {thread_busy}, that runtime recycled, and the
+// failed prompt still sent once more there (retryOf), once.
+func TestFailoverBehindRecycle(t *testing.T) {
+	f := newFixture(t)
+	id := f.createOn("sharedfailover", "b")
+	other := f.createOn("sharedfailover", "b")
+	f.hold(id, "h", "c1")
+	f.hold(other, "h", "c1")
+	f.turnDone(id, "on b")
+	f.switchTo(id, "limited", "")
+	failed := f.send(id, "please")
+	if d := data(f.waitFor(id, 0, isType(event.AccountSwitchQueued))); d["to"] != "b" || d["reason"] != "thread_busy" || d["cause"] != "rate_limited" {
+		t.Fatalf("switch_queued %v", d)
+	}
+	retry := f.waitFor(id, 0, func(ev event.Event) bool { return ev.Type == event.TurnStarted && data(ev)["retryOf"] == failed })
+	f.waitFor(id, 0, func(ev event.Event) bool { return ev.Type == event.TurnCompleted && ev.TurnID == retry.TurnID })
+	if reply := f.replyOf(id, retry.TurnID); reply != "echo: please" {
+		t.Fatalf("retry replied %q", reply)
+	}
+	if sw := data(f.last(id, event.AccountSwitched)); sw["to"] != "b" || sw["retried"] != true || sw["turnId"] != failed {
+		t.Fatalf("account.switched %v", sw)
+	}
+	if si := f.info(other); si.State != "live" {
+		t.Fatalf("the other session %+v", si)
+	}
+}

@@ -194,5 +194,5 @@ func (h *Host) applyQueuedAfterRecycle(id string) {
 	if !live || e.rec.PendingSwitch == nil || e.sink.Drain(ctx) != nil || h.j.State(id).OpenTurn != "" {
 		return
 	}
-	cur = h.applyPendingLocked(ctx, e, h.o.Providers[e.rec.Provider])
+	cur = h.applyPendingLocked(ctx, e, h.o.Providers[e.rec.Provider], true)
 }

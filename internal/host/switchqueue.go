@@ -160,13 +160,15 @@ func (h *Host) afterTurn(id, turnID string, limited bool) {
 		cur = h.failoverLocked(ctx, e, prov, turnID)
 		return
 	}
-	cur = h.applyPendingLocked(ctx, e, prov)
+	cur = h.applyPendingLocked(ctx, e, prov, true)
 }
 
 // applyPendingLocked applies e's queued switch, if any, now that no turn
 // runs, and returns the session's entry (locked; the caller unlocks e in
-// any case). Needs the session lock.
-func (h *Host) applyPendingLocked(ctx context.Context, e *entry, prov Provider) *entry {
+// any case). A queued failover's failed prompt (RetryTurn) is sent again
+// once switched when retry is set (not when a send applies it: a newer
+// prompt goes instead). Needs the session lock.
+func (h *Host) applyPendingLocked(ctx context.Context, e *entry, prov Provider, retry bool) *entry {
 	ps := e.rec.PendingSwitch
 	if ps == nil {
 		return e
@@ -178,7 +180,17 @@ func (h *Host) applyPendingLocked(ctx context.Context, e *entry, prov Provider) 
 		}
 		return e
 	}
-	out, err := h.switchLiveLocked(ctx, e, prov, ps.To, ps.Cause, event.AccountSwitchData{})
+	var note event.AccountSwitchData
+	if ps.RetryTurn != "" {
+		note = event.AccountSwitchData{TurnID: ps.RetryTurn, Retried: retry}
+		if !retry {
+			note.NoRetry = "a newer prompt was sent before the queued failover ran: the failed one is not sent again"
+			dropped := *ps
+			dropped.RetryTurn = "" // should it wait again, it never goes after the newer prompt
+			ps = &dropped
+		}
+	}
+	out, err := h.switchLiveLocked(ctx, e, prov, ps.To, ps.Cause, note)
 	if out.busy != nil { // it keeps waiting, now for that runtime's recycle
 		if _, qerr := h.queueBusyLocked(ctx, e, cur, out.busy, ps); qerr != nil {
 			h.log.Error("queue a switch behind a runtime's recycle", "session_id", e.id, "err", qerr)
@@ -191,6 +203,13 @@ func (h *Host) applyPendingLocked(ctx context.Context, e *entry, prov Provider) 
 			if _, cerr := h.queueSwitchLocked(ctx, e, cur, nil); cerr != nil {
 				h.log.Error("drop a queued switch", "session_id", e.id, "err", cerr)
 			}
+		}
+		return out.e
+	}
+	if note.Retried && out.e != nil {
+		text, _, _, _ := h.turnFacts(e.id, ps.RetryTurn)
+		if _, serr := h.sendLocked(ctx, out.e, api.SendParams{SessionID: e.id, Text: text}, ps.RetryTurn); serr != nil {
+			h.log.Warn("queued failover: sending the rate-limited turn's prompt again failed", "session_id", e.id, "turn_id", ps.RetryTurn, "err", serr)
 		}
 	}
 	return out.e
