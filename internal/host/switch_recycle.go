@@ -162,7 +162,7 @@ func (h *Host) restartOffRuntime(rt *sharedRuntime, locked []*entry) {
 	cancel()
 	for _, m := range off {
 		h.restoreHolds(m.succ, m.holds)
-		if err := h.startLocked(ctx, m.succ); err != nil {
+		if err := h.startLocked(h.starts, m.succ); err != nil { // a shutdown cancels it
 			h.log.Warn("recycle: a session did not start again on its account", "runtime_id", rt.id, "session_id", m.succ.id, "err", err)
 		} else {
 			h.settleHoldsLocked(m.succ)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
@@ -222,5 +223,33 @@ func TestSwitchAfterCrash(t *testing.T) {
 	}
 	if _, reply := f.turnDone(id, "/history"); !strings.Contains(reply, "history=") {
 		t.Fatalf("reply %q", reply)
+	}
+}
+
+// TestSwitchBackRecycleAtShutdown: a switch queued behind a stale
+// runtime whose other session runs a turn: a shutdown meanwhile ends
+// whole (the recycle waiting gives up), the queued switch kept in the
+// record for the next start.
+func TestSwitchBackRecycleAtShutdown(t *testing.T) {
+	f := newFixture(t)
+	id := f.createOn("acctshared", "a")
+	other := f.createOn("acctshared", "a")
+	f.hold(id, "h", "c1")
+	f.hold(other, "h", "c1")
+	f.turnDone(id, "on a")
+	f.switchTo(id, "b", "")
+	f.send(other, "/approve x")
+	f.waitFor(other, 0, isType(event.ApprovalRequested))
+	if r := f.switchTo(id, "a", ""); !r.Queued {
+		t.Fatalf("switch back = %+v", r)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := f.h.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := f.h.record(id)
+	if err != nil || rec.PendingSwitch == nil || rec.PendingSwitch.To != "a" || rec.Account != "b" {
+		t.Fatalf("record after the shutdown: %+v %v", rec, err)
 	}
 }
