@@ -46,6 +46,7 @@ func TestSwitchStorm(t *testing.T) {
 	}
 	for _, id := range ids {
 		for {
+			seq := f.info(id).LastSeq // before the record: a switch applied in between is after seq
 			rec, err := f.h.record(id)
 			if err != nil {
 				t.Fatal(err)
@@ -53,7 +54,7 @@ func TestSwitchStorm(t *testing.T) {
 			if rec.PendingSwitch == nil {
 				break
 			}
-			f.waitFor(id, f.info(id).LastSeq, func(ev event.Event) bool {
+			f.waitFor(id, seq, func(ev event.Event) bool {
 				return ev.Type == event.AccountSwitched || ev.Type == event.AccountSwitchFailed || ev.Type == event.AccountSwitchQueued
 			})
 		}
@@ -83,5 +84,60 @@ func TestSwitchStorm(t *testing.T) {
 				t.Fatalf("%s: turn %s has %d turn.completed", id, tid, done[tid])
 			}
 		}
+	}
+}
+
+// TestSwitchRacesSend: switches (idle) and sends on one session at once:
+// every call succeeds (a switch meeting a turn is queued, a send meeting
+// a queued switch applies it first), and the thread keeps every turn.
+func TestSwitchRacesSend(t *testing.T) {
+	for _, profile := range []string{"acct", "acctshared"} {
+		t.Run(profile, func(t *testing.T) {
+			f := newFixture(t)
+			id := f.createOn(profile, "a")
+			f.hold(id, "h", "c1")
+			const n = 6
+			var wg sync.WaitGroup
+			errs := make(chan error, 2*n)
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				for i := range n {
+					if _, err := f.h.SwitchAccount(context.Background(), api.SwitchAccountParams{SessionID: id, Account: []string{"b", "a"}[i%2]}); err != nil {
+						errs <- err
+					}
+				}
+			}()
+			go func() {
+				defer wg.Done()
+				for i := range n {
+					r, err := f.h.Send(context.Background(), api.SendParams{SessionID: id, Text: fmt.Sprint("turn ", i)})
+					if err != nil {
+						errs <- err
+						continue
+					}
+					f.waitFor(id, 0, func(ev event.Event) bool { return ev.Type == event.TurnCompleted && ev.TurnID == r.TurnID })
+				}
+			}()
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+			for {
+				seq := f.info(id).LastSeq // before the record: a switch applied in between is after seq
+				rec, err := f.h.record(id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rec.PendingSwitch == nil {
+					break
+				}
+				f.waitFor(id, seq, isType(event.AccountSwitched))
+			}
+			if _, reply := f.turnDone(id, "/history"); !strings.HasSuffix(reply, fmt.Sprint("history=", n)) {
+				t.Fatalf("reply %q", reply)
+			}
+		})
 	}
 }
