@@ -159,7 +159,7 @@ func TestSwitchPortable(t *testing.T) {
 // and stays live.
 func TestSwitchFailedKeepsAccount(t *testing.T) {
 	for _, tc := range []struct{ profile, to string }{
-		{"acct", "gone"}, {"acctshared", "gone"}, {"acct", "file"}, {"acctshared", "file"},
+		{"acct", "gone"}, {"acctshared", "gone"}, {"acct", "file"}, {"acctshared", "file"}, {"acct", "loop"}, {"acctshared", "loop"},
 	} {
 		profile, to := tc.profile, tc.to
 		t.Run(profile+"/"+to, func(t *testing.T) {
