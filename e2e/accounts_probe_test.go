@@ -157,13 +157,19 @@ func TestE2EAccountsQueuedSwitchAfterKill(t *testing.T) {
 	}
 }
 
-// checkTurns: no turn open, each turn.started has exactly one
-// turn.completed after it, retryOf names a failed turn at most once.
+// checkTurns: no row lost (seqs consecutive, no journal.loss), no turn
+// open, each turn.started has exactly one turn.completed after it,
+// retryOf names a failed turn at most once.
 func checkTurns(t *testing.T, evs []event.Event) {
 	t.Helper()
 	started, completed, retried := map[string]bool{}, map[string]int{}, map[string]int{}
-	for _, ev := range evs {
+	for i, ev := range evs {
+		if i > 0 && ev.Seq != evs[i-1].Seq+1 {
+			t.Fatalf("seq %d follows %d", ev.Seq, evs[i-1].Seq)
+		}
 		switch ev.Type {
+		case event.JournalLoss:
+			t.Fatalf("journal.loss: %s", ev.Data)
 		case event.TurnStarted:
 			started[ev.TurnID] = true
 			var d event.TurnStartedData
@@ -210,4 +216,76 @@ func countType(evs []event.Event, typ string) int {
 		}
 	}
 	return n
+}
+
+// TestE2EAccountsBusyQueuedSwitchAfterKill: on processes = "account", a
+// switch back queued {thread_busy} behind the stale runtime's other
+// session's running turn, then the daemon SIGKILLed: after the restart
+// the next hold applies it once (the thread carried back whole), and
+// both journals close every turn.
+func TestE2EAccountsBusyQueuedSwitchAfterKill(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	cfg := strings.Replace(acctConfig(a, b), "[providers.echo]\n", "[providers.echo]\nprocesses = \"account\"\n", 1)
+	d := daemontest.Start(t, daemontest.Options{Config: cfg})
+	c, rec := dialRec(t, d)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	var ids []string
+	for range 2 {
+		var si api.SessionInfo
+		if err := c.Call(ctx, "agentSession.create", api.CreateParams{Provider: "echo", Cwd: dir, Account: "a"}, &si); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, si.SessionID)
+		if err := c.Call(ctx, "agentSession.attach", api.AttachParams{SessionID: si.SessionID}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Call(ctx, "agentSession.hold", api.HoldParams{SessionID: si.SessionID, HolderID: "t"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id, other := ids[0], ids[1]
+	if err := c.Call(ctx, "agentSession.send", api.SendParams{SessionID: id, Text: "one"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, rec.ch, event.TurnCompleted)
+	var r api.SwitchAccountResult
+	if err := c.Call(ctx, "agentSession.switchAccount", api.SwitchAccountParams{SessionID: id, Account: "b"}, &r); err != nil || !r.Switched {
+		t.Fatalf("switch to b %+v %v", r, err)
+	}
+	if err := c.Call(ctx, "agentSession.send", api.SendParams{SessionID: other, Text: "/approve x"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, rec.ch, event.ApprovalRequested)
+	if err := c.Call(ctx, "agentSession.switchAccount", api.SwitchAccountParams{SessionID: id, Account: "a"}, &r); err != nil || !r.Queued {
+		t.Fatalf("switch back %+v %v", r, err)
+	}
+	c.Close()
+	d.Kill()
+	d2 := daemontest.Start(t, daemontest.Options{Config: cfg, StateDir: d.StateDir})
+	c2, rec2 := dialRec(t, d2)
+	if err := c2.Call(ctx, "agentSession.attach", api.AttachParams{SessionID: id}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c2.Call(ctx, "agentSession.hold", api.HoldParams{SessionID: id, HolderID: "t"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var now api.SessionInfo
+	if err := c2.Call(ctx, "agentSession.get", api.SessionParams{SessionID: id}, &now); err != nil || now.Account != "a" {
+		t.Fatalf("after the restart: %+v %v", now, err)
+	}
+	if err := c2.Call(ctx, "agentSession.send", api.SendParams{SessionID: id, Text: "/history"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if m := waitEvent(t, rec2.ch, event.MessageCompleted); !strings.Contains(string(m.Data), "history=1") {
+		t.Fatalf("after the restart the thread has %s", m.Data)
+	}
+	waitEvent(t, rec2.ch, event.TurnCompleted)
+	evs := readJournal(t, c2, id)
+	if n := countType(evs, event.AccountSwitched); n != 2 {
+		t.Fatalf("%d account.switched, want a->b and b->a", n)
+	}
+	checkTurns(t, evs)
+	checkTurns(t, readJournal(t, c2, other))
 }
