@@ -200,7 +200,7 @@ func (h *Host) recycleStale(ctx context.Context, rt *sharedRuntime, thread strin
 	n := len(rt.sessions)
 	rt.mu.Unlock()
 	if n > 0 {
-		return &api.Error{Kind: api.KindThreadBusy, Msg: fmt.Sprintf("thread %s: %v (runtime %s)", thread, errStaleBusy, rt.id),
+		return &api.Error{Kind: api.KindThreadBusy, Msg: fmt.Sprintf("thread %s, runtime %s (switch with when \"idle\" to queue it)", thread, rt.id), // Error() adds why
 			Err: errStaleBusy, Data: map[string]any{"runtimeId": rt.id, "threadId": thread}}
 	}
 	h.log.Info("recycling a runtime that keeps a stale copy of a switching thread", "runtime_id", rt.id, "thread_id", thread)

@@ -51,6 +51,9 @@ func TestSwitchBackBusyStaleRuntime(t *testing.T) {
 	f.turnDone(id, "on b")
 	_, err := f.h.SwitchAccount(context.Background(), api.SwitchAccountParams{SessionID: id, Account: "a", When: api.SwitchWhenNow})
 	wantKind(t, err, api.KindThreadBusy)
+	if n := strings.Count(err.Error(), errStaleBusy.Error()); n != 1 {
+		t.Fatalf("the answer says why %d times: %v", n, err) // the wire message is err.Error()
+	}
 	if si := f.info(id); si.Account != "b" || si.State != "live" {
 		t.Fatalf("after a refused switch: %+v", si)
 	}
