@@ -29,6 +29,13 @@ const (
 	// switch runs (the session starts again at once on its new account),
 	// and provider.thread_replaced's cause of a portable switch.
 	ReasonAccountSwitch = "account_switch"
+	// ReasonThreadBusy is account.switch_queued's reason when the joining
+	// account's runtime keeps a stale copy of the thread and serves other
+	// sessions: the switch waits for that runtime's recycle.
+	ReasonThreadBusy = "thread_busy"
+	// ReasonRuntimeRecycle is the session.ended reason of a session taken
+	// off a runtime being recycled (it starts again at once on a new one).
+	ReasonRuntimeRecycle = "runtime_recycle"
 )
 
 // AccountSwitchData is the data of account.switch_queued, account.switched
@@ -38,6 +45,9 @@ type AccountSwitchData struct {
 	To         string `json:"to"`
 	Cause      string `json:"cause"`
 	Continuity string `json:"continuity,omitempty"`
+	// Reason, on account.switch_queued, says what the switch waits for
+	// besides a running turn (ReasonThreadBusy).
+	Reason string `json:"reason,omitempty"`
 	// TurnID is the failed turn of a rate-limit switch; Retried says its
 	// prompt was sent again (turn.started retryOf), else NoRetry says why not.
 	TurnID  string `json:"turnId,omitempty"`

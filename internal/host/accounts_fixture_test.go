@@ -13,7 +13,8 @@ import (
 )
 
 // acctProv gives p the accounts the tests switch between: a and b (echo
-// homes that exist), gone (a home that does not), limited and
+// homes that exist), gone (a home that does not), file and loop (a
+// regular file, a symlink to itself), limited and
 // itemlimited (every turn ends rate-limited: at once, or after a
 // command ran), with echo's Mover; failover, when set, is the profile's.
 // A failed turn whose error is echo's usage-limit text ends
@@ -34,6 +35,7 @@ func acctProv(p Provider, dir string, failover []string) Provider {
 		"b":           {echo.HomeEnv: home("b")},
 		"gone":        {echo.HomeEnv: home("gone")},
 		"file":        {echo.HomeEnv: homeFile(dir, p.Name)},
+		"loop":        {echo.HomeEnv: homeLoop(dir, p.Name)},
 		"limited":     {echo.HomeEnv: home("limited"), echo.RateLimitEnv: "1"},
 		"itemlimited": {echo.HomeEnv: home("itemlimited"), echo.RateLimitEnv: "item"},
 	}
@@ -56,6 +58,18 @@ func homeFile(dir, profile string) string {
 		panic(err)
 	}
 	return f
+}
+
+// homeLoop is a home that is a symlink to itself.
+func homeLoop(dir, profile string) string {
+	l := filepath.Join(dir, "homes", profile, "loop")
+	if err := os.MkdirAll(filepath.Dir(l), 0o700); err != nil {
+		panic(err)
+	}
+	if err := os.Symlink(l, l); err != nil {
+		panic(err)
+	}
+	return l
 }
 
 // classifyRuntime makes p's runtime threads classify rate limits too.

@@ -48,7 +48,7 @@ func TestCreateAccount(t *testing.T) {
 	_, err := f.h.Create(context.Background(), api.CreateParams{Provider: "acct", Cwd: f.dir, Account: "nope"})
 	wantKind(t, err, api.KindUnknownAccount)
 	var ae *api.Error
-	if !errorsAs(err, &ae) || !slices.Equal(ae.Data["known"].([]string), []string{"default", "a", "b", "file", "gone", "itemlimited", "limited"}) {
+	if !errorsAs(err, &ae) || !slices.Equal(ae.Data["known"].([]string), []string{"default", "a", "b", "file", "gone", "itemlimited", "limited", "loop"}) {
 		t.Fatalf("data %v", ae.Data)
 	}
 	id := f.createOn("acct", "b")

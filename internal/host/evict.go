@@ -38,6 +38,7 @@ const (
 	evictStartFailed
 	evictUnresponsive // the provider ignored an interrupt
 	evictSwitch       // an account switch: the session starts again at once on its new account
+	evictRecycle      // its runtime is recycled: the session starts again at once on a new one
 )
 
 // reason is the session.ended / turn.completed reason of a cause.
@@ -51,6 +52,8 @@ func (c evictCause) reason() string {
 		return event.ReasonShutdown
 	case evictSwitch:
 		return event.ReasonAccountSwitch
+	case evictRecycle:
+		return event.ReasonRuntimeRecycle
 	default:
 		return event.ReasonProviderExited
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/store"
 )
 
 // Failover: a turn that ends failed {rate_limited} marks its account
@@ -27,27 +28,9 @@ const noRetryItems = "the failed turn produced items (a command or a change may 
 // failoverLocked runs the failover of e's rate-limited turn and returns
 // the session's entry (locked; the caller unlocks e in any case). Needs
 // the session lock.
-func (h *Host) failoverLocked(ctx context.Context, e *entry, prov Provider, turnID, resetsAt string) *entry {
-	cur := accountOf(e.rec, prov)
-	now := h.clock.Now()
-	until := now.Add(defaultLimit)
-	if t, err := time.Parse(time.RFC3339, resetsAt); err == nil && t.After(now) {
-		until = t
-	}
-	h.mu.Lock()
-	h.limited[runtimeKey{profile: e.rec.Provider, account: cur}] = until
-	h.mu.Unlock()
-	h.log.Warn("account rate-limited", "session_id", e.id, "provider", e.rec.Provider, "account", cur, "until", until.UTC().Format(time.RFC3339))
-	if len(prov.Failover) == 0 {
-		return e
-	}
-	next, earliest := h.nextAccount(e.rec.Provider, prov.Failover, cur)
+func (h *Host) failoverLocked(ctx context.Context, e *entry, prov Provider, turnID string) *entry {
+	next := h.failoverTarget(ctx, e, prov, turnID)
 	if next == "" {
-		if _, err := e.sink.Commit(ctx, event.New(event.AccountExhausted, "", event.AccountExhaustedData{
-			Until: earliest.UTC().Format(time.RFC3339), TurnID: turnID})); err != nil {
-			h.log.Error("journal account.exhausted", "session_id", e.id, "err", err)
-		}
-		h.log.Warn("every failover account is rate-limited", "session_id", e.id, "provider", e.rec.Provider, "until", earliest.UTC().Format(time.RFC3339))
 		return e
 	}
 	text, retryOf, started, items := h.turnFacts(e.id, turnID)
@@ -59,6 +42,16 @@ func (h *Host) failoverLocked(ctx context.Context, e *entry, prov Provider, turn
 		note.NoRetry = "the failed turn already sent turn " + retryOf + "'s prompt again: it is sent once only"
 	}
 	out, err := h.switchLiveLocked(ctx, e, prov, next, event.SwitchCauseRateLimited, note)
+	if out.busy != nil {
+		ps := &store.PendingSwitch{To: next, Cause: event.SwitchCauseRateLimited}
+		if note.Retried {
+			ps.RetryTurn = turnID // sent again once the switch is applied
+		}
+		if _, qerr := h.queueBusyLocked(ctx, e, accountOf(e.rec, prov), out.busy, ps); qerr != nil {
+			h.log.Error("queue the failover behind a runtime's recycle", "session_id", e.id, "err", qerr)
+		}
+		return e
+	}
 	if err != nil || out.e == nil || !note.Retried {
 		return out.e
 	}
@@ -66,6 +59,51 @@ func (h *Host) failoverLocked(ctx context.Context, e *entry, prov Provider, turn
 		h.log.Warn("failover: sending the rate-limited turn's prompt again failed", "session_id", e.id, "turn_id", turnID, "err", err)
 	}
 	return out.e
+}
+
+// markLimited marks account k limited until resetsAt (RFC 3339; else
+// defaultLimit from now), as a turn of session id reported.
+func (h *Host) markLimited(id string, k runtimeKey, resetsAt string) {
+	now := h.clock.Now()
+	until := now.Add(defaultLimit)
+	if t, err := time.Parse(time.RFC3339, resetsAt); err == nil && t.After(now) {
+		until = t
+	}
+	h.mu.Lock()
+	h.limited[k] = until
+	h.mu.Unlock()
+	h.log.Warn("account rate-limited", "session_id", id, "provider", k.profile, "account", k.account, "until", until.UTC().Format(time.RFC3339))
+}
+
+// failoverTarget is the account e's rate-limited turn fails over to: ""
+// when the profile has no failover list, or when every account of it
+// is limited (account.exhausted journaled). Needs the session lock.
+func (h *Host) failoverTarget(ctx context.Context, e *entry, prov Provider, turnID string) string {
+	if len(prov.Failover) == 0 {
+		return ""
+	}
+	next, earliest := h.nextAccount(e.rec.Provider, prov.Failover, accountOf(e.rec, prov))
+	if next == "" {
+		if _, err := e.sink.Commit(ctx, event.New(event.AccountExhausted, "", event.AccountExhaustedData{
+			Until: earliest.UTC().Format(time.RFC3339), TurnID: turnID})); err != nil {
+			h.log.Error("journal account.exhausted", "session_id", e.id, "err", err)
+		}
+		h.log.Warn("every failover account is rate-limited", "session_id", e.id, "provider", e.rec.Provider, "until", earliest.UTC().Format(time.RFC3339))
+	}
+	return next
+}
+
+// queueFailoverLocked queues the failover of e's rate-limited turn when
+// another turn began before it ran: the switch is applied after that
+// turn, the failed prompt not sent again. Needs the session lock.
+func (h *Host) queueFailoverLocked(ctx context.Context, e *entry, prov Provider, turnID string) {
+	next := h.failoverTarget(ctx, e, prov, turnID)
+	if next == "" {
+		return
+	}
+	if _, err := h.queueSwitchLocked(ctx, e, accountOf(e.rec, prov), &store.PendingSwitch{To: next, Cause: event.SwitchCauseRateLimited}); err != nil {
+		h.log.Error("queue the failover behind a newer turn", "session_id", e.id, "turn_id", turnID, "err", err)
+	}
 }
 
 // nextAccount is the first account of order after cur (wrapping round)

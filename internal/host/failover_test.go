@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/sessiond/sessiond/internal/api"
@@ -108,5 +109,127 @@ func TestFailoverExhausted(t *testing.T) {
 	}
 	if si := f.info(id); si.Account != "limited" {
 		t.Fatalf("account %q", si.Account)
+	}
+}
+
+// TestFailoverLimitKeptWhenSendComesFirst: a send takes the session lock
+// after a rate-limited turn ended but before its failover ran: the
+// account is still marked limited, and the failover switch is queued
+// behind the new turn (applied at its turn.completed, the failed
+// prompt not sent again: a newer one was).
+func TestFailoverLimitKeptWhenSendComesFirst(t *testing.T) {
+	f := newFixture(t)
+	id := f.createOn("failover", "b")
+	f.hold(id, "h", "c1")
+	release := make(chan struct{})
+	var once sync.Once
+	f.h.afterTurnBegins = func() { once.Do(func() { <-release }) } // the first afterTurn waits: the send below comes first
+	failed := f.send(id, "/ratelimit x")
+	f.waitFor(id, 0, func(ev event.Event) bool { return ev.Type == event.TurnCompleted && ev.TurnID == failed })
+	f.send(id, "/approve y")
+	req := f.waitFor(id, 0, isType(event.ApprovalRequested))
+	close(release)
+	q := data(f.waitFor(id, 0, isType(event.AccountSwitchQueued)))
+	if q["from"] != "b" || q["to"] != "itemlimited" || q["cause"] != "rate_limited" {
+		t.Fatalf("account.switch_queued %v", q)
+	}
+	la, err := f.h.ListAccounts(context.Background(), api.ListAccountsParams{Provider: "failover"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range la.Accounts {
+		if a.Name == "b" && a.LimitedUntil == nil {
+			t.Fatalf("b is not marked limited: %+v", a)
+		}
+	}
+	f.approveOpen(id, req)
+	sw := data(f.waitFor(id, 0, isType(event.AccountSwitched)))
+	if sw["to"] != "itemlimited" || sw["cause"] != "rate_limited" {
+		t.Fatalf("account.switched %v", sw)
+	}
+	evs, _, _, err := f.j.Read(id, 0, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if ev.Type == event.TurnStarted && data(ev)["retryOf"] != nil {
+			t.Fatalf("the failed prompt was sent again: %v", data(ev))
+		}
+	}
+}
+
+// TestFailoverLoopNoStorm: every account of the list ends up limited
+// (b by the directive, itemlimited after an item, limited by its env):
+// the prompt is sent again once only (a retry is never retried), each
+// account is tried once, and the next turn's failure is
+// account.exhausted once, the session staying where it is.
+func TestFailoverLoopNoStorm(t *testing.T) {
+	f := newFixture(t)
+	id := f.createOn("failover", "b")
+	f.hold(id, "h", "c1")
+	failed := f.send(id, "/ratelimit x")
+	sw := f.waitFor(id, 0, func(ev event.Event) bool { return ev.Type == event.AccountSwitched && data(ev)["to"] == "limited" })
+	if d := data(sw); d["retried"] == true || d["noRetry"] == nil {
+		t.Fatalf("the retry's failover %v", d)
+	}
+	last := f.send(id, "y")
+	f.waitFor(id, 0, func(ev event.Event) bool {
+		return ev.Type == event.AccountExhausted && data(ev)["turnId"] == last
+	})
+	evs, _, _, err := f.j.Read(id, 0, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started, retries, switched, exhausted int
+	for _, ev := range evs {
+		switch ev.Type {
+		case event.TurnStarted:
+			started++
+			if r := data(ev)["retryOf"]; r != nil {
+				retries++
+				if r != failed {
+					t.Fatalf("retryOf %v", r)
+				}
+			}
+		case event.AccountSwitched:
+			switched++
+		case event.AccountExhausted:
+			exhausted++
+		}
+	}
+	if started != 3 || retries != 1 || switched != 2 || exhausted != 1 {
+		t.Fatalf("%d turns, %d retries, %d switches, %d exhausted: %v", started, retries, switched, exhausted, f.types(id))
+	}
+	if si := f.info(id); si.Account != "limited" || si.State != "live" {
+		t.Fatalf("after %+v", si)
+	}
+}
+
+// TestFailoverBehindRecycle: the failover's next account runs a runtime
+// that keeps a stale copy of the thread and serves another session: the
+// failover is queued {thread_busy}, that runtime recycled, and the
+// failed prompt still sent once more there (retryOf), once.
+func TestFailoverBehindRecycle(t *testing.T) {
+	f := newFixture(t)
+	id := f.createOn("sharedfailover", "b")
+	other := f.createOn("sharedfailover", "b")
+	f.hold(id, "h", "c1")
+	f.hold(other, "h", "c1")
+	f.turnDone(id, "on b")
+	f.switchTo(id, "limited", "")
+	failed := f.send(id, "please")
+	if d := data(f.waitFor(id, 0, isType(event.AccountSwitchQueued))); d["to"] != "b" || d["reason"] != "thread_busy" || d["cause"] != "rate_limited" {
+		t.Fatalf("switch_queued %v", d)
+	}
+	retry := f.waitFor(id, 0, func(ev event.Event) bool { return ev.Type == event.TurnStarted && data(ev)["retryOf"] == failed })
+	f.waitFor(id, 0, func(ev event.Event) bool { return ev.Type == event.TurnCompleted && ev.TurnID == retry.TurnID })
+	if reply := f.replyOf(id, retry.TurnID); reply != "echo: please" {
+		t.Fatalf("retry replied %q", reply)
+	}
+	if sw := data(f.last(id, event.AccountSwitched)); sw["to"] != "b" || sw["retried"] != true || sw["turnId"] != failed {
+		t.Fatalf("account.switched %v", sw)
+	}
+	if si := f.info(other); si.State != "live" {
+		t.Fatalf("the other session %+v", si)
 	}
 }

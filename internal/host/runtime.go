@@ -66,6 +66,10 @@ type sharedRuntime struct {
 	tearing   bool // its teardown began (the daemon asked it to stop, or it exited)
 	startedAt time.Time
 	pid       int
+	// recycling: a recycle runs (switch_recycle.go); waiters are the
+	// sessions whose queued switch waits for it.
+	recycling bool
+	waiters   map[string]bool
 
 	// recMu orders the writes of the runtime's store record (taken
 	// before mu); recorded: the record is written and not yet deleted.

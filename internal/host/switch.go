@@ -27,6 +27,9 @@ import (
 type switchOutcome struct {
 	e          *entry // the session's entry now (locked): the successor of a live one
 	continuity string
+	// busy: nothing moved, the joining account's runtime keeps a stale
+	// copy of the thread and serves other sessions (switch_recycle.go).
+	busy *sharedRuntime
 }
 
 // SwitchAccount implements agentSession.switchAccount.
@@ -104,6 +107,16 @@ func (h *Host) SwitchAccount(ctx context.Context, p api.SwitchAccountParams) (ap
 		return h.queueSwitchLocked(ctx, e, cur, nil) // cancels a queued one, if any
 	}
 	out, err := h.switchLiveLocked(ctx, e, prov, p.Account, event.SwitchCauseUser, event.AccountSwitchData{})
+	if out.busy != nil {
+		if p.When == api.SwitchWhenNow {
+			if _, cerr := e.sink.Commit(ctx, event.New(event.AccountSwitchFailed, "", event.AccountSwitchData{
+				From: cur, To: p.Account, Cause: err.Error()})); cerr != nil {
+				h.log.Error("journal account.switch_failed", "session_id", e.id, "err", cerr)
+			}
+			return api.SwitchAccountResult{}, err
+		}
+		return h.queueBusyLocked(ctx, e, cur, out.busy, &store.PendingSwitch{To: p.Account, Cause: event.SwitchCauseUser})
+	}
 	if out.e != nil && out.e != e {
 		locked = append(locked, out.e)
 	}
@@ -198,7 +211,7 @@ func (h *Host) switchError(id, to string, err error) error {
 	if errors.As(err, &ae) && ae.Kind != api.KindProviderFailed {
 		return ae
 	}
-	msg := fmt.Sprintf("session %s: switch to account %s failed, the session keeps its account: %v", id, to, err)
+	msg := fmt.Sprintf("session %s: switch to account %s failed, the session keeps its account", id, to) // Error() adds err once
 	return &api.Error{Kind: api.KindProviderFailed, Msg: msg, Err: err, Data: map[string]any{"cause": err.Error(), "account": to}}
 }
 

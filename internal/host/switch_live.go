@@ -42,6 +42,9 @@ func (h *Host) switchLiveLocked(ctx context.Context, e *entry, prov Provider, to
 	if prov.shared() && old.ThreadID != "" {
 		if rt := h.staleIn(old.ThreadID, runtimeKey{profile: old.Provider, account: to}); rt != nil {
 			if err := h.recycleStale(ctx, rt, old.ThreadID); err != nil {
+				if errors.Is(err, errStaleBusy) {
+					return switchOutcome{e: e, busy: rt}, err // the caller queues it or fails it
+				}
 				return switchOutcome{e: e}, failed(err)
 			}
 		}
@@ -197,7 +200,7 @@ func (h *Host) recycleStale(ctx context.Context, rt *sharedRuntime, thread strin
 	n := len(rt.sessions)
 	rt.mu.Unlock()
 	if n > 0 {
-		return &api.Error{Kind: api.KindThreadBusy, Msg: fmt.Sprintf("thread %s: %v (runtime %s)", thread, errStaleBusy, rt.id),
+		return &api.Error{Kind: api.KindThreadBusy, Msg: fmt.Sprintf("thread %s, runtime %s (switch with when \"idle\" to queue it)", thread, rt.id), // Error() adds why
 			Err: errStaleBusy, Data: map[string]any{"runtimeId": rt.id, "threadId": thread}}
 	}
 	h.log.Info("recycling a runtime that keeps a stale copy of a switching thread", "runtime_id", rt.id, "thread_id", thread)

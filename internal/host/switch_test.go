@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -158,7 +159,7 @@ func TestSwitchPortable(t *testing.T) {
 // and stays live.
 func TestSwitchFailedKeepsAccount(t *testing.T) {
 	for _, tc := range []struct{ profile, to string }{
-		{"acct", "gone"}, {"acctshared", "gone"}, {"acct", "file"}, {"acctshared", "file"},
+		{"acct", "gone"}, {"acctshared", "gone"}, {"acct", "file"}, {"acctshared", "file"}, {"acct", "loop"}, {"acctshared", "loop"},
 	} {
 		profile, to := tc.profile, tc.to
 		t.Run(profile+"/"+to, func(t *testing.T) {
@@ -172,6 +173,9 @@ func TestSwitchFailedKeepsAccount(t *testing.T) {
 				t.Fatalf("err %v", err)
 			}
 			fd := data(f.last(id, event.AccountSwitchFailed))
+			if n := strings.Count(err.Error(), fd["cause"].(string)); n != 1 {
+				t.Fatalf("the answer names the cause %d times: %v", n, err) // the wire message is err.Error()
+			}
 			if fd["to"] != to || !strings.Contains(fd["cause"].(string), filepath.Join(profile, to)) {
 				t.Fatalf("switch_failed %v", fd)
 			}
@@ -248,5 +252,32 @@ func TestSwitchNotFoundAtResume(t *testing.T) {
 				t.Fatalf("reply %q", reply)
 			}
 		})
+	}
+}
+
+// TestSwitchCopyTooLarge: the thread's copy in the leaving home is over
+// the mover's bound: the switch fails naming the bound, nothing is
+// written in the joining home, the session keeps its account.
+func TestSwitchCopyTooLarge(t *testing.T) {
+	f := newFixture(t)
+	id := f.createOn("acct", "a")
+	f.hold(id, "h", "c1")
+	f.turnDone(id, "one")
+	th := f.info(id).ThreadID
+	if err := os.Truncate(filepath.Join(f.home("acct", "a"), th+".jsonl"), provider.DefaultMoveMaxBytes+1); err != nil {
+		t.Fatal(err) // sparse: nothing written
+	}
+	_, err := f.h.SwitchAccount(context.Background(), api.SwitchAccountParams{SessionID: id, Account: "b"})
+	if api.KindOf(err) != api.KindProviderFailed || !errors.Is(err, provider.ErrThreadCopyTooLarge) {
+		t.Fatalf("err %v", err)
+	}
+	if fd := data(f.last(id, event.AccountSwitchFailed)); fd["to"] != "b" || !strings.Contains(fd["cause"].(string), "over the bound") {
+		t.Fatalf("switch_failed %v", fd)
+	}
+	if left, _ := os.ReadDir(f.home("acct", "b")); len(left) != 0 {
+		t.Fatalf("the joining home holds %v", left)
+	}
+	if si := f.info(id); si.Account != "a" || si.State != "live" {
+		t.Fatalf("after %+v", si)
 	}
 }

@@ -40,11 +40,29 @@ func (h *Host) queueSwitchLocked(ctx context.Context, e *entry, cur string, ps *
 		return api.SwitchAccountResult{Account: cur}, nil
 	}
 	if _, err := e.sink.Commit(ctx, event.New(event.AccountSwitchQueued, "", event.AccountSwitchData{
-		From: cur, To: ps.To, Cause: ps.Cause})); err != nil {
+		From: cur, To: ps.To, Cause: ps.Cause, Reason: ps.Reason})); err != nil {
 		return api.SwitchAccountResult{}, fmt.Errorf("session %s: journal account.switch_queued: %w", e.id, err)
 	}
 	h.log.Info("account switch queued behind the running turn", "session_id", e.id, "from", cur, "to", ps.To)
 	return api.SwitchAccountResult{Queued: true, Account: ps.To}, nil
+}
+
+// queueBusyLocked queues ps behind the recycle of rt, the joining
+// account's runtime that keeps a stale copy of e's thread
+// (account.switch_queued {reason: thread_busy}, once), and starts that
+// recycle. Needs the session lock.
+func (h *Host) queueBusyLocked(ctx context.Context, e *entry, cur string, rt *sharedRuntime, ps *store.PendingSwitch) (api.SwitchAccountResult, error) {
+	res := api.SwitchAccountResult{Queued: true, Account: ps.To}
+	if q := e.rec.PendingSwitch; q == nil || *q != (store.PendingSwitch{To: ps.To, Cause: ps.Cause, RetryTurn: ps.RetryTurn, Reason: event.ReasonThreadBusy}) {
+		next := *ps
+		next.Reason = event.ReasonThreadBusy
+		var err error
+		if res, err = h.queueSwitchLocked(ctx, e, cur, &next); err != nil {
+			return res, err
+		}
+	}
+	h.recycleBusy(rt, e.id)
+	return res, nil
 }
 
 // applyStoredPendingLocked applies a stored session's queued switch
@@ -73,6 +91,7 @@ func (h *Host) applyStoredPendingLocked(ctx context.Context, rec store.Record, p
 // turn.completed that may be followed by a switch (one queued, or a rate
 // limit) starts afterTurn.
 func (h *Host) emitter(e *entry, sink *journal.Sink) func(event.Draft) {
+	key := runtimeKey{profile: e.rec.Provider, account: accountOf(e.rec, h.o.Providers[e.rec.Provider])}
 	return func(d event.Draft) {
 		sink.Append(d)
 		if d.Type != event.TurnCompleted {
@@ -81,13 +100,18 @@ func (h *Host) emitter(e *entry, sink *journal.Sink) func(event.Draft) {
 		var td event.TurnCompletedData
 		_ = json.Unmarshal(d.Data, &td)
 		limited := td.Status == event.StatusFailed && td.Reason == event.ReasonRateLimited
+		if limited {
+			// Marked here, not by afterTurn: whatever takes the session
+			// lock first (a send starting another turn), the limit holds.
+			h.markLimited(e.id, key, td.ResetsAt)
+		}
 		if !limited && !e.pending.Load() {
 			return
 		}
 		h.wg.Add(1)
 		go func() {
 			defer h.wg.Done()
-			h.afterTurn(e.id, d.TurnID, limited, td.ResetsAt)
+			h.afterTurn(e.id, d.TurnID, limited)
 		}()
 	}
 }
@@ -95,7 +119,7 @@ func (h *Host) emitter(e *entry, sink *journal.Sink) func(event.Draft) {
 // afterTurn runs once a turn ended: the failover of a rate-limited one,
 // else the queued switch. A session no longer live keeps its queued
 // switch for its next start.
-func (h *Host) afterTurn(id, turnID string, limited bool, resetsAt string) {
+func (h *Host) afterTurn(id, turnID string, limited bool) {
 	if h.afterTurnBegins != nil {
 		h.afterTurnBegins()
 	}
@@ -122,21 +146,29 @@ func (h *Host) afterTurn(id, turnID string, limited bool, resetsAt string) {
 		h.log.Warn("after a turn: drain", "session_id", id, "err", err)
 		return
 	}
-	if h.j.State(id).OpenTurn != "" {
-		return // another turn began first: the switch waits for its end
-	}
 	prov := h.o.Providers[e.rec.Provider]
-	if limited {
-		cur = h.failoverLocked(ctx, e, prov, turnID, resetsAt)
+	if h.j.State(id).OpenTurn != "" {
+		// Another turn began first: the switch waits for its end; a
+		// failover is queued (the failed prompt is not sent again: a
+		// newer one was).
+		if limited {
+			h.queueFailoverLocked(ctx, e, prov, turnID)
+		}
 		return
 	}
-	cur = h.applyPendingLocked(ctx, e, prov)
+	if limited {
+		cur = h.failoverLocked(ctx, e, prov, turnID)
+		return
+	}
+	cur = h.applyPendingLocked(ctx, e, prov, true)
 }
 
 // applyPendingLocked applies e's queued switch, if any, now that no turn
 // runs, and returns the session's entry (locked; the caller unlocks e in
-// any case). Needs the session lock.
-func (h *Host) applyPendingLocked(ctx context.Context, e *entry, prov Provider) *entry {
+// any case). A queued failover's failed prompt (RetryTurn) is sent again
+// once switched when retry is set (not when a send applies it: a newer
+// prompt goes instead). Needs the session lock.
+func (h *Host) applyPendingLocked(ctx context.Context, e *entry, prov Provider, retry bool) *entry {
 	ps := e.rec.PendingSwitch
 	if ps == nil {
 		return e
@@ -148,13 +180,36 @@ func (h *Host) applyPendingLocked(ctx context.Context, e *entry, prov Provider) 
 		}
 		return e
 	}
-	out, err := h.switchLiveLocked(ctx, e, prov, ps.To, ps.Cause, event.AccountSwitchData{})
+	var note event.AccountSwitchData
+	if ps.RetryTurn != "" {
+		note = event.AccountSwitchData{TurnID: ps.RetryTurn, Retried: retry}
+		if !retry {
+			note.NoRetry = "a newer prompt was sent before the queued failover ran: the failed one is not sent again"
+			dropped := *ps
+			dropped.RetryTurn = "" // should it wait again, it never goes after the newer prompt
+			ps = &dropped
+		}
+	}
+	out, err := h.switchLiveLocked(ctx, e, prov, ps.To, ps.Cause, note)
+	if out.busy != nil { // it keeps waiting, now for that runtime's recycle
+		if _, qerr := h.queueBusyLocked(ctx, e, cur, out.busy, ps); qerr != nil {
+			h.log.Error("queue a switch behind a runtime's recycle", "session_id", e.id, "err", qerr)
+		}
+		return e
+	}
 	if err != nil {
 		h.log.Warn("queued account switch failed", "session_id", e.id, "to", ps.To, "err", err)
 		if out.e == e {
 			if _, cerr := h.queueSwitchLocked(ctx, e, cur, nil); cerr != nil {
 				h.log.Error("drop a queued switch", "session_id", e.id, "err", cerr)
 			}
+		}
+		return out.e
+	}
+	if note.Retried && out.e != nil {
+		text, _, _, _ := h.turnFacts(e.id, ps.RetryTurn)
+		if _, serr := h.sendLocked(ctx, out.e, api.SendParams{SessionID: e.id, Text: text}, ps.RetryTurn); serr != nil {
+			h.log.Warn("queued failover: sending the rate-limited turn's prompt again failed", "session_id", e.id, "turn_id", ps.RetryTurn, "err", serr)
 		}
 	}
 	return out.e

@@ -59,7 +59,7 @@ func (h *Host) Send(ctx context.Context, p api.SendParams) (api.SendResult, erro
 	}
 	if e.rec.PendingSwitch != nil && h.j.State(e.id).OpenTurn == "" {
 		// The turn it waited for ended: the queued switch goes first.
-		cur := h.applyPendingLocked(ctx, e, h.o.Providers[e.rec.Provider])
+		cur := h.applyPendingLocked(ctx, e, h.o.Providers[e.rec.Provider], false)
 		if cur != e {
 			if cur == nil {
 				return api.SendResult{}, &api.Error{Kind: api.KindSessionNotLive, Msg: "session " + p.SessionID + " has no live provider after its queued account switch failed: hold it again"}

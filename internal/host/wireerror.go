@@ -69,6 +69,8 @@ var providerKinds = []struct {
 	// A mover's "no copy" makes a switch portable: it never reaches the
 	// wire; anywhere else it would be the provider's failure.
 	{provider.ErrNoThreadCopy, api.KindProviderFailed},
+	// A mover's copy over its bound fails the switch (account.switch_failed,
+	// the session keeps its account): the provider's failure.
 	{provider.ErrThreadCopyTooLarge, api.KindProviderFailed},
 }
 

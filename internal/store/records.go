@@ -43,6 +43,9 @@ type PendingSwitch struct {
 	// RetryTurn, for a rate-limit switch, is the failed turn whose prompt
 	// is sent again once switched.
 	RetryTurn string `json:"retryTurn,omitempty"`
+	// Reason is "thread_busy" when the switch waits for the joining
+	// account's runtime to be recycled.
+	Reason string `json:"reason,omitempty"`
 }
 
 // ErrNotFound means no record has that id.

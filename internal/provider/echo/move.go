@@ -40,7 +40,7 @@ func Move(ctx context.Context, m provider.Move) error {
 		limit = provider.DefaultMoveMaxBytes
 	}
 	if fi, err := in.Stat(); err == nil && fi.Size() > limit {
-		return fmt.Errorf("echo move: %s is %d bytes, over the bound of %d", src, fi.Size(), limit)
+		return fmt.Errorf("echo move: %s is %d bytes, over the bound of %d: %w", src, fi.Size(), limit, provider.ErrThreadCopyTooLarge)
 	}
 	if fi, err := os.Stat(to); err != nil || !fi.IsDir() {
 		return fmt.Errorf("echo move: the joining account's home %s is not a directory: %v", to, err)
@@ -49,7 +49,10 @@ func Move(ctx context.Context, m provider.Move) error {
 	if err != nil {
 		return fmt.Errorf("echo move: write in %s: %w", to, err)
 	}
-	_, err = io.Copy(tmp, io.LimitReader(in, limit+1))
+	n, err := io.Copy(tmp, io.LimitReader(in, limit+1))
+	if err == nil && n > limit {
+		err = fmt.Errorf("%s grew past the bound of %d bytes while copied: %w", src, limit, provider.ErrThreadCopyTooLarge)
+	}
 	if err == nil {
 		err = tmp.Sync()
 	}

@@ -93,6 +93,7 @@ export interface AccountSwitchData {
   continuity?: "native" | "portable" | "none";
   from?: string;
   noRetry?: string;
+  reason?: string;
   retried?: boolean;
   to: string;
   turnId?: string;
