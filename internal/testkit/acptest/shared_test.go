@@ -215,63 +215,7 @@ func TestCodexACPSharedKillMidTurn(t *testing.T) {
 func TestCodexACPSharedRestart(t *testing.T) {
 	m := codextest.SharedModel(t, nil)
 	cfg := sharedACP(t, "codex-acp", m)
-	d := providertest.Daemon(t, "", cfg)
-	const n = 5
-	ss := make([]*providertest.Session, n)
-	threads := make([]string, n)
-	for i := range ss {
-		ss[i] = providertest.NewSession(t, d, client, "codex-acp", t.TempDir())
-		threads[i] = ss[i].Hold.ThreadID
-	}
-	_, pid := codextest.OneRuntime(t, ss)
-	turns := make([]string, n)
-	for i, s := range ss {
-		turns[i] = codextest.SendPrompt(t, s, "remember", i)
-	}
-	for i, s := range ss {
-		codextest.TurnDone(t, s, turns[i])
-	}
-	d.Kill()
-
-	d2 := providertest.Daemon(t, d.StateDir, cfg)
-	if providertest.Alive(pid) {
-		t.Fatalf("the crashed run's runtime %d still runs once the restarted daemon listens", pid)
-	}
-	re := make([]*providertest.Session, n)
-	for i, s := range ss {
-		re[i] = providertest.ReopenResumed(t, d2, client, s.ID, threads[i])
-	}
-	_, pid2 := codextest.OneRuntime(t, re)
-	if pid2 == pid {
-		t.Fatalf("the resumed sessions run on the old pid %d", pid)
-	}
-	for i, s := range re {
-		tn := codextest.SendPrompt(t, s, "which", i)
-		if tc := codextest.TurnDone(t, s, tn); tc.Status != event.StatusCompleted {
-			t.Fatalf("session %d after the restart: %+v", i, tc)
-		}
-	}
-	seen := 0
-	for _, r := range m.Requests() {
-		kind, tag, _ := codextest.LastPrompt(r)
-		if kind != "which" {
-			continue
-		}
-		seen++
-		in := r.Input()
-		if !strings.Contains(in, "PROMPT remember "+tag) {
-			t.Errorf("the %s request after the restart lacks its history", tag)
-		}
-		for _, other := range codextest.PromptsIn(in) {
-			if other[2] != tag {
-				t.Errorf("the %s request carries %q", tag, other[0])
-			}
-		}
-	}
-	if seen != n {
-		t.Fatalf("%d requests after the restart, want %d", seen, n)
-	}
-	providertest.NoAnomalies(t, d2, "codex-acp")
+	codextest.SharedRestart(t, m, cfg, client, "codex-acp")
 }
 
 // Closing a session of a shared codex-acp runtime kills what is left of
