@@ -226,39 +226,7 @@ func TestCodexACPSharedRestart(t *testing.T) {
 func TestCodexACPSharedCloseKillsLeftovers(t *testing.T) {
 	m := codextest.SharedModel(t, nil)
 	d := providertest.Daemon(t, "", "idle_timeout = \"1s\"", sharedACP(t, "codex-acp", m))
-	ss := []*providertest.Session{
-		providertest.NewSession(t, d, client, "codex-acp", t.TempDir()),
-		providertest.NewSession(t, d, client, "codex-acp", t.TempDir()),
-	}
-	_, pid := codextest.OneRuntime(t, ss)
-	left := make([]int, len(ss))
-	for i, s := range ss {
-		turn := codextest.SendPrompt(t, s, "spawn", i)
-		req := providertest.Decode[event.ApprovalRequestedData](t, s.Next(t, event.ApprovalRequested))
-		s.Respond(t, req.RequestID, "approve")
-		if tc := codextest.TurnDone(t, s, turn); tc.Status != event.StatusCompleted {
-			t.Fatalf("session %d: %+v", i, tc)
-		}
-		if left[i] = codextest.LeftoverPID(d, fmt.Sprintf("tag-%d", i)); left[i] == 0 {
-			t.Fatalf("session %d's command left no process: nothing to test", i)
-		}
-	}
-	ss[0].Close(t)
-	ss[0].Next(t, event.LeaseReleased)
-	if providertest.Alive(left[0]) {
-		t.Fatalf("the closed session's leftover command %d still runs\n%s", left[0], d.Log.String())
-	}
-	if !providertest.Alive(left[1]) || !providertest.Alive(pid) {
-		t.Fatalf("closing session 0 stopped session 1's command (%d alive %v) or the runtime (%d alive %v)",
-			left[1], providertest.Alive(left[1]), pid, providertest.Alive(pid))
-	}
-	if !strings.Contains(d.Log.String(), "leftover commands of a detaching session stopped") {
-		t.Errorf("no log line for the stopped leftovers")
-	}
-	tn := codextest.SendPrompt(t, ss[1], "again", 1)
-	if tc := codextest.TurnDone(t, ss[1], tn); tc.Status != event.StatusCompleted {
-		t.Fatalf("session 1 after session 0 closed: %+v", tc)
-	}
+	ss := codextest.SharedCloseKillsLeftovers(t, d, client, "codex-acp")
 	ss[1].Close(t)
 	providertest.NoProcesses(t, d) // the runtime's release clock takes it, and session 1's leftover with its tree
 }
