@@ -3,7 +3,6 @@ package codextest_test
 import (
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/sessiond/sessiond/internal/api"
@@ -138,61 +137,7 @@ func TestCodexSharedKillMidTurn(t *testing.T) {
 	gate := make(chan struct{}) // never opened before the kill
 	m := codextest.SharedModel(t, func(string) chan struct{} { return gate })
 	d := providertest.Daemon(t, "", sharedProviderConfig(t, "codex", codextest.Home(t, m.URL, "")))
-	ss := make([]*providertest.Session, 3)
-	for i := range ss {
-		ss[i] = providertest.NewSession(t, d, client, "codex", t.TempDir())
-	}
-	rt, pid := codextest.OneRuntime(t, ss)
-	turns := []string{codextest.SendPrompt(t, ss[0], "say", 0), codextest.SendPrompt(t, ss[1], "say", 1)}
-	codextest.Arrivals(t, m, 2)
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	for i, s := range ss {
-		s.Next(t, event.LeaseReleased)
-		evs := s.ReadAll(t)
-		var tail []string
-		for _, ev := range evs[len(evs)-4:] {
-			tail = append(tail, ev.Type)
-		}
-		want := []string{event.TurnCompleted, event.ProviderExited, event.SessionEnded, event.LeaseReleased}
-		if i == 2 {
-			want = want[1:]
-			tail = tail[1:]
-		}
-		if strings.Join(tail, ",") != strings.Join(want, ",") {
-			t.Fatalf("session %d's tail %v, want %v (journal %s)", i, tail, want, s.Types())
-		}
-		if i < 2 {
-			tc := providertest.Decode[event.TurnCompletedData](t, evs[len(evs)-4])
-			if evs[len(evs)-4].TurnID != turns[i] || tc.Status != event.StatusInterrupted || tc.Reason != event.ReasonProviderExited {
-				t.Fatalf("session %d: turn.completed %+v of turn %s, want %s", i, tc, evs[len(evs)-4].TurnID, turns[i])
-			}
-		}
-		exited := providertest.Decode[event.ProviderExitedData](t, providertest.LastOf(t, evs, event.ProviderExited))
-		if exited.RuntimeID != rt {
-			t.Fatalf("session %d: provider.exited %+v, want runtime %s", i, exited, rt)
-		}
-		for _, ev := range evs {
-			for j, other := range turns {
-				if j != i && ev.TurnID == other {
-					t.Fatalf("session %d's journal holds session %d's %s", i, j, ev.Type)
-				}
-			}
-		}
-		codextest.OnlyOwnTags(t, s, fmt.Sprintf("tag-%d", i))
-	}
-	providertest.NoProcesses(t, d)
-	close(gate) // the killed runtime's requests: nobody reads their answers
-
-	// The next hold starts a new runtime; the others join it.
-	for _, s := range ss {
-		s.AttachAndHold(t)
-	}
-	rt2, pid2 := codextest.OneRuntime(t, ss)
-	if rt2 == rt || pid2 == pid {
-		t.Fatalf("after the kill: runtime %s pid %d, the killed one %s pid %d", rt2, pid2, rt, pid)
-	}
+	ss := codextest.SharedKillMidTurn(t, d, m, gate, client, "codex")
 	tn := codextest.SendPrompt(t, ss[2], "again", 2)
 	if tc := codextest.TurnDone(t, ss[2], tn); tc.Status != event.StatusCompleted {
 		t.Fatalf("a turn on the new runtime: %+v", tc)
