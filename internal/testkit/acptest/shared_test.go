@@ -8,7 +8,6 @@ import (
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/testkit/codextest"
-	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 	"github.com/sessiond/sessiond/internal/testkit/providertest"
 )
 
@@ -22,31 +21,7 @@ func TestCodexACPSharedFive(t *testing.T) {
 	gates := map[string]chan struct{}{"say": make(chan struct{}), "later": make(chan struct{})}
 	m := codextest.SharedModel(t, func(kind string) chan struct{} { return gates[kind] })
 	d := providertest.Daemon(t, "", "idle_timeout = \"1s\"", sharedACP(t, "codex-acp", m))
-	const n = 5
-	ss := make([]*providertest.Session, n)
-	for i := range ss {
-		ss[i] = providertest.NewSession(t, d, client, "codex-acp", t.TempDir())
-	}
-	_, pid := codextest.OneRuntime(t, ss)
-	if tagged := daemontest.TaggedProcesses(d.StateID); !contains(tagged, pid) {
-		t.Fatalf("tagged processes %v lack the runtime %d", tagged, pid)
-	}
-
-	turns := make([]string, n)
-	for i, s := range ss {
-		turns[i] = codextest.SendPrompt(t, s, "say", i)
-	}
-	codextest.Arrivals(t, m, n)
-	close(gates["say"])
-	for i, s := range ss {
-		if tc := codextest.TurnDone(t, s, turns[i]); tc.Status != event.StatusCompleted {
-			t.Fatalf("session %d: turn.completed %+v", i, tc)
-		}
-		if text, _ := s.Message(t, turns[i]); text != fmt.Sprintf("say-reply-tag-%d", i) {
-			t.Fatalf("session %d: reply %q; events %s", i, text, s.Types())
-		}
-		codextest.OnlyOwnTags(t, s, fmt.Sprintf("tag-%d", i))
-	}
+	ss, pid := codextest.SharedFiveTurns(t, d, m, gates["say"], client, "codex-acp")
 
 	// A permission open on session 0 while session 1 streams a turn.
 	codextest.SendPrompt(t, ss[0], "run", 0)
@@ -66,49 +41,12 @@ func TestCodexACPSharedFive(t *testing.T) {
 		codextest.OnlyOwnTags(t, s, fmt.Sprintf("tag-%d", i))
 	}
 
-	// Sessions 2, 3 and 4 in turns; closing 4 ends only its own.
-	late := map[int]string{}
-	for i := 2; i < n; i++ {
-		late[i] = codextest.SendPrompt(t, ss[i], "later", i)
-	}
-	codextest.Arrivals(t, m, 3)
-	ss[4].Close(t)
-	if tc := codextest.TurnDone(t, ss[4], late[4]); tc.Status != event.StatusInterrupted {
-		t.Fatalf("the closed session's turn: %+v", tc)
-	}
-	ss[4].Next(t, event.LeaseReleased)
-	if !providertest.Alive(pid) {
-		t.Fatal("closing one session stopped the runtime")
-	}
-	close(gates["later"])
-	for i := 2; i < 4; i++ {
-		if tc := codextest.TurnDone(t, ss[i], late[i]); tc.Status != event.StatusCompleted {
-			t.Fatalf("session %d after session 4 closed: %+v", i, tc)
-		}
-		if text, _ := ss[i].Message(t, late[i]); text != fmt.Sprintf("later-reply-tag-%d", i) {
-			t.Fatalf("session %d: reply %q", i, text)
-		}
-	}
-	if _, p := codextest.RuntimeOf(t, ss[2]); p != pid {
-		t.Fatalf("session 2 moved to pid %d", p)
-	}
+	codextest.SharedFiveCloseOne(t, m, gates["later"], ss, pid)
 	// A new turn after the close: the process still takes prompts.
 	if tn := codextest.SendPrompt(t, ss[0], "after", 0); codextest.TurnDone(t, ss[0], tn).Status != event.StatusCompleted {
 		t.Fatalf("a turn of session 0 after session 4 closed: %s", ss[0].Types())
 	}
-
-	for _, s := range ss[:4] {
-		var rr api.ReleaseResult
-		if err := s.C.Call(providertest.Ctx(t), "agentSession.release", api.ReleaseParams{SessionID: s.ID, HolderID: "e2e"}, &rr); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, s := range ss[:4] {
-		s.Next(t, event.LeaseReleased)
-	}
-	codextest.WaitGone(t, pid, "the runtime after every session was released")
-	providertest.NoProcesses(t, d)
-	providertest.NoAnomalies(t, d, "codex-acp")
+	codextest.SharedFiveRelease(t, d, ss, pid, "codex-acp")
 }
 
 // SIGKILL of the codex-acp runtime with two of its three sessions
@@ -219,13 +157,4 @@ func TestCodexACPSharedReleaseAndReload(t *testing.T) {
 		t.Fatalf("the other session: %+v", tc)
 	}
 	providertest.NoAnomalies(t, d, "codex-acp")
-}
-
-func contains(pids []int, pid int) bool {
-	for _, p := range pids {
-		if p == pid {
-			return true
-		}
-	}
-	return false
 }
