@@ -9,39 +9,10 @@ import (
 	"testing"
 
 	"github.com/sessiond/sessiond/internal/provider"
+	"github.com/sessiond/sessiond/internal/testkit/movetest"
 )
 
 const moveSession = "dafb7a36-5625-45b6-95c4-634b671195f0"
-
-func envOf(kv ...string) func(string) string {
-	return func(k string) string {
-		for i := 0; i+1 < len(kv); i += 2 {
-			if kv[i] == k {
-				return kv[i+1]
-			}
-		}
-		return ""
-	}
-}
-
-func writeFile(t *testing.T, p, s string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func readFile(t *testing.T, p string) string {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
 
 // The key Claude Code 2.1.328 gave these directories (measured with the
 // real CLI).
@@ -67,18 +38,18 @@ func TestMoveCopiesTranscript(t *testing.T) {
 			a, b := t.TempDir(), t.TempDir()
 			rel := filepath.Join("projects", key, moveSession+".jsonl")
 			body := `{"type":"user","message":"pineapple-42"}` + "\n"
-			writeFile(t, filepath.Join(a, rel), body)
-			writeFile(t, filepath.Join(b, rel), strings.Repeat("stale and longer\n", 10))
+			movetest.WriteFile(t, filepath.Join(a, rel), body)
+			movetest.WriteFile(t, filepath.Join(b, rel), strings.Repeat("stale and longer\n", 10))
 			before, _ := os.Stat(filepath.Join(a, rel))
-			m := provider.Move{From: envOf("CLAUDE_CONFIG_DIR", a), To: envOf("CLAUDE_CONFIG_DIR", b), ThreadID: moveSession, Cwd: cwd}
+			m := provider.Move{From: movetest.Env("CLAUDE_CONFIG_DIR", a), To: movetest.Env("CLAUDE_CONFIG_DIR", b), ThreadID: moveSession, Cwd: cwd}
 			if err := Move(context.Background(), m); err != nil {
 				t.Fatal(err)
 			}
-			if got := readFile(t, filepath.Join(b, rel)); got != body {
+			if got := movetest.ReadFile(t, filepath.Join(b, rel)); got != body {
 				t.Fatalf("joining copy %q", got)
 			}
 			after, _ := os.Stat(filepath.Join(a, rel))
-			if readFile(t, filepath.Join(a, rel)) != body || !after.ModTime().Equal(before.ModTime()) {
+			if movetest.ReadFile(t, filepath.Join(a, rel)) != body || !after.ModTime().Equal(before.ModTime()) {
 				t.Fatal("leaving copy written")
 			}
 		})
@@ -89,11 +60,11 @@ func TestMoveCopiesTranscript(t *testing.T) {
 func TestMoveDefaultConfigDir(t *testing.T) {
 	ha, hb := t.TempDir(), t.TempDir()
 	rel := filepath.Join(".claude", "projects", "-w", moveSession+".jsonl")
-	writeFile(t, filepath.Join(ha, rel), "x\n")
-	if err := Move(context.Background(), provider.Move{From: envOf("HOME", ha), To: envOf("HOME", hb), ThreadID: moveSession, Cwd: "/w"}); err != nil {
+	movetest.WriteFile(t, filepath.Join(ha, rel), "x\n")
+	if err := Move(context.Background(), provider.Move{From: movetest.Env("HOME", ha), To: movetest.Env("HOME", hb), ThreadID: moveSession, Cwd: "/w"}); err != nil {
 		t.Fatal(err)
 	}
-	if readFile(t, filepath.Join(hb, rel)) != "x\n" {
+	if movetest.ReadFile(t, filepath.Join(hb, rel)) != "x\n" {
 		t.Fatal("not copied into $HOME/.claude")
 	}
 }
@@ -108,31 +79,31 @@ func TestMoveRefusals(t *testing.T) {
 		want  string
 	}{
 		{"no copy", func(t *testing.T, a, b string) provider.Move {
-			return provider.Move{From: envOf("CLAUDE_CONFIG_DIR", a), To: envOf("CLAUDE_CONFIG_DIR", b), ThreadID: moveSession}
+			return provider.Move{From: movetest.Env("CLAUDE_CONFIG_DIR", a), To: movetest.Env("CLAUDE_CONFIG_DIR", b), ThreadID: moveSession}
 		}, provider.ErrNoThreadCopy, "no transcript"},
 		{"too large", func(t *testing.T, a, b string) provider.Move {
-			writeFile(t, filepath.Join(a, rel), strings.Repeat("x", 100))
-			return provider.Move{From: envOf("CLAUDE_CONFIG_DIR", a), To: envOf("CLAUDE_CONFIG_DIR", b), ThreadID: moveSession, MaxBytes: 10}
+			movetest.WriteFile(t, filepath.Join(a, rel), strings.Repeat("x", 100))
+			return provider.Move{From: movetest.Env("CLAUDE_CONFIG_DIR", a), To: movetest.Env("CLAUDE_CONFIG_DIR", b), ThreadID: moveSession, MaxBytes: 10}
 		}, provider.ErrThreadCopyTooLarge, "over the bound of 10"},
 		{"target not writable", func(t *testing.T, a, b string) provider.Move {
-			writeFile(t, filepath.Join(a, rel), "x\n")
+			movetest.WriteFile(t, filepath.Join(a, rel), "x\n")
 			file := filepath.Join(b, "dir-is-a-file")
-			writeFile(t, file, "")
-			return provider.Move{From: envOf("CLAUDE_CONFIG_DIR", a), To: envOf("CLAUDE_CONFIG_DIR", file), ThreadID: moveSession}
+			movetest.WriteFile(t, file, "")
+			return provider.Move{From: movetest.Env("CLAUDE_CONFIG_DIR", a), To: movetest.Env("CLAUDE_CONFIG_DIR", file), ThreadID: moveSession}
 		}, nil, "dir-is-a-file"},
 		{"dot-dot id", func(t *testing.T, a, b string) provider.Move {
-			return provider.Move{From: envOf("CLAUDE_CONFIG_DIR", a), To: envOf("CLAUDE_CONFIG_DIR", b), ThreadID: ".."}
+			return provider.Move{From: movetest.Env("CLAUDE_CONFIG_DIR", a), To: movetest.Env("CLAUDE_CONFIG_DIR", b), ThreadID: ".."}
 		}, nil, "not a Claude session id"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			a, b := t.TempDir(), t.TempDir()
-			writeFile(t, filepath.Join(b, rel), "older copy\n")
+			movetest.WriteFile(t, filepath.Join(b, rel), "older copy\n")
 			err := Move(context.Background(), c.setup(t, a, b))
 			if err == nil || (c.is != nil && !errors.Is(err, c.is)) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v, want %v saying %q", err, c.is, c.want)
 			}
-			if readFile(t, filepath.Join(b, rel)) != "older copy\n" {
+			if movetest.ReadFile(t, filepath.Join(b, rel)) != "older copy\n" {
 				t.Fatal("older copy changed")
 			}
 		})

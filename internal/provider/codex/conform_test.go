@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/sessiond/sessiond/internal/event"
+	"github.com/sessiond/sessiond/internal/testkit/clitest"
 	"github.com/sessiond/sessiond/internal/testkit/codextest"
 )
 
@@ -104,17 +105,7 @@ func startCodex(t *testing.T, home, threadID string, cf *conformance) (*Adapter,
 	cmd := exec.Command(codextest.Binary(t), "app-server")
 	cmd.Env = append(os.Environ(), "CODEX_HOME="+home, "HOME="+t.TempDir())
 	cmd.Dir = t.TempDir()
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	in, out := clitest.Start(t, cmd)
 	rec := newRecorder()
 	a := NewAdapter(Options{In: checkedWriter{in, cf.in}, Out: checkedReader{out, cf.out}, Cwd: cmd.Dir, ThreadID: threadID,
 		Emit: rec.emit, RequestTimeout: waitLong})

@@ -9,41 +9,12 @@ import (
 	"testing"
 
 	"github.com/sessiond/sessiond/internal/provider"
+	"github.com/sessiond/sessiond/internal/testkit/movetest"
 )
 
 const moveThread = "01a23551-73d9-7113-9578-f32eef000c4c"
 
 var moveRel = filepath.Join("sessions", "2026", "12", "02", "rollout-2026-12-02T05-54-20-"+moveThread+".jsonl")
-
-func envOf(kv ...string) func(string) string {
-	return func(k string) string {
-		for i := 0; i+1 < len(kv); i += 2 {
-			if kv[i] == k {
-				return kv[i+1]
-			}
-		}
-		return ""
-	}
-}
-
-func writeFile(t *testing.T, p, s string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func readFile(t *testing.T, p string) string {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
 
 // noTemp fails when a temporary file of a copy is left in dir.
 func noTemp(t *testing.T, dir string) {
@@ -57,7 +28,7 @@ func noTemp(t *testing.T, dir string) {
 }
 
 func moveOf(a, b string) provider.Move {
-	return provider.Move{From: envOf("CODEX_HOME", a), To: envOf("CODEX_HOME", b), ThreadID: moveThread}
+	return provider.Move{From: movetest.Env("CODEX_HOME", a), To: movetest.Env("CODEX_HOME", b), ThreadID: moveThread}
 }
 
 // The rollout lands under the same relative path in the joining home,
@@ -67,36 +38,36 @@ func moveOf(a, b string) provider.Move {
 func TestMoveCopiesRollout(t *testing.T) {
 	a, b := t.TempDir(), t.TempDir()
 	body := `{"type":"session_meta"}` + "\n" + `{"type":"response_item","text":"pineapple-42"}` + "\n"
-	writeFile(t, filepath.Join(a, moveRel), body)
-	writeFile(t, filepath.Join(b, moveRel), strings.Repeat("stale and longer\n", 20))
+	movetest.WriteFile(t, filepath.Join(a, moveRel), body)
+	movetest.WriteFile(t, filepath.Join(b, moveRel), strings.Repeat("stale and longer\n", 20))
 	staleArchived := filepath.Join(b, "archived_sessions", "rollout-2026-11-01T00-00-00-"+moveThread+".jsonl")
-	writeFile(t, staleArchived, "old\n")
+	movetest.WriteFile(t, staleArchived, "old\n")
 	other := filepath.Join(b, "sessions", "2026", "12", "02", "rollout-2026-12-02T05-54-20-01a23551-0000-0000-0000-000000000000.jsonl")
-	writeFile(t, other, "another thread\n")
+	movetest.WriteFile(t, other, "another thread\n")
 	before, _ := os.Stat(filepath.Join(a, moveRel))
 	if err := Move(context.Background(), moveOf(a, b)); err != nil {
 		t.Fatal(err)
 	}
-	if got := readFile(t, filepath.Join(b, moveRel)); got != body {
+	if got := movetest.ReadFile(t, filepath.Join(b, moveRel)); got != body {
 		t.Fatalf("joining copy %q, want %q", got, body)
 	}
 	after, _ := os.Stat(filepath.Join(a, moveRel))
-	if got := readFile(t, filepath.Join(a, moveRel)); got != body || !after.ModTime().Equal(before.ModTime()) {
+	if got := movetest.ReadFile(t, filepath.Join(a, moveRel)); got != body || !after.ModTime().Equal(before.ModTime()) {
 		t.Fatalf("leaving copy written: %q (mtime %v → %v)", got, before.ModTime(), after.ModTime())
 	}
 	if _, err := os.Stat(staleArchived); !os.IsNotExist(err) {
 		t.Fatalf("stale archived copy kept: %v", err)
 	}
-	if readFile(t, other) != "another thread\n" {
+	if movetest.ReadFile(t, other) != "another thread\n" {
 		t.Fatal("another thread's rollout touched")
 	}
 	noTemp(t, filepath.Dir(filepath.Join(b, moveRel)))
 	// And back: B's newer copy replaces A's.
-	writeFile(t, filepath.Join(b, moveRel), body+`{"turn":2}`+"\n")
+	movetest.WriteFile(t, filepath.Join(b, moveRel), body+`{"turn":2}`+"\n")
 	if err := Move(context.Background(), moveOf(b, a)); err != nil {
 		t.Fatal(err)
 	}
-	if got := readFile(t, filepath.Join(a, moveRel)); got != body+`{"turn":2}`+"\n" {
+	if got := movetest.ReadFile(t, filepath.Join(a, moveRel)); got != body+`{"turn":2}`+"\n" {
 		t.Fatalf("moved back: %q", got)
 	}
 }
@@ -105,11 +76,11 @@ func TestMoveCopiesRollout(t *testing.T) {
 func TestMoveArchived(t *testing.T) {
 	a, b := t.TempDir(), t.TempDir()
 	rel := filepath.Join("archived_sessions", "rollout-2026-12-02T05-54-20-"+moveThread+".jsonl")
-	writeFile(t, filepath.Join(a, rel), "x\n")
+	movetest.WriteFile(t, filepath.Join(a, rel), "x\n")
 	if err := Move(context.Background(), moveOf(a, b)); err != nil {
 		t.Fatal(err)
 	}
-	if readFile(t, filepath.Join(b, rel)) != "x\n" {
+	if movetest.ReadFile(t, filepath.Join(b, rel)) != "x\n" {
 		t.Fatal("archived copy not moved")
 	}
 }
@@ -117,12 +88,12 @@ func TestMoveArchived(t *testing.T) {
 // CODEX_HOME unset: $HOME/.codex, as codex itself.
 func TestMoveDefaultHome(t *testing.T) {
 	ha, hb := t.TempDir(), t.TempDir()
-	writeFile(t, filepath.Join(ha, ".codex", moveRel), "x\n")
-	m := provider.Move{From: envOf("HOME", ha), To: envOf("HOME", hb), ThreadID: moveThread}
+	movetest.WriteFile(t, filepath.Join(ha, ".codex", moveRel), "x\n")
+	m := provider.Move{From: movetest.Env("HOME", ha), To: movetest.Env("HOME", hb), ThreadID: moveThread}
 	if err := Move(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
-	if readFile(t, filepath.Join(hb, ".codex", moveRel)) != "x\n" {
+	if movetest.ReadFile(t, filepath.Join(hb, ".codex", moveRel)) != "x\n" {
 		t.Fatal("not copied into $HOME/.codex")
 	}
 }
@@ -138,7 +109,7 @@ func TestMoveRefusals(t *testing.T) {
 	}{
 		{"no copy", func(t *testing.T, a, b string) provider.Move { return moveOf(a, b) }, provider.ErrNoThreadCopy, a0},
 		{"too large", func(t *testing.T, a, b string) provider.Move {
-			writeFile(t, filepath.Join(a, moveRel), strings.Repeat("x", 100))
+			movetest.WriteFile(t, filepath.Join(a, moveRel), strings.Repeat("x", 100))
 			m := moveOf(a, b)
 			m.MaxBytes = 99
 			return m
@@ -154,9 +125,9 @@ func TestMoveRefusals(t *testing.T) {
 			return moveOf(a, b)
 		}, nil, "not a regular file"},
 		{"target not writable", func(t *testing.T, a, b string) provider.Move {
-			writeFile(t, filepath.Join(a, moveRel), "x\n")
+			movetest.WriteFile(t, filepath.Join(a, moveRel), "x\n")
 			file := filepath.Join(b, "home-is-a-file")
-			writeFile(t, file, "")
+			movetest.WriteFile(t, file, "")
 			return moveOf(a, file)
 		}, nil, "home-is-a-file"},
 		{"same home", func(t *testing.T, a, b string) provider.Move { return moveOf(a, a) }, nil, "both accounts"},
@@ -167,7 +138,7 @@ func TestMoveRefusals(t *testing.T) {
 		}, nil, "not a codex thread id"},
 		{"no home", func(t *testing.T, a, b string) provider.Move {
 			m := moveOf(a, b)
-			m.From = envOf()
+			m.From = movetest.Env()
 			return m
 		}, nil, "neither CODEX_HOME nor HOME"},
 	}
@@ -175,7 +146,7 @@ func TestMoveRefusals(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			a, b := t.TempDir(), t.TempDir()
 			old := filepath.Join(b, moveRel)
-			writeFile(t, old, "older copy\n")
+			movetest.WriteFile(t, old, "older copy\n")
 			err := Move(context.Background(), c.setup(t, a, b))
 			if err == nil {
 				t.Fatal("moved")
@@ -187,7 +158,7 @@ func TestMoveRefusals(t *testing.T) {
 			if !strings.Contains(err.Error(), want) {
 				t.Fatalf("error %q does not say %q", err, want)
 			}
-			if readFile(t, old) != "older copy\n" {
+			if movetest.ReadFile(t, old) != "older copy\n" {
 				t.Fatal("the joining home's older copy was changed")
 			}
 			noTemp(t, filepath.Dir(old))

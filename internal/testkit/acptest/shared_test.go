@@ -3,12 +3,11 @@ package acptest_test
 import (
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
-	"github.com/sessiond/sessiond/internal/testkit/daemontest"
+	"github.com/sessiond/sessiond/internal/testkit/codextest"
 	"github.com/sessiond/sessiond/internal/testkit/providertest"
 )
 
@@ -20,39 +19,15 @@ import (
 // released the runtime stops after idle_timeout and no process is left.
 func TestCodexACPSharedFive(t *testing.T) {
 	gates := map[string]chan struct{}{"say": make(chan struct{}), "later": make(chan struct{})}
-	m := sharedModel(t, func(kind string) chan struct{} { return gates[kind] })
+	m := codextest.SharedModel(t, func(kind string) chan struct{} { return gates[kind] })
 	d := providertest.Daemon(t, "", "idle_timeout = \"1s\"", sharedACP(t, "codex-acp", m))
-	const n = 5
-	ss := make([]*providertest.Session, n)
-	for i := range ss {
-		ss[i] = providertest.NewSession(t, d, client, "codex-acp", t.TempDir())
-	}
-	_, pid := oneRuntime(t, ss)
-	if tagged := daemontest.TaggedProcesses(d.StateID); !contains(tagged, pid) {
-		t.Fatalf("tagged processes %v lack the runtime %d", tagged, pid)
-	}
-
-	turns := make([]string, n)
-	for i, s := range ss {
-		turns[i] = send(t, s, "say", i)
-	}
-	arrivals(t, m, n)
-	close(gates["say"])
-	for i, s := range ss {
-		if tc := turnDone(t, s, turns[i]); tc.Status != event.StatusCompleted {
-			t.Fatalf("session %d: turn.completed %+v", i, tc)
-		}
-		if text, _ := s.Message(t, turns[i]); text != fmt.Sprintf("say-reply-tag-%d", i) {
-			t.Fatalf("session %d: reply %q; events %s", i, text, s.Types())
-		}
-		onlyOwnTags(t, s, fmt.Sprintf("tag-%d", i))
-	}
+	ss, pid := codextest.SharedFiveTurns(t, d, m, gates["say"], client, "codex-acp")
 
 	// A permission open on session 0 while session 1 streams a turn.
-	send(t, ss[0], "run", 0)
+	codextest.SendPrompt(t, ss[0], "run", 0)
 	req := providertest.Decode[event.ApprovalRequestedData](t, ss[0].Next(t, event.ApprovalRequested))
-	t1 := send(t, ss[1], "more", 1)
-	if tc := turnDone(t, ss[1], t1); tc.Status != event.StatusCompleted {
+	t1 := codextest.SendPrompt(t, ss[1], "more", 1)
+	if tc := codextest.TurnDone(t, ss[1], t1); tc.Status != event.StatusCompleted {
 		t.Fatalf("session 1 while 0 waits for its permission: %+v", tc)
 	}
 	if strings.Contains(ss[0].Types(), event.ApprovalResolved) || strings.Contains(ss[1].Types(), event.ApprovalRequested) {
@@ -63,52 +38,15 @@ func TestCodexACPSharedFive(t *testing.T) {
 		t.Fatalf("session 0 after approve: turn %+v; events %s", tc, ss[0].Types())
 	}
 	for i, s := range ss[:2] {
-		onlyOwnTags(t, s, fmt.Sprintf("tag-%d", i))
+		codextest.OnlyOwnTags(t, s, fmt.Sprintf("tag-%d", i))
 	}
 
-	// Sessions 2, 3 and 4 in turns; closing 4 ends only its own.
-	late := map[int]string{}
-	for i := 2; i < n; i++ {
-		late[i] = send(t, ss[i], "later", i)
-	}
-	arrivals(t, m, 3)
-	ss[4].Close(t)
-	if tc := turnDone(t, ss[4], late[4]); tc.Status != event.StatusInterrupted {
-		t.Fatalf("the closed session's turn: %+v", tc)
-	}
-	ss[4].Next(t, event.LeaseReleased)
-	if !providertest.Alive(pid) {
-		t.Fatal("closing one session stopped the runtime")
-	}
-	close(gates["later"])
-	for i := 2; i < 4; i++ {
-		if tc := turnDone(t, ss[i], late[i]); tc.Status != event.StatusCompleted {
-			t.Fatalf("session %d after session 4 closed: %+v", i, tc)
-		}
-		if text, _ := ss[i].Message(t, late[i]); text != fmt.Sprintf("later-reply-tag-%d", i) {
-			t.Fatalf("session %d: reply %q", i, text)
-		}
-	}
-	if _, p := runtimeOf(t, ss[2]); p != pid {
-		t.Fatalf("session 2 moved to pid %d", p)
-	}
+	codextest.SharedFiveCloseOne(t, m, gates["later"], ss, pid)
 	// A new turn after the close: the process still takes prompts.
-	if tn := send(t, ss[0], "after", 0); turnDone(t, ss[0], tn).Status != event.StatusCompleted {
+	if tn := codextest.SendPrompt(t, ss[0], "after", 0); codextest.TurnDone(t, ss[0], tn).Status != event.StatusCompleted {
 		t.Fatalf("a turn of session 0 after session 4 closed: %s", ss[0].Types())
 	}
-
-	for _, s := range ss[:4] {
-		var rr api.ReleaseResult
-		if err := s.C.Call(providertest.Ctx(t), "agentSession.release", api.ReleaseParams{SessionID: s.ID, HolderID: "e2e"}, &rr); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, s := range ss[:4] {
-		s.Next(t, event.LeaseReleased)
-	}
-	waitGone(t, pid, "the runtime after every session was released")
-	providertest.NoProcesses(t, d)
-	providertest.NoAnomalies(t, d, "codex-acp")
+	codextest.SharedFiveRelease(t, d, ss, pid, "codex-acp")
 }
 
 // SIGKILL of the codex-acp runtime with two of its three sessions
@@ -119,81 +57,29 @@ func TestCodexACPSharedFive(t *testing.T) {
 // own history there.
 func TestCodexACPSharedKillMidTurn(t *testing.T) {
 	gate := make(chan struct{}) // never opened before the kill
-	m := sharedModel(t, func(kind string) chan struct{} {
+	m := codextest.SharedModel(t, func(kind string) chan struct{} {
 		if kind == "say" {
 			return gate
 		}
 		return nil
 	})
 	d := providertest.Daemon(t, "", sharedACP(t, "codex-acp", m))
-	ss := make([]*providertest.Session, 3)
-	for i := range ss {
-		ss[i] = providertest.NewSession(t, d, client, "codex-acp", t.TempDir())
-	}
-	rt, pid := oneRuntime(t, ss)
-	turns := []string{send(t, ss[0], "say", 0), send(t, ss[1], "say", 1)}
-	arrivals(t, m, 2)
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	ss := codextest.SharedKillMidTurn(t, d, m, gate, client, "codex-acp")
 	for i, s := range ss {
-		s.Next(t, event.LeaseReleased)
-		evs := s.ReadAll(t)
-		var tail []string
-		for _, ev := range evs[len(evs)-4:] {
-			tail = append(tail, ev.Type)
-		}
-		want := []string{event.TurnCompleted, event.ProviderExited, event.SessionEnded, event.LeaseReleased}
-		if i == 2 {
-			want, tail = want[1:], tail[1:]
-		}
-		if strings.Join(tail, ",") != strings.Join(want, ",") {
-			t.Fatalf("session %d's tail %v, want %v (journal %s)", i, tail, want, s.Types())
-		}
-		if i < 2 {
-			tc := providertest.Decode[event.TurnCompletedData](t, evs[len(evs)-4])
-			if evs[len(evs)-4].TurnID != turns[i] || tc.Status != event.StatusInterrupted || tc.Reason != event.ReasonProviderExited {
-				t.Fatalf("session %d: turn.completed %+v of turn %s, want %s", i, tc, evs[len(evs)-4].TurnID, turns[i])
-			}
-		}
-		exited := providertest.Decode[event.ProviderExitedData](t, providertest.LastOf(t, evs, event.ProviderExited))
-		if exited.RuntimeID != rt {
-			t.Fatalf("session %d: provider.exited %+v, want runtime %s", i, exited, rt)
-		}
-		for _, ev := range evs {
-			for j, other := range turns {
-				if j != i && ev.TurnID == other {
-					t.Fatalf("session %d's journal holds session %d's %s", i, j, ev.Type)
-				}
-			}
-		}
-		onlyOwnTags(t, s, fmt.Sprintf("tag-%d", i))
-	}
-	providertest.NoProcesses(t, d)
-	close(gate) // the killed runtime's requests: nobody reads their answers
-
-	for _, s := range ss {
-		s.AttachAndHold(t)
-	}
-	rt2, pid2 := oneRuntime(t, ss)
-	if rt2 == rt || pid2 == pid {
-		t.Fatalf("after the kill: runtime %s pid %d, the killed one %s pid %d", rt2, pid2, rt, pid)
-	}
-	for i, s := range ss {
-		tn := send(t, s, "again", i)
-		if tc := turnDone(t, s, tn); tc.Status != event.StatusCompleted {
+		tn := codextest.SendPrompt(t, s, "again", i)
+		if tc := codextest.TurnDone(t, s, tn); tc.Status != event.StatusCompleted {
 			t.Fatalf("session %d: a turn on the new runtime: %+v", i, tc)
 		}
-		onlyOwnTags(t, s, fmt.Sprintf("tag-%d", i))
+		codextest.OnlyOwnTags(t, s, fmt.Sprintf("tag-%d", i))
 	}
 	seen := 0
 	for _, r := range m.Requests() {
-		kind, tag, _ := lastPrompt(r)
+		kind, tag, _ := codextest.LastPrompt(r)
 		if kind != "again" {
 			continue
 		}
 		seen++
-		for _, other := range promptRE.FindAllStringSubmatch(r.Input(), -1) {
+		for _, other := range codextest.PromptsIn(r.Input()) {
 			if other[2] != tag {
 				t.Errorf("the %s request after the reload carries %q", tag, other[0])
 			}
@@ -212,64 +98,9 @@ func TestCodexACPSharedKillMidTurn(t *testing.T) {
 // hold loads its own ACP session (session/load) in one new runtime, and
 // the model's next request of each carries that session's history alone.
 func TestCodexACPSharedRestart(t *testing.T) {
-	m := sharedModel(t, nil)
+	m := codextest.SharedModel(t, nil)
 	cfg := sharedACP(t, "codex-acp", m)
-	d := providertest.Daemon(t, "", cfg)
-	const n = 5
-	ss := make([]*providertest.Session, n)
-	threads := make([]string, n)
-	for i := range ss {
-		ss[i] = providertest.NewSession(t, d, client, "codex-acp", t.TempDir())
-		threads[i] = ss[i].Hold.ThreadID
-	}
-	_, pid := oneRuntime(t, ss)
-	turns := make([]string, n)
-	for i, s := range ss {
-		turns[i] = send(t, s, "remember", i)
-	}
-	for i, s := range ss {
-		turnDone(t, s, turns[i])
-	}
-	d.Kill()
-
-	d2 := providertest.Daemon(t, d.StateDir, cfg)
-	if providertest.Alive(pid) {
-		t.Fatalf("the crashed run's runtime %d still runs once the restarted daemon listens", pid)
-	}
-	re := make([]*providertest.Session, n)
-	for i, s := range ss {
-		re[i] = providertest.ReopenResumed(t, d2, client, s.ID, threads[i])
-	}
-	if _, pid2 := oneRuntime(t, re); pid2 == pid {
-		t.Fatalf("the resumed sessions run on the old pid %d", pid)
-	}
-	for i, s := range re {
-		tn := send(t, s, "which", i)
-		if tc := turnDone(t, s, tn); tc.Status != event.StatusCompleted {
-			t.Fatalf("session %d after the restart: %+v", i, tc)
-		}
-	}
-	seen := 0
-	for _, r := range m.Requests() {
-		kind, tag, _ := lastPrompt(r)
-		if kind != "which" {
-			continue
-		}
-		seen++
-		in := r.Input()
-		if !strings.Contains(in, "PROMPT remember "+tag) {
-			t.Errorf("the %s request after the restart lacks its history", tag)
-		}
-		for _, other := range promptRE.FindAllStringSubmatch(in, -1) {
-			if other[2] != tag {
-				t.Errorf("the %s request carries %q", tag, other[0])
-			}
-		}
-	}
-	if seen != n {
-		t.Fatalf("%d requests after the restart, want %d", seen, n)
-	}
-	providertest.NoAnomalies(t, d2, "codex-acp")
+	codextest.SharedRestart(t, m, cfg, client, "codex-acp")
 }
 
 // Closing a session of a shared codex-acp runtime kills what is left of
@@ -278,41 +109,9 @@ func TestCodexACPSharedRestart(t *testing.T) {
 // detached process behind an approved command; closing the first stops
 // its process only: the second's and the runtime run on.
 func TestCodexACPSharedCloseKillsLeftovers(t *testing.T) {
-	m := sharedModel(t, nil)
+	m := codextest.SharedModel(t, nil)
 	d := providertest.Daemon(t, "", "idle_timeout = \"1s\"", sharedACP(t, "codex-acp", m))
-	ss := []*providertest.Session{
-		providertest.NewSession(t, d, client, "codex-acp", t.TempDir()),
-		providertest.NewSession(t, d, client, "codex-acp", t.TempDir()),
-	}
-	_, pid := oneRuntime(t, ss)
-	left := make([]int, len(ss))
-	for i, s := range ss {
-		turn := send(t, s, "spawn", i)
-		req := providertest.Decode[event.ApprovalRequestedData](t, s.Next(t, event.ApprovalRequested))
-		s.Respond(t, req.RequestID, "approve")
-		if tc := turnDone(t, s, turn); tc.Status != event.StatusCompleted {
-			t.Fatalf("session %d: %+v", i, tc)
-		}
-		if left[i] = leftoverPID(d, fmt.Sprintf("tag-%d", i)); left[i] == 0 {
-			t.Fatalf("session %d's command left no process: nothing to test", i)
-		}
-	}
-	ss[0].Close(t)
-	ss[0].Next(t, event.LeaseReleased)
-	if providertest.Alive(left[0]) {
-		t.Fatalf("the closed session's leftover command %d still runs\n%s", left[0], d.Log.String())
-	}
-	if !providertest.Alive(left[1]) || !providertest.Alive(pid) {
-		t.Fatalf("closing session 0 stopped session 1's command (%d alive %v) or the runtime (%d alive %v)",
-			left[1], providertest.Alive(left[1]), pid, providertest.Alive(pid))
-	}
-	if !strings.Contains(d.Log.String(), "leftover commands of a detaching session stopped") {
-		t.Errorf("no log line for the stopped leftovers")
-	}
-	tn := send(t, ss[1], "again", 1)
-	if tc := turnDone(t, ss[1], tn); tc.Status != event.StatusCompleted {
-		t.Fatalf("session 1 after session 0 closed: %+v", tc)
-	}
+	ss := codextest.SharedCloseKillsLeftovers(t, d, client, "codex-acp")
 	ss[1].Close(t)
 	providertest.NoProcesses(t, d) // the runtime's release clock takes it, and session 1's leftover with its tree
 }
@@ -323,15 +122,15 @@ func TestCodexACPSharedCloseKillsLeftovers(t *testing.T) {
 // the same process, and its next model request carries its earlier turn
 // (and nothing of the other session's).
 func TestCodexACPSharedReleaseAndReload(t *testing.T) {
-	m := sharedModel(t, nil)
+	m := codextest.SharedModel(t, nil)
 	d := providertest.Daemon(t, "", "idle_timeout = \"1s\"", sharedACP(t, "codex-acp", m))
 	ss := []*providertest.Session{
 		providertest.NewSession(t, d, client, "codex-acp", t.TempDir()),
 		providertest.NewSession(t, d, client, "codex-acp", t.TempDir()),
 	}
-	_, pid := oneRuntime(t, ss)
+	_, pid := codextest.OneRuntime(t, ss)
 	for i, s := range ss {
-		turnDone(t, s, send(t, s, "remember", i))
+		codextest.TurnDone(t, s, codextest.SendPrompt(t, s, "remember", i))
 	}
 	thread := ss[0].Hold.ThreadID
 	var rr api.ReleaseResult
@@ -343,10 +142,10 @@ func TestCodexACPSharedReleaseAndReload(t *testing.T) {
 		t.Fatalf("no session/close answered for the released session:\n%s", log)
 	}
 	re := providertest.ReopenResumed(t, d, client, ss[0].ID, thread)
-	if _, p := runtimeOf(t, re); p != pid {
+	if _, p := codextest.RuntimeOf(t, re); p != pid {
 		t.Fatalf("the reloaded session is on pid %d, the runtime's is %d", p, pid)
 	}
-	if tc := turnDone(t, re, send(t, re, "which", 0)); tc.Status != event.StatusCompleted {
+	if tc := codextest.TurnDone(t, re, codextest.SendPrompt(t, re, "which", 0)); tc.Status != event.StatusCompleted {
 		t.Fatalf("a turn of the reloaded session: %+v; %s", tc, re.Types())
 	}
 	rs := m.Requests()
@@ -354,17 +153,8 @@ func TestCodexACPSharedReleaseAndReload(t *testing.T) {
 	if !strings.Contains(in, "PROMPT remember tag-0") || strings.Contains(in, "tag-1") {
 		t.Fatalf("the reloaded session's model request: %s", in)
 	}
-	if tc := turnDone(t, ss[1], send(t, ss[1], "still", 1)); tc.Status != event.StatusCompleted {
+	if tc := codextest.TurnDone(t, ss[1], codextest.SendPrompt(t, ss[1], "still", 1)); tc.Status != event.StatusCompleted {
 		t.Fatalf("the other session: %+v", tc)
 	}
 	providertest.NoAnomalies(t, d, "codex-acp")
-}
-
-func contains(pids []int, pid int) bool {
-	for _, p := range pids {
-		if p == pid {
-			return true
-		}
-	}
-	return false
 }

@@ -70,7 +70,7 @@ func TestCodexACPSharedLiveUpgrade(t *testing.T) {
 	const version = "v0.0.0-acp-shared-upgrade-test"
 	v2 := daemontest.BinaryVersion(t, version)
 	gate := make(chan struct{})
-	m := sharedModel(t, func(kind string) chan struct{} {
+	m := codextest.SharedModel(t, func(kind string) chan struct{} {
 		if kind == "say" {
 			return gate
 		}
@@ -79,11 +79,11 @@ func TestCodexACPSharedLiveUpgrade(t *testing.T) {
 	d := providertest.Daemon(t, "", sharedACP(t, "codex-acp", m))
 	ss := []*providertest.Session{providertest.NewSession(t, d, client, "codex-acp", t.TempDir()),
 		providertest.NewSession(t, d, client, "codex-acp", t.TempDir())}
-	rt, pid := oneRuntime(t, ss)
-	send(t, ss[0], "run", 0)
+	rt, pid := codextest.OneRuntime(t, ss)
+	codextest.SendPrompt(t, ss[0], "run", 0)
 	req := providertest.Decode[event.ApprovalRequestedData](t, ss[0].Next(t, event.ApprovalRequested))
-	held := send(t, ss[1], "say", 1)
-	arrivals(t, m, 2)
+	held := codextest.SendPrompt(t, ss[1], "say", 1)
+	codextest.Arrivals(t, m, 2)
 
 	var res api.UpgradeResult
 	if err := ss[0].C.Call(providertest.Ctx(t), "daemon.upgrade", api.UpgradeParams{Binary: v2}, &res); err != nil {
@@ -93,7 +93,7 @@ func TestCodexACPSharedLiveUpgrade(t *testing.T) {
 		t.Fatalf("upgrade answered %+v", res)
 	}
 	re := []*providertest.Session{providertest.Reopen(t, d, client, ss[0].ID), providertest.Reopen(t, d, client, ss[1].ID)}
-	if rt2, pid2 := oneRuntime(t, re); rt2 != rt || pid2 != pid {
+	if rt2, pid2 := codextest.OneRuntime(t, re); rt2 != rt || pid2 != pid {
 		t.Fatalf("after the upgrade: runtime %s pid %d, before %s %d", rt2, pid2, rt, pid)
 	}
 	re[0].Respond(t, req.RequestID, "approve")
@@ -101,7 +101,7 @@ func TestCodexACPSharedLiveUpgrade(t *testing.T) {
 		t.Fatalf("session 0 after the upgrade: %+v; %s", tc, re[0].Types())
 	}
 	close(gate)
-	if tc := turnDone(t, re[1], held); tc.Status != event.StatusCompleted {
+	if tc := codextest.TurnDone(t, re[1], held); tc.Status != event.StatusCompleted {
 		t.Fatalf("session 1's held turn after the upgrade: %+v", tc)
 	}
 	if text, _ := re[1].Message(t, held); text != "say-reply-tag-1" {
@@ -114,9 +114,9 @@ func TestCodexACPSharedLiveUpgrade(t *testing.T) {
 				t.Fatalf("session %d: %d %s in the journal: %s", i, n, typ, all)
 			}
 		}
-		onlyOwnTags(t, s, []string{"tag-0", "tag-1"}[i])
+		codextest.OnlyOwnTags(t, s, []string{"tag-0", "tag-1"}[i])
 	}
-	if tn := send(t, re[1], "again", 1); turnDone(t, re[1], tn).Status != event.StatusCompleted {
+	if tn := codextest.SendPrompt(t, re[1], "again", 1); codextest.TurnDone(t, re[1], tn).Status != event.StatusCompleted {
 		t.Fatalf("a turn in the adopted runtime: %s", re[1].Types())
 	}
 	for _, s := range re {

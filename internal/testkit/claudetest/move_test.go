@@ -2,30 +2,25 @@ package claudetest_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/provider"
 	"github.com/sessiond/sessiond/internal/provider/claude"
 	"github.com/sessiond/sessiond/internal/testkit/claudetest"
+	"github.com/sessiond/sessiond/internal/testkit/clitest"
 	"github.com/sessiond/sessiond/internal/testkit/providertest"
 )
 
 // cliProc is the real CLI under one account's environment driven by the
 // claude adapter directly (no daemon).
 type cliProc struct {
-	a   provider.Adapter
+	*clitest.Proc
 	err error // Start's
-	evs chan event.Draft
-	cmd *exec.Cmd
-	in  interface{ Close() error }
 }
 
 // startCLI runs the CLI with env in cwd: resuming threadID, or a fresh
@@ -48,61 +43,12 @@ func startCLI(t *testing.T, env map[string]string, cwd, threadID, fresh string) 
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	cmd.Dir = cwd
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &cliProc{evs: make(chan event.Draft, 4096), cmd: cmd, in: in}
-	t.Cleanup(p.stop)
-	o := provider.Options{In: in, Out: out, Cwd: cwd, ThreadID: threadID, Emit: func(d event.Draft) { p.evs <- d }}
+	o := provider.Options{Cwd: cwd, ThreadID: threadID}
 	if threadID == "" {
 		o.FreshThreadID = fresh
 	}
-	p.a = claude.New(o)
-	_, p.err = p.a.Start(providertest.Ctx(t))
-	return p
-}
-
-func (p *cliProc) stop() {
-	_ = p.in.Close()
-	done := make(chan struct{})
-	go func() { _ = p.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-	}
-}
-
-func (p *cliProc) turn(t *testing.T, id, text string) event.TurnCompletedData {
-	t.Helper()
-	if err := p.a.StartTurn(providertest.Ctx(t), id, text); err != nil {
-		t.Fatal(err)
-	}
-	ctx := providertest.Ctx(t)
-	for {
-		select {
-		case d := <-p.evs:
-			if d.Type == event.TurnCompleted && d.TurnID == id {
-				var tc event.TurnCompletedData
-				if err := json.Unmarshal(d.Data, &tc); err != nil {
-					t.Fatal(err)
-				}
-				return tc
-			}
-		case <-ctx.Done():
-			t.Fatalf("turn %s: no turn.completed", id)
-		}
-	}
+	p, _, err := clitest.StartAdapter(providertest.Ctx(t), t, cmd, claude.New, o)
+	return &cliProc{Proc: p, err: err}
 }
 
 // A conversation begun under config dir A (key A), carried to B with
@@ -123,10 +69,10 @@ func TestClaudeMoveBetweenConfigDirs(t *testing.T) {
 	if a.err != nil {
 		t.Fatal(a.err)
 	}
-	if tc := a.turn(t, "t1", "remember the word pineapple-42"); tc.Status != event.StatusCompleted {
+	if tc := a.Turn(providertest.Ctx(t), t, "t1", "remember the word pineapple-42"); tc.Status != event.StatusCompleted {
 		t.Fatalf("turn on A: %+v", tc)
 	}
-	a.stop()
+	a.Stop()
 	move := func(from, to map[string]string) {
 		t.Helper()
 		err := claude.Move(context.Background(), provider.Move{From: func(k string) string { return from[k] },
@@ -140,8 +86,8 @@ func TestClaudeMoveBetweenConfigDirs(t *testing.T) {
 	if b.err != nil {
 		t.Fatal(b.err)
 	}
-	b.turn(t, "t2", "which word, bravo?")
-	b.stop()
+	b.Turn(providertest.Ctx(t), t, "t2", "which word, bravo?")
+	b.Stop()
 	reqs := m.Requests()
 	if len(reqs) != 2 || !strings.Contains(reqs[1].Messages(), "pineapple-42") || reqs[1].Credential != "key-B" || reqs[0].Credential != "key-A" {
 		t.Fatalf("request on B: %d requests, credentials %q, messages %s", len(reqs), reqs[len(reqs)-1].Credential, reqs[len(reqs)-1].Messages())
@@ -152,8 +98,8 @@ func TestClaudeMoveBetweenConfigDirs(t *testing.T) {
 	if a2.err != nil {
 		t.Fatal(a2.err)
 	}
-	a2.turn(t, "t3", "and now?")
-	a2.stop()
+	a2.Turn(providertest.Ctx(t), t, "t3", "and now?")
+	a2.Stop()
 	reqs = m.Requests()
 	last := reqs[len(reqs)-1]
 	if len(reqs) != 3 || !strings.Contains(last.Messages(), "pineapple-42") || !strings.Contains(last.Messages(), "which word, bravo?") || last.Credential != "key-A" {

@@ -10,6 +10,7 @@ import (
 	"github.com/sessiond/sessiond/internal/provider"
 	"github.com/sessiond/sessiond/internal/provider/codex"
 	"github.com/sessiond/sessiond/internal/testkit/codextest"
+	"github.com/sessiond/sessiond/internal/testkit/providertest"
 )
 
 // keyed is a CODEX_HOME whose model provider sends key as its bearer
@@ -35,10 +36,10 @@ func TestCodexMoveBetweenHomes(t *testing.T) {
 		t.Fatal(err)
 	}
 	thread := a.res.ThreadID
-	if tc := a.turn(t, "t1", "remember the word pineapple-42"); tc.Status != event.StatusCompleted {
+	if tc := a.Turn(providertest.Ctx(t), t, "t1", "remember the word pineapple-42"); tc.Status != event.StatusCompleted {
 		t.Fatalf("turn on A: %+v", tc)
 	}
-	a.stop()
+	a.Stop()
 	move := func(from, to string) {
 		t.Helper()
 		err := codex.Move(ctx, provider.Move{From: envOf(map[string]string{"CODEX_HOME": from}),
@@ -56,10 +57,10 @@ func TestCodexMoveBetweenHomes(t *testing.T) {
 	if !b.res.Resumed || b.res.ThreadID != thread || b.res.Replaced != nil {
 		t.Fatalf("resume on B: %+v", b.res)
 	}
-	if tc := b.turn(t, "t2", "which word, bravo?"); tc.Status != event.StatusCompleted {
+	if tc := b.Turn(providertest.Ctx(t), t, "t2", "which word, bravo?"); tc.Status != event.StatusCompleted {
 		t.Fatalf("turn on B: %+v", tc)
 	}
-	b.stop()
+	b.Stop()
 	reqs := m.Requests()
 	if len(reqs) != 2 || !strings.Contains(reqs[1].Input(), "pineapple-42") || reqs[1].Credential != "Bearer key-B" ||
 		reqs[0].Credential != "Bearer key-A" {
@@ -74,8 +75,8 @@ func TestCodexMoveBetweenHomes(t *testing.T) {
 	if !a2.res.Resumed || a2.res.ThreadID != thread {
 		t.Fatalf("resume back on A: %+v", a2.res)
 	}
-	a2.turn(t, "t3", "and now?")
-	a2.stop()
+	a2.Turn(providertest.Ctx(t), t, "t3", "and now?")
+	a2.Stop()
 	reqs = m.Requests()
 	last := reqs[len(reqs)-1]
 	if len(reqs) != 3 || !strings.Contains(last.Input(), "pineapple-42") || !strings.Contains(last.Input(), "which word, bravo?") ||

@@ -2,17 +2,11 @@ package codextest_test
 
 import (
 	"fmt"
-	"os"
-	"regexp"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
-	"github.com/sessiond/sessiond/internal/api"
 	"github.com/sessiond/sessiond/internal/event"
 	"github.com/sessiond/sessiond/internal/testkit/codextest"
-	"github.com/sessiond/sessiond/internal/testkit/daemontest"
 	"github.com/sessiond/sessiond/internal/testkit/providertest"
 )
 
@@ -21,154 +15,6 @@ import (
 // codex app-server (one runtime). Their sessions run turns at once, so
 // the model answers by what each request asks (sharedModel), not in
 // script order.
-
-// prompt is what a test's session sends: "PROMPT <kind> tag-<i>".
-var promptRE = regexp.MustCompile(`PROMPT (\w+) (tag-\d+)`)
-
-// lastPrompt is the kind and tag of the last prompt in a request's input
-// (a thread's request carries its whole history), and whether a
-// function call's output follows it (the request after an approved
-// command).
-func lastPrompt(r codextest.Request) (kind, tag string, afterCall bool) {
-	in := r.Input()
-	all := promptRE.FindAllStringSubmatchIndex(in, -1)
-	if len(all) == 0 {
-		return "", "", false
-	}
-	m := all[len(all)-1]
-	return in[m[2]:m[3]], in[m[4]:m[5]], strings.Contains(in[m[1]:], "function_call_output")
-}
-
-// sharedModel answers "say" with "reply-<tag>" in three deltas, held
-// until gate (if any) is closed; "run" with a command asking approval,
-// then "ran-<tag>"; anything else with "ok-<tag>".
-func sharedModel(t *testing.T, gate func(kind string) chan struct{}) *codextest.Model {
-	m := codextest.NewModel(t)
-	m.Route(func(r codextest.Request) (codextest.Reply, bool) {
-		kind, tag, afterCall := lastPrompt(r)
-		if tag == "" {
-			return codextest.Reply{}, false
-		}
-		switch {
-		case kind == "run" && afterCall:
-			return codextest.Text("ran-", tag), true
-		case kind == "run":
-			return codextest.Exec("call_"+tag, "echo hi-"+tag), true
-		case kind == "spawn" && afterCall:
-			return codextest.Text("spawned-", tag), true
-		case kind == "spawn": // a command leaving a process codex does not stop
-			return codextest.Exec("call_"+tag, "setsid -f sleep "+leftover(tag)+" >/dev/null 2>&1 </dev/null; echo started"), true
-		}
-		rep := codextest.Text(kind+"-", "reply-", tag)
-		if gate != nil {
-			rep.Stall = gate(kind)
-		}
-		return rep, true
-	})
-	return m
-}
-
-// leftover is the sleep duration naming tag's leftover command
-// ("60000" + the tag's number).
-func leftover(tag string) string { return "60000" + strings.TrimPrefix(tag, "tag-") }
-
-// leftoverPID finds the running "sleep <leftover(tag)>" among the
-// daemon's tagged processes (0: none).
-func leftoverPID(d *daemontest.Daemon, tag string) int {
-	for _, p := range daemontest.TaggedProcesses(d.StateID) {
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p)); err == nil && string(b) == "sleep\x00"+leftover(tag)+"\x00" && providertest.Alive(p) {
-			return p
-		}
-	}
-	return 0
-}
-
-// send starts a turn "PROMPT kind tag-i" on s.
-func send(t *testing.T, s *providertest.Session, kind string, i int) string {
-	t.Helper()
-	return s.Send(t, fmt.Sprintf("PROMPT %s tag-%d", kind, i))
-}
-
-// turnDone waits for turn's turn.completed on s.
-func turnDone(t *testing.T, s *providertest.Session, turn string) event.TurnCompletedData {
-	t.Helper()
-	for {
-		ev := s.Next(t, event.TurnCompleted)
-		if ev.TurnID == turn {
-			return providertest.Decode[event.TurnCompletedData](t, ev)
-		}
-	}
-}
-
-// texts are the message.delta texts of a journal, joined per turn.
-func texts(t *testing.T, evs []event.Event) map[string]string {
-	out := map[string]string{}
-	for _, ev := range evs {
-		if ev.Type == event.MessageDelta {
-			out[ev.TurnID] += providertest.Decode[event.DeltaData](t, ev).Text
-		}
-	}
-	return out
-}
-
-// onlyOwnTags fails unless every message text in s's journal names tag
-// alone (no other session's reply reached it).
-func onlyOwnTags(t *testing.T, s *providertest.Session, tag string) {
-	t.Helper()
-	for turn, text := range texts(t, s.ReadAll(t)) {
-		for _, other := range regexp.MustCompile(`tag-\d+`).FindAllString(text, -1) {
-			if other != tag {
-				t.Errorf("session %s (%s): turn %s's text %q names %s", s.ID, tag, turn, text, other)
-			}
-		}
-	}
-}
-
-// runtimeOf is the session's runtime id and pid as agentSession.get
-// reports them.
-func runtimeOf(t *testing.T, s *providertest.Session) (string, int) {
-	t.Helper()
-	var info api.SessionInfo
-	if err := s.C.Call(providertest.Ctx(t), "agentSession.get", api.SessionParams{SessionID: s.ID}, &info); err != nil {
-		t.Fatal(err)
-	}
-	return info.RuntimeID, info.PID
-}
-
-// oneRuntime fails unless every session is on one runtime (one id, one
-// pid) and returns them.
-func oneRuntime(t *testing.T, ss []*providertest.Session) (string, int) {
-	t.Helper()
-	rt, pid := runtimeOf(t, ss[0])
-	for i, s := range ss {
-		r, p := runtimeOf(t, s)
-		if !strings.HasPrefix(r, "r_") || r != rt || p != pid || s.Hold.PID != pid {
-			t.Fatalf("session %d: runtime %q pid %d (hold pid %d); session 0: %q pid %d", i, r, p, s.Hold.PID, rt, pid)
-		}
-	}
-	return rt, pid
-}
-
-// waitGone waits until pid has exited. There is no signal for another
-// process's exit, so this polls.
-func waitGone(t *testing.T, pid int, what string) {
-	t.Helper()
-	deadline := time.Now().Add(providertest.WaitLong)
-	for providertest.Alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s (pid %d) still runs", what, pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// arrivals waits for n requests at the model.
-func arrivals(t *testing.T, m *codextest.Model, n int) {
-	t.Helper()
-	for range n {
-		providertest.WaitArrived(t, m.Arrived())
-	}
-}
 
 // Five sessions on one codex runtime (one runtime id, one pid): five
 // turns in flight at once (the model holds all five requests), each
@@ -179,41 +25,15 @@ func arrivals(t *testing.T, m *codextest.Model, n int) {
 // process is left.
 func TestCodexSharedFive(t *testing.T) {
 	gates := map[string]chan struct{}{"say": make(chan struct{}), "later": make(chan struct{})}
-	m := sharedModel(t, func(kind string) chan struct{} { return gates[kind] })
+	m := codextest.SharedModel(t, func(kind string) chan struct{} { return gates[kind] })
 	d := providertest.Daemon(t, "", "idle_timeout = \"1s\"", sharedProviderConfig(t, "codex", codextest.Home(t, m.URL, "")))
-	const n = 5
-	ss := make([]*providertest.Session, n)
-	for i := range ss {
-		ss[i] = providertest.NewSession(t, d, client, "codex", t.TempDir())
-	}
-	_, pid := oneRuntime(t, ss)
-	if tagged := daemontest.TaggedProcesses(d.StateID); !contains(tagged, pid) {
-		t.Fatalf("tagged processes %v lack the runtime %d", tagged, pid)
-	}
-
-	// Five concurrent turns: all five requests reach the model before
-	// any is answered.
-	turns := make([]string, n)
-	for i, s := range ss {
-		turns[i] = send(t, s, "say", i)
-	}
-	arrivals(t, m, n)
-	close(gates["say"])
-	for i, s := range ss {
-		if tc := turnDone(t, s, turns[i]); tc.Status != event.StatusCompleted {
-			t.Fatalf("session %d: turn.completed %+v", i, tc)
-		}
-		if text, _ := s.Message(t, turns[i]); text != fmt.Sprintf("say-reply-tag-%d", i) {
-			t.Fatalf("session %d: reply %q", i, text)
-		}
-		onlyOwnTags(t, s, fmt.Sprintf("tag-%d", i))
-	}
+	ss, pid := codextest.SharedFiveTurns(t, d, m, gates["say"], client, "codex")
 
 	// An approval open on session 0 while session 1 streams a turn.
-	send(t, ss[0], "run", 0)
+	codextest.SendPrompt(t, ss[0], "run", 0)
 	req := providertest.Decode[event.ApprovalRequestedData](t, ss[0].Next(t, event.ApprovalRequested))
-	t1 := send(t, ss[1], "more", 1)
-	if tc := turnDone(t, ss[1], t1); tc.Status != event.StatusCompleted {
+	t1 := codextest.SendPrompt(t, ss[1], "more", 1)
+	if tc := codextest.TurnDone(t, ss[1], t1); tc.Status != event.StatusCompleted {
 		t.Fatalf("session 1 while 0 waits for approval: %+v", tc)
 	}
 	if strings.Contains(ss[0].Types(), event.ApprovalResolved) {
@@ -226,58 +46,11 @@ func TestCodexSharedFive(t *testing.T) {
 		t.Fatalf("session 0 after approve: item %+v turn %+v", item, tc)
 	}
 	for i, s := range ss[:2] {
-		onlyOwnTags(t, s, fmt.Sprintf("tag-%d", i))
+		codextest.OnlyOwnTags(t, s, fmt.Sprintf("tag-%d", i))
 	}
 
-	// Sessions 2, 3 and 4 in turns; closing 4 ends only its own.
-	late := map[int]string{}
-	for i := 2; i < n; i++ {
-		late[i] = send(t, ss[i], "later", i)
-	}
-	arrivals(t, m, 3)
-	ss[4].Close(t)
-	if tc := turnDone(t, ss[4], late[4]); tc.Status != event.StatusInterrupted {
-		t.Fatalf("the closed session's turn: %+v", tc)
-	}
-	ss[4].Next(t, event.LeaseReleased)
-	if !providertest.Alive(pid) {
-		t.Fatal("closing one session stopped the runtime")
-	}
-	close(gates["later"])
-	for i := 2; i < 4; i++ {
-		if tc := turnDone(t, ss[i], late[i]); tc.Status != event.StatusCompleted {
-			t.Fatalf("session %d after session 4 closed: %+v", i, tc)
-		}
-		if text, _ := ss[i].Message(t, late[i]); text != fmt.Sprintf("later-reply-tag-%d", i) {
-			t.Fatalf("session %d: reply %q", i, text)
-		}
-	}
-	if _, p := runtimeOf(t, ss[2]); p != pid {
-		t.Fatalf("session 2 moved to pid %d", p)
-	}
-
-	// Release every holder: the runtime stops after its idle_timeout.
-	for _, s := range ss[:4] {
-		var rr api.ReleaseResult
-		if err := s.C.Call(providertest.Ctx(t), "agentSession.release", api.ReleaseParams{SessionID: s.ID, HolderID: "e2e"}, &rr); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, s := range ss[:4] {
-		s.Next(t, event.LeaseReleased)
-	}
-	waitGone(t, pid, "the runtime after every session was released")
-	providertest.NoProcesses(t, d)
-	providertest.NoAnomalies(t, d, "codex")
-}
-
-func contains(pids []int, pid int) bool {
-	for _, p := range pids {
-		if p == pid {
-			return true
-		}
-	}
-	return false
+	codextest.SharedFiveCloseOne(t, m, gates["later"], ss, pid)
+	codextest.SharedFiveRelease(t, d, ss, pid, "codex")
 }
 
 // SIGKILL of the codex runtime with two of its three sessions mid-turn:
@@ -287,65 +60,11 @@ func contains(pids []int, pid int) bool {
 // runtime, which the others join.
 func TestCodexSharedKillMidTurn(t *testing.T) {
 	gate := make(chan struct{}) // never opened before the kill
-	m := sharedModel(t, func(string) chan struct{} { return gate })
+	m := codextest.SharedModel(t, func(string) chan struct{} { return gate })
 	d := providertest.Daemon(t, "", sharedProviderConfig(t, "codex", codextest.Home(t, m.URL, "")))
-	ss := make([]*providertest.Session, 3)
-	for i := range ss {
-		ss[i] = providertest.NewSession(t, d, client, "codex", t.TempDir())
-	}
-	rt, pid := oneRuntime(t, ss)
-	turns := []string{send(t, ss[0], "say", 0), send(t, ss[1], "say", 1)}
-	arrivals(t, m, 2)
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	for i, s := range ss {
-		s.Next(t, event.LeaseReleased)
-		evs := s.ReadAll(t)
-		var tail []string
-		for _, ev := range evs[len(evs)-4:] {
-			tail = append(tail, ev.Type)
-		}
-		want := []string{event.TurnCompleted, event.ProviderExited, event.SessionEnded, event.LeaseReleased}
-		if i == 2 {
-			want = want[1:]
-			tail = tail[1:]
-		}
-		if strings.Join(tail, ",") != strings.Join(want, ",") {
-			t.Fatalf("session %d's tail %v, want %v (journal %s)", i, tail, want, s.Types())
-		}
-		if i < 2 {
-			tc := providertest.Decode[event.TurnCompletedData](t, evs[len(evs)-4])
-			if evs[len(evs)-4].TurnID != turns[i] || tc.Status != event.StatusInterrupted || tc.Reason != event.ReasonProviderExited {
-				t.Fatalf("session %d: turn.completed %+v of turn %s, want %s", i, tc, evs[len(evs)-4].TurnID, turns[i])
-			}
-		}
-		exited := providertest.Decode[event.ProviderExitedData](t, providertest.LastOf(t, evs, event.ProviderExited))
-		if exited.RuntimeID != rt {
-			t.Fatalf("session %d: provider.exited %+v, want runtime %s", i, exited, rt)
-		}
-		for _, ev := range evs {
-			for j, other := range turns {
-				if j != i && ev.TurnID == other {
-					t.Fatalf("session %d's journal holds session %d's %s", i, j, ev.Type)
-				}
-			}
-		}
-		onlyOwnTags(t, s, fmt.Sprintf("tag-%d", i))
-	}
-	providertest.NoProcesses(t, d)
-	close(gate) // the killed runtime's requests: nobody reads their answers
-
-	// The next hold starts a new runtime; the others join it.
-	for _, s := range ss {
-		s.AttachAndHold(t)
-	}
-	rt2, pid2 := oneRuntime(t, ss)
-	if rt2 == rt || pid2 == pid {
-		t.Fatalf("after the kill: runtime %s pid %d, the killed one %s pid %d", rt2, pid2, rt, pid)
-	}
-	tn := send(t, ss[2], "again", 2)
-	if tc := turnDone(t, ss[2], tn); tc.Status != event.StatusCompleted {
+	ss := codextest.SharedKillMidTurn(t, d, m, gate, client, "codex")
+	tn := codextest.SendPrompt(t, ss[2], "again", 2)
+	if tc := codextest.TurnDone(t, ss[2], tn); tc.Status != event.StatusCompleted {
 		t.Fatalf("a turn on the new runtime: %+v", tc)
 	}
 }
@@ -355,65 +74,9 @@ func TestCodexSharedKillMidTurn(t *testing.T) {
 // hold resumes its own thread in one new runtime, and the model's next
 // request of each carries that session's history alone.
 func TestCodexSharedRestart(t *testing.T) {
-	m := sharedModel(t, nil)
+	m := codextest.SharedModel(t, nil)
 	cfg := sharedProviderConfig(t, "codex", codextest.Home(t, m.URL, ""))
-	d := providertest.Daemon(t, "", cfg)
-	const n = 5
-	ss := make([]*providertest.Session, n)
-	threads := make([]string, n)
-	for i := range ss {
-		ss[i] = providertest.NewSession(t, d, client, "codex", t.TempDir())
-		threads[i] = ss[i].Hold.ThreadID
-	}
-	_, pid := oneRuntime(t, ss)
-	turns := make([]string, n)
-	for i, s := range ss {
-		turns[i] = send(t, s, "remember", i)
-	}
-	for i, s := range ss {
-		turnDone(t, s, turns[i])
-	}
-	d.Kill()
-
-	d2 := providertest.Daemon(t, d.StateDir, cfg)
-	if providertest.Alive(pid) {
-		t.Fatalf("the crashed run's runtime %d still runs once the restarted daemon listens", pid)
-	}
-	re := make([]*providertest.Session, n)
-	for i, s := range ss {
-		re[i] = providertest.ReopenResumed(t, d2, client, s.ID, threads[i])
-	}
-	_, pid2 := oneRuntime(t, re)
-	if pid2 == pid {
-		t.Fatalf("the resumed sessions run on the old pid %d", pid)
-	}
-	for i, s := range re {
-		tn := send(t, s, "which", i)
-		if tc := turnDone(t, s, tn); tc.Status != event.StatusCompleted {
-			t.Fatalf("session %d after the restart: %+v", i, tc)
-		}
-	}
-	seen := 0
-	for _, r := range m.Requests() {
-		kind, tag, _ := lastPrompt(r)
-		if kind != "which" {
-			continue
-		}
-		seen++
-		in := r.Input()
-		if !strings.Contains(in, "PROMPT remember "+tag) {
-			t.Errorf("the %s request after the restart lacks its history", tag)
-		}
-		for _, other := range promptRE.FindAllStringSubmatch(in, -1) {
-			if other[2] != tag {
-				t.Errorf("the %s request carries %q", tag, other[0])
-			}
-		}
-	}
-	if seen != n {
-		t.Fatalf("%d requests after the restart, want %d", seen, n)
-	}
-	providertest.NoAnomalies(t, d2, "codex")
+	codextest.SharedRestart(t, m, cfg, client, "codex")
 }
 
 // Closing a session of a shared codex runtime kills what is left of its
@@ -421,39 +84,7 @@ func TestCodexSharedRestart(t *testing.T) {
 // sessions leaves a detached process behind an approved command; closing
 // the first stops its process only: the second's and the runtime run on.
 func TestCodexSharedCloseKillsLeftovers(t *testing.T) {
-	m := sharedModel(t, nil)
+	m := codextest.SharedModel(t, nil)
 	d := providertest.Daemon(t, "", sharedProviderConfig(t, "codex", codextest.Home(t, m.URL, "")))
-	ss := []*providertest.Session{
-		providertest.NewSession(t, d, client, "codex", t.TempDir()),
-		providertest.NewSession(t, d, client, "codex", t.TempDir()),
-	}
-	_, pid := oneRuntime(t, ss)
-	left := make([]int, len(ss))
-	for i, s := range ss {
-		turn := send(t, s, "spawn", i)
-		req := providertest.Decode[event.ApprovalRequestedData](t, s.Next(t, event.ApprovalRequested))
-		s.Respond(t, req.RequestID, "approve")
-		if tc := turnDone(t, s, turn); tc.Status != event.StatusCompleted {
-			t.Fatalf("session %d: %+v", i, tc)
-		}
-		if left[i] = leftoverPID(d, fmt.Sprintf("tag-%d", i)); left[i] == 0 {
-			t.Fatalf("session %d's command left no process: nothing to test", i)
-		}
-	}
-	ss[0].Close(t)
-	ss[0].Next(t, event.LeaseReleased)
-	if providertest.Alive(left[0]) {
-		t.Fatalf("the closed session's leftover command %d still runs\n%s", left[0], d.Log.String())
-	}
-	if !providertest.Alive(left[1]) || !providertest.Alive(pid) {
-		t.Fatalf("closing session 0 stopped session 1's command (%d alive %v) or the runtime (%d alive %v)",
-			left[1], providertest.Alive(left[1]), pid, providertest.Alive(pid))
-	}
-	if !strings.Contains(d.Log.String(), "leftover commands of a detaching session stopped") {
-		t.Errorf("no log line for the stopped leftovers")
-	}
-	tn := send(t, ss[1], "again", 1)
-	if tc := turnDone(t, ss[1], tn); tc.Status != event.StatusCompleted {
-		t.Fatalf("session 1 after session 0 closed: %+v", tc)
-	}
+	codextest.SharedCloseKillsLeftovers(t, d, client, "codex")
 }

@@ -22,18 +22,18 @@ import (
 func TestCodexSharedUpgrade(t *testing.T) {
 	v2 := daemontest.BinaryVersion(t, "v0.0.0-upgrade-test")
 	gates := map[string]chan struct{}{"say": make(chan struct{})}
-	m := sharedModel(t, func(kind string) chan struct{} { return gates[kind] })
+	m := codextest.SharedModel(t, func(kind string) chan struct{} { return gates[kind] })
 	d := providertest.Daemon(t, "", "idle_timeout = \"3s\"", sharedProviderConfig(t, "codex", codextest.Home(t, m.URL, "")))
 	const n = 3
 	ss := make([]*providertest.Session, n)
 	for i := range ss {
 		ss[i] = providertest.NewSession(t, d, client, "codex", t.TempDir())
 	}
-	runtimeID, pid := oneRuntime(t, ss)
+	runtimeID, pid := codextest.OneRuntime(t, ss)
 
-	say := send(t, ss[0], "say", 0)
-	arrivals(t, m, 1)
-	run := send(t, ss[1], "run", 1)
+	say := codextest.SendPrompt(t, ss[0], "say", 0)
+	codextest.Arrivals(t, m, 1)
+	run := codextest.SendPrompt(t, ss[1], "run", 1)
 	req := providertest.Decode[event.ApprovalRequestedData](t, ss[1].Next(t, event.ApprovalRequested))
 
 	var res api.UpgradeResult
@@ -44,19 +44,19 @@ func TestCodexSharedUpgrade(t *testing.T) {
 	for i, s := range ss {
 		re[i] = providertest.Reopen(t, d, client, s.ID)
 	}
-	if id, p := oneRuntime(t, re); id != runtimeID || p != pid {
+	if id, p := codextest.OneRuntime(t, re); id != runtimeID || p != pid {
 		t.Fatalf("after the upgrade: runtime %s pid %d; before: %s pid %d", id, p, runtimeID, pid)
 	}
 
 	close(gates["say"])
-	if tc := turnDone(t, re[0], say); tc.Status != event.StatusCompleted {
+	if tc := codextest.TurnDone(t, re[0], say); tc.Status != event.StatusCompleted {
 		t.Fatalf("the turn held across the upgrade: %+v", tc)
 	}
 	if text, _ := re[0].Message(t, say); text != "say-reply-tag-0" {
 		t.Fatalf("the turn held across the upgrade replied %q", text)
 	}
 	re[1].Respond(t, req.RequestID, "approve")
-	if tc := turnDone(t, re[1], run); tc.Status != event.StatusCompleted {
+	if tc := codextest.TurnDone(t, re[1], run); tc.Status != event.StatusCompleted {
 		t.Fatalf("the turn whose approval was answered after the upgrade: %+v", tc)
 	}
 	if text, _ := re[1].Message(t, run); text != "ran-tag-1" {
@@ -64,10 +64,10 @@ func TestCodexSharedUpgrade(t *testing.T) {
 	}
 
 	fresh := providertest.NewSession(t, d, client, "codex", t.TempDir())
-	if id, p := runtimeOf(t, fresh); id != runtimeID || p != pid {
+	if id, p := codextest.RuntimeOf(t, fresh); id != runtimeID || p != pid {
 		t.Fatalf("a hold after the upgrade: runtime %s pid %d, want %s pid %d", id, p, runtimeID, pid)
 	}
-	if tc := turnDone(t, fresh, send(t, fresh, "after", 3)); tc.Status != event.StatusCompleted {
+	if tc := codextest.TurnDone(t, fresh, codextest.SendPrompt(t, fresh, "after", 3)); tc.Status != event.StatusCompleted {
 		t.Fatalf("a new session's turn after the upgrade: %+v", tc)
 	}
 	for i, s := range append(re, fresh) {
@@ -79,7 +79,7 @@ func TestCodexSharedUpgrade(t *testing.T) {
 				t.Fatalf("session %d: %s at seq %d: %s", i, ev.Type, ev.Seq, ev.Data)
 			}
 		}
-		onlyOwnTags(t, s, fmt.Sprintf("tag-%d", i))
+		codextest.OnlyOwnTags(t, s, fmt.Sprintf("tag-%d", i))
 	}
 
 	for _, s := range append(re, fresh) {
@@ -91,7 +91,7 @@ func TestCodexSharedUpgrade(t *testing.T) {
 	for _, s := range append(re, fresh) {
 		s.Next(t, event.LeaseReleased)
 	}
-	waitGone(t, pid, "the adopted runtime after every session was released")
+	codextest.WaitGone(t, pid, "the adopted runtime after every session was released")
 	providertest.NoProcesses(t, d)
 	providertest.NoAnomalies(t, d, "codex")
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/sessiond/sessiond/internal/proc"
+	"github.com/sessiond/sessiond/internal/testkit/clitest"
 	"github.com/sessiond/sessiond/internal/testkit/codextest"
 	"github.com/sessiond/sessiond/internal/testkit/providertest"
 )
@@ -41,18 +42,7 @@ func TestCodexThreadCommandsOneProcess(t *testing.T) {
 	cmd.Env = append(os.Environ(), "CODEX_HOME="+codextest.Home(t, m.URL, ""), "HOME="+t.TempDir())
 	cmd.Env = append(cmd.Env, scope.Env()...)
 	cmd.Dir = t.TempDir()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	in, out := clitest.Start(t, cmd)
 	lines := make(chan rpcLine, 1024)
 	go func() {
 		defer close(lines)

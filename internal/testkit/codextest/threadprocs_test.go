@@ -123,7 +123,7 @@ func TestCodexThreadCommands(t *testing.T) {
 	default:
 		t.Fatalf("after the interrupt, thread %s's commands: %v (want [%d])", threadA, got, cmdA)
 	}
-	waitGone(t, cmdA, "the closed thread's command")
+	codextest.WaitGone(t, cmdA, "the closed thread's command")
 	if !providertest.Alive(cmdB) {
 		t.Fatalf("thread %s's command %d stopped with the other thread's", threadB, cmdB)
 	}
@@ -206,6 +206,6 @@ func TestCodexThreadCommandsSandboxed(t *testing.T) {
 		}
 	}
 	for _, pid := range marked {
-		waitGone(t, pid, "a marked process")
+		codextest.WaitGone(t, pid, "a marked process")
 	}
 }
