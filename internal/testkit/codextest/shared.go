@@ -77,11 +77,16 @@ func SharedModel(t testing.TB, gate func(kind string) chan struct{}) *Model {
 func Leftover(tag string) string { return "60000" + strings.TrimPrefix(tag, "tag-") }
 
 // LeftoverPID finds the running "sleep <Leftover(tag)>" among the
-// daemon's tagged processes (0: none).
+// daemon's tagged processes (0: none within providertest.WaitLong). The
+// command's `setsid -f` forks and returns at once: the turn can end
+// before the forked child has exec'd sleep, so this polls (there is no
+// signal for another process's exec).
 func LeftoverPID(d *daemontest.Daemon, tag string) int {
-	for _, p := range daemontest.TaggedProcesses(d.StateID) {
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p)); err == nil && string(b) == "sleep\x00"+Leftover(tag)+"\x00" && providertest.Alive(p) {
-			return p
+	for deadline := time.Now().Add(providertest.WaitLong); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, p := range daemontest.TaggedProcesses(d.StateID) {
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p)); err == nil && string(b) == "sleep\x00"+Leftover(tag)+"\x00" && providertest.Alive(p) {
+				return p
+			}
 		}
 	}
 	return 0
