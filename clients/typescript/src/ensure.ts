@@ -287,7 +287,9 @@ function readTail(path: string, from = 0): string {
 /**
  * Stops the daemon on the socket (daemon.shutdown, asking for the
  * daemon.admin.v1 capability that call needs; the client's default
- * capabilities leave it out). Resolves false when no daemon answered.
+ * capabilities leave it out), then waits until its socket no longer
+ * accepts (at most timeoutMs, default 60 s). Resolves false when no
+ * daemon answered.
  * For an app that started the daemon with ensureDaemon and owns it.
  */
 export async function stopDaemon(opts: { socketPath?: string; timeoutMs?: number } = {}): Promise<boolean> {
@@ -299,8 +301,16 @@ export async function stopDaemon(opts: { socketPath?: string; timeoutMs?: number
     capabilities: [...DEFAULT_CAPABILITIES, "daemon.admin.v1"] });
   try {
     await c.shutdown();
-    return true;
   } finally {
     c.close();
   }
+  // The daemon answers daemon.shutdown before it has stopped: resolve
+  // once its socket no longer accepts (bounded), so a caller can start
+  // another at once.
+  const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
+  while (await daemonAnswers(socketPath)) {
+    if (Date.now() > deadline) throw new Error(`sessiond on ${socketPath} still accepts connections after daemon.shutdown`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return true;
 }
