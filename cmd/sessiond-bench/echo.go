@@ -20,7 +20,8 @@ import (
 // sourcegraph/jsonrpc2 server on a Unix socket that answers every request
 // with its params, newline-delimited JSON as the daemon speaks it. It is a
 // separate process, like the daemon, so both sides pay the same socket and
-// scheduling costs.
+// scheduling costs. A connection that calls echoReplayMethod is answered
+// instead with the results recorded by echoRecordMethod (echoreplay.go).
 const echoServerFlag = "--internal-echo-server"
 
 func echoServerMain(sock string) int {
@@ -29,7 +30,11 @@ func echoServerMain(sock string) int {
 		fmt.Fprintln(os.Stderr, "echo server:", err)
 		return 1
 	}
-	h := jsonrpc2.HandlerWithError(func(_ context.Context, _ *jsonrpc2.Conn, r *jsonrpc2.Request) (any, error) {
+	var replies recordedReplies
+	h := jsonrpc2.HandlerWithError(func(_ context.Context, c *jsonrpc2.Conn, r *jsonrpc2.Request) (any, error) {
+		if res, ok, err := replies.answer(c, r); ok {
+			return res, err
+		}
 		if r.Params == nil {
 			return json.RawMessage("{}"), nil
 		}
