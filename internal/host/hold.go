@@ -11,7 +11,7 @@ import (
 // Hold takes (or renews) holderId's hold on a session, starting its
 // provider child when none runs, and returns once the child is ready.
 func (h *Host) Hold(ctx context.Context, conn string, p api.HoldParams) (api.HoldResult, error) {
-	if _, err := h.record(p.SessionID); err != nil {
+	if err := h.exists(p.SessionID); err != nil {
 		return api.HoldResult{}, err
 	}
 	if err := h.connBegin(conn, true); err != nil {
@@ -95,7 +95,7 @@ func (h *Host) lockLiveEntry(ctx context.Context, id string) (*entry, error) {
 // Release drops holderId's hold. Idempotent: an unknown holder, or a token
 // of an older incarnation, is released:false and changes nothing.
 func (h *Host) Release(ctx context.Context, conn string, p api.ReleaseParams) (api.ReleaseResult, error) {
-	if _, err := h.record(p.SessionID); err != nil {
+	if err := h.exists(p.SessionID); err != nil {
 		return api.ReleaseResult{}, err
 	}
 	// The session lock queues a release behind a hold still starting the

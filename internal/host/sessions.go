@@ -21,17 +21,28 @@ import (
 // the RPC edge (api's Validate methods); the host does not check them again.
 func (h *Host) record(id string) (store.Record, error) {
 	r, err := h.st.GetRecord(id)
+	return r, recordError(id, err)
+}
+
+// exists answers what record would, without the record: the existence
+// check of the calls that only need to know (store.CheckRecord).
+func (h *Host) exists(id string) error {
+	return recordError(id, h.st.CheckRecord(id))
+}
+
+// recordError translates a store read's error for session id.
+func recordError(id string, err error) error {
 	if errors.Is(err, store.ErrNotFound) {
-		return r, &api.Error{Kind: api.KindSessionNotFound, Msg: "session " + id + " not found",
+		return &api.Error{Kind: api.KindSessionNotFound, Msg: "session " + id + " not found",
 			Data: map[string]any{"sessionId": id}}
 	}
 	if isDamaged(err) {
-		return r, damagedError(id, err)
+		return damagedError(id, err)
 	}
 	if err != nil {
-		return r, fmt.Errorf("session %s: %w", id, err)
+		return fmt.Errorf("session %s: %w", id, err)
 	}
-	return r, nil
+	return nil
 }
 
 // Create stores a new session record; no child starts.

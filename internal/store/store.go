@@ -98,6 +98,8 @@ type Store struct {
 	// file is the locked descriptor bbolt runs on: a live upgrade hands it
 	// to the next image, so the flock is never let go across the exec.
 	file *os.File
+	// checked is CheckRecord's memory of records it decoded (recordcheck.go).
+	checked checked
 }
 
 // File is the store's locked descriptor (bbolt's); it stays the store's.
