@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 
 	"github.com/sessiond/sessiond/internal/api"
 )
@@ -9,9 +10,11 @@ import (
 // Close drops every hold and runs the eviction steps now. The record and
 // journal stay; a later hold resumes the provider thread. After a failure
 // the session stays indexed with its child loaded, the daemon retries with
-// backoff, and a later Close retries at once.
+// backoff, and a later Close retries at once. A session whose record is
+// damaged on disk is closed too: its child must not outlive the damage
+// (delete, doctor's fix, then removes it).
 func (h *Host) Close(ctx context.Context, id string) (api.CloseResult, error) {
-	if _, err := h.record(id); err != nil {
+	if err := h.exists(id); err != nil && !errors.Is(err, api.ErrSessionDamaged) {
 		return api.CloseResult{}, err
 	}
 	// A send blocked on a provider that stopped reading holds the session

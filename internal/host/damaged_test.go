@@ -59,6 +59,46 @@ func TestDamagedSessionAnswersDamagedAndDeletes(t *testing.T) {
 	}
 }
 
+// A live session's record damaged on disk after its holds checked it
+// answers session_damaged to the next hold and release (the existence
+// check remembers only bytes it decoded, never an answer), and an unknown
+// session is session_not_found to both.
+func TestLiveSessionRecordDamagedAfterHold(t *testing.T) {
+	f := newFixture(t)
+	id := f.create("echo")
+	first := f.hold(id, "h1", "c1")
+	ctx := context.Background()
+	if _, err := f.h.Release(ctx, "c1", api.ReleaseParams{SessionID: id, HolderID: "nobody"}); err != nil {
+		t.Fatalf("release of an unknown holder: %v", err)
+	}
+	f.damage(store.BucketSessions, id, `{"id":"`+id)
+	_, err := f.h.Hold(ctx, "c2", api.HoldParams{SessionID: id, HolderID: "h2"})
+	wantDamaged(t, "hold", err, id, "record")
+	_, err = f.h.Release(ctx, "c1", api.ReleaseParams{SessionID: id, HolderID: "h1", HoldToken: first.HoldToken})
+	wantDamaged(t, "release", err, id, "record")
+	_, err = f.h.Hold(ctx, "c1", api.HoldParams{SessionID: "s_doesnotexist", HolderID: "h"})
+	wantKind(t, err, api.KindSessionNotFound)
+	_, err = f.h.Release(ctx, "c1", api.ReleaseParams{SessionID: "s_doesnotexist", HolderID: "h"})
+	wantKind(t, err, api.KindSessionNotFound)
+	// Its child must not outlive the damage: close stops it, delete
+	// (doctor's fix) removes the session.
+	res, err := f.h.Close(ctx, id)
+	if err != nil {
+		t.Fatalf("close of the damaged live session: %v", err)
+	}
+	for _, st := range res.Steps {
+		if !st.OK {
+			t.Fatalf("close of the damaged live session: step %s failed: %+v", st.Name, res.Steps)
+		}
+	}
+	if alive(first.PID) {
+		t.Fatalf("child %d outlived the close of its damaged session", first.PID)
+	}
+	if err := f.h.Delete(ctx, id); err != nil {
+		t.Fatalf("delete of the damaged session after close: %v", err)
+	}
+}
+
 func wantDamaged(t *testing.T, op string, err error, id, what string) {
 	t.Helper()
 	var ae *api.Error
