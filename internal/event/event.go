@@ -81,6 +81,8 @@ type Draft struct {
 	Type   string
 	TurnID string
 	Data   json.RawMessage
+	// Delta, when set, is what Data holds for the coalescer (delta.go).
+	Delta *DeltaParts
 }
 
 // New builds a Draft, marshalling data (nil means no data). Data types are

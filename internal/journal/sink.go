@@ -55,6 +55,7 @@ func (p *pendingDelta) draft() event.Draft {
 	fields["text"] = text
 	d := p.first
 	d.Data, _ = json.Marshal(fields)
+	d.Delta = nil // the first delta's parts, not the merged text's
 	return d
 }
 

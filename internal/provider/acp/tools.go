@@ -118,7 +118,7 @@ func (a *Adapter) onToolCall(t *openTurn, u json.RawMessage) []event.Draft {
 			Payload: tl.payload(), Raw: tl.raw}))
 	}
 	if delta != "" {
-		ds = append(ds, event.New(event.ItemDelta, t.ours, event.ItemDeltaData{ItemID: tl.id, Stream: event.StreamOutput, Text: delta}))
+		ds = append(ds, event.NewItemDelta(t.ours, event.ItemDeltaData{ItemID: tl.id, Stream: event.StreamOutput, Text: delta}))
 	}
 	switch tl.status {
 	case "completed", "failed":

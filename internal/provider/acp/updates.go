@@ -128,7 +128,7 @@ func (a *Adapter) onMessageChunk(t *openTurn, u json.RawMessage) []event.Draft {
 		t.msg = &textItem{id: fmt.Sprintf("%s_msg%d", t.ours, t.msgN)}
 	}
 	keepText(&t.msg.text, c.Content.Text)
-	return append(ds, event.New(event.MessageDelta, t.ours, event.DeltaData{Text: c.Content.Text, ItemID: t.msg.id}))
+	return append(ds, event.NewMessageDelta(t.ours, event.DeltaData{Text: c.Content.Text, ItemID: t.msg.id}))
 }
 
 // onThoughtChunk: the agent's reasoning, as item.delta of a reasoning item.
@@ -142,7 +142,7 @@ func (a *Adapter) onThoughtChunk(t *openTurn, u json.RawMessage) []event.Draft {
 		ds = append(ds, event.New(event.ItemStarted, t.ours, event.ItemData{ItemID: t.thought.id, Kind: event.KindReasoning, Payload: map[string]any{}}))
 	}
 	keepText(&t.thought.text, c.Content.Text)
-	return append(ds, event.New(event.ItemDelta, t.ours, event.ItemDeltaData{ItemID: t.thought.id, Stream: event.StreamReasoning, Text: c.Content.Text}))
+	return append(ds, event.NewItemDelta(t.ours, event.ItemDeltaData{ItemID: t.thought.id, Stream: event.StreamReasoning, Text: c.Content.Text}))
 }
 
 // maxPlanSteps and maxStepBytes bound a plan: the steps past the first

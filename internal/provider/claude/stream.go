@@ -59,10 +59,10 @@ func (a *Adapter) onStreamEvent(m *inbound, line []byte) {
 		switch ev.Delta.Type {
 		case "text_delta":
 			b.text.WriteString(ev.Delta.Text)
-			a.emit(event.New(event.MessageDelta, t, event.DeltaData{Text: ev.Delta.Text, ItemID: itemID}))
+			a.emit(event.NewMessageDelta(t, event.DeltaData{Text: ev.Delta.Text, ItemID: itemID}))
 		case "thinking_delta":
 			b.text.WriteString(ev.Delta.Thinking)
-			a.emit(event.New(event.ItemDelta, t, event.ItemDeltaData{ItemID: itemID, Stream: event.StreamReasoning, Text: ev.Delta.Thinking}))
+			a.emit(event.NewItemDelta(t, event.ItemDeltaData{ItemID: itemID, Stream: event.StreamReasoning, Text: ev.Delta.Thinking}))
 		}
 	case "content_block_stop":
 		a.mu.Lock()

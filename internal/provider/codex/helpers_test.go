@@ -299,3 +299,25 @@ func threadTurns(t testing.TB, home, id string) int {
 	}
 	return n
 }
+
+// checkDeltaParts fails unless every delta in ds carries its parts (the
+// journal coalesces those without decoding them) and they agree with its
+// data; it returns how many deltas it checked.
+func checkDeltaParts(t testing.TB, ds []event.Draft) int {
+	t.Helper()
+	n := 0
+	for _, d := range ds {
+		if d.Type != event.MessageDelta && d.Type != event.ItemDelta {
+			continue
+		}
+		n++
+		dd := decode[event.ItemDeltaData](t, d) // a superset of DeltaData's fields
+		if d.Delta == nil {
+			t.Fatalf("%s %s was emitted without its parts (event.NewMessageDelta/NewItemDelta): the journal must decode it", d.Type, d.Data)
+		}
+		if *d.Delta != (event.DeltaParts{Text: dd.Text, ItemID: dd.ItemID, Stream: dd.Stream}) {
+			t.Fatalf("%s parts %+v disagree with its data %s", d.Type, *d.Delta, d.Data)
+		}
+	}
+	return n
+}

@@ -62,6 +62,9 @@ func TestEchoWork(t *testing.T) {
 					}
 				}
 			}
+			if n := checkDeltaParts(t, rec.all()); n == 0 {
+				t.Fatal("no delta to check the parts of")
+			}
 			if cmd == nil || cmd.Status != tc.wantStatus || cmd.ItemID != req.ItemID {
 				t.Fatalf("command item %+v, want status %s", cmd, tc.wantStatus)
 			}

@@ -74,7 +74,7 @@ func (a *Adapter) onAgentMessageDelta(p json.RawMessage) {
 		return
 	}
 	if t, ok := a.resolveTurn(n.ThreadID, n.TurnID); ok {
-		a.emit(event.New(event.MessageDelta, t.ours, event.DeltaData{Text: n.Delta, ItemID: n.ItemID, ProviderTurnID: t.provider}))
+		a.emit(event.NewMessageDelta(t.ours, event.DeltaData{Text: n.Delta, ItemID: n.ItemID, ProviderTurnID: t.provider}))
 	}
 }
 
@@ -104,7 +104,7 @@ func (a *Adapter) itemDelta(threadID, turnID, itemID, stream, text string) {
 			return
 		}
 	}
-	a.emit(event.New(event.ItemDelta, t.ours, event.ItemDeltaData{ItemID: itemID, Stream: stream, Text: text, ProviderTurnID: t.provider}))
+	a.emit(event.NewItemDelta(t.ours, event.ItemDeltaData{ItemID: itemID, Stream: stream, Text: text, ProviderTurnID: t.provider}))
 }
 
 func (a *Adapter) onPatchUpdated(p json.RawMessage) {
