@@ -25,24 +25,35 @@ type checked struct {
 func (s *Store) CheckRecord(id string) error {
 	return View(s.DB, func(tx *bolt.Tx) error {
 		raw := tx.Bucket(BucketSessions).Get([]byte(id))
-		s.checked.mu.Lock()
-		defer s.checked.mu.Unlock()
 		if raw == nil {
-			delete(s.checked.raw, id)
+			s.forgetChecked(id)
 			return fmt.Errorf("session %s: %w", id, ErrNotFound)
 		}
-		if last, ok := s.checked.raw[id]; ok && bytes.Equal(last, raw) {
+		s.checked.mu.Lock()
+		last, ok := s.checked.raw[id]
+		s.checked.mu.Unlock()
+		if ok && bytes.Equal(last, raw) {
 			return nil
 		}
-		var r Record
+		var r Record // decoded outside the lock: other sessions' checks go on
 		if err := json.Unmarshal(raw, &r); err != nil {
-			delete(s.checked.raw, id)
+			s.forgetChecked(id)
 			return fmt.Errorf("session %s: %w: %w", id, ErrDamaged, err)
 		}
+		s.checked.mu.Lock()
+		defer s.checked.mu.Unlock()
 		if s.checked.raw == nil {
 			s.checked.raw = map[string][]byte{}
 		}
 		s.checked.raw[id] = bytes.Clone(raw) // raw lives only as long as tx
 		return nil
 	})
+}
+
+// forgetChecked drops id's remembered bytes (the record is gone or
+// damaged), so the memory holds only records that exist.
+func (s *Store) forgetChecked(id string) {
+	s.checked.mu.Lock()
+	delete(s.checked.raw, id)
+	s.checked.mu.Unlock()
 }

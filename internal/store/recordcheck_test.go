@@ -59,4 +59,12 @@ func TestCheckRecordAnswersAsGetRecord(t *testing.T) {
 	agree("deleted", ErrNotFound)
 	put(whole)
 	agree("put back", nil)
+	// A deleted session's bytes are not kept: the memory holds only
+	// records that exist, whatever is checked after.
+	if err := s.DeleteRecord(id); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.checked.raw); n != 0 {
+		t.Fatalf("CheckRecord still remembers %d records after the delete", n)
+	}
 }

@@ -125,9 +125,13 @@ func (s *Store) ListRecords(bad func(id string, err error)) ([]Record, error) {
 
 // DeleteRecord removes a record (absent is not an error).
 func (s *Store) DeleteRecord(id string) error {
-	return Update(s.DB, func(tx *bolt.Tx) error {
+	err := Update(s.DB, func(tx *bolt.Tx) error {
 		return tx.Bucket(BucketSessions).Delete([]byte(id))
 	})
+	if err == nil {
+		s.forgetChecked(id) // recordcheck.go
+	}
+	return err
 }
 
 // CountRecords returns how many session records are stored, without
