@@ -94,7 +94,7 @@ func TestE2EOutboundBudget(t *testing.T) {
 		fmt.Fprintf(nc, "%s\n", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"capabilities":["agent-session.attach.v1"]}}`)
 		nc.SetReadDeadline(time.Now().Add(15 * time.Second))
 		if _, err := bufio.NewReader(nc).ReadSlice('\n'); err != nil {
-			t.Fatalf("conn %d: initialize: %v\n%s", i, err, d.Log.String())
+			t.Fatalf("conn %d (c-%d): initialize: %v\n%s", i, i+2, err, warnings(d.Log.String()))
 		}
 		fmt.Fprintf(nc, "%s\n", read) // and never read the reply
 	}
@@ -153,4 +153,18 @@ func TestE2EOutboundBudget(t *testing.T) {
 	if grown := peak - base; grown > 96<<10 {
 		t.Fatalf("peak RSS grew by %d KiB with a %d KiB budget", grown, budget>>10)
 	}
+}
+
+// warnings is what a failure shows of a long daemon log: its warnings
+// and errors (each connection's framing and initialize lines would
+// bury them).
+func warnings(log string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, `"level":"WARN"`) || strings.Contains(line, `"level":"ERROR"`) {
+			b.WriteString(line)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
 }

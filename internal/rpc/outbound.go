@@ -105,6 +105,7 @@ func (o *outbound) shed() {
 		c.stalled = c.since < stalledBefore
 		if !c.stalled {
 			c.unread = peerUnread(s.conn) // only needed to rank the not yet stalled
+			c.leftUnread = c.unread > 0 && p > writeChunk
 		}
 		if victim == nil || c.slower(best) {
 			victim, best = s, c
@@ -140,26 +141,33 @@ func (o *outbound) spare(victim *stream, c candidate, live int64) bool {
 // since when (unix ns) with no byte written, stalled (that for longer
 // than stallAfter), and the bytes its socket already holds that the peer
 // has not read (peerUnread; 0 for a stalled one, where it is not read).
+//
+// leftUnread (not stalled): its peer has left bytes unread and it holds
+// more than one write's worth (writeChunk). A write the kernel has just
+// taken is still counted until its writer counts it out, so a small
+// reply in flight to a peer about to read it shows in both counts; only
+// past one chunk are some of the pending bytes surely still the
+// daemon's, waiting on a peer that does not read.
 type candidate struct {
 	pending, since, unread int64
-	stalled                bool
+	stalled, leftUnread    bool
 }
 
 // slower reports whether c is a better victim than v: stalled beats not
 // stalled; between two stalled, the longer stalled, then the more bytes.
 // Between two not stalled, one whose peer has left bytes in its socket
-// unread beats one that has read all it was sent: a burst of connections
-// that never read is not a second old yet, and a reader's larger reply
-// just counted must not make it the victim; then the more unwritten
-// bytes, then the longer held.
+// unread (leftUnread) beats one that has read all it was sent: a burst
+// of connections that never read is not a second old yet, and a
+// reader's larger reply just counted must not make it the victim; then
+// the more unwritten bytes, then the longer held.
 func (c candidate) slower(v candidate) bool {
 	switch {
 	case c.stalled != v.stalled:
 		return c.stalled
 	case c.stalled && c.since != v.since:
 		return c.since < v.since
-	case !c.stalled && (c.unread > 0) != (v.unread > 0):
-		return c.unread > 0
+	case !c.stalled && c.leftUnread != v.leftUnread:
+		return c.leftUnread
 	case c.pending != v.pending:
 		return c.pending > v.pending
 	default:

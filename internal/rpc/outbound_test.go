@@ -245,3 +245,50 @@ func TestOutboundBudgetLoneLargeReply(t *testing.T) {
 		t.Fatalf("%d connections closed for the budget", n)
 	}
 }
+
+// TestOutboundVictimFrameInTheKernel: a small reply the kernel has just
+// taken (its bytes sit in the socket, unread by a peer that is about to
+// read them, and the writer has not yet taken them out of the count) is
+// not closed while fresh large frames not yet written hold the budget:
+// the kernel's count says "left unread" only of a connection holding
+// more than one write's worth. (The daemon closed a new connection's
+// initialize reply so, in a burst of 200 non-readers under -race.)
+func TestOutboundVictimFrameInTheKernel(t *testing.T) {
+	now := time.Now().UnixNano()
+	o := newOutbound(1<<20, slog.New(slog.DiscardHandler))
+	nc, peer := socketPair(t, FramingLines)
+	small := newStream(nc, nil, FramingLines, 0, 0)
+	defer small.Close()
+	reply := []byte(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}` + "\n")
+	if _, err := nc.Write(reply); err != nil { // in the kernel, not yet counted out
+		t.Fatal(err)
+	}
+	o.register(small, "small")
+	small.pending.Store(int64(len(reply)))
+	small.since.Store(now)
+	small.frames.Store(1)
+	o.total.Add(int64(len(reply)))
+	if peerUnread(nc) == 0 {
+		t.Fatal("the socket holds no unread bytes: the case is not set up")
+	}
+	var big []*stream
+	for range 3 { // without any one of them the others are still past max
+		a, b := net.Pipe()
+		defer b.Close()
+		s := newStream(a, nil, FramingLines, 0, 0)
+		o.register(s, "big")
+		s.pending.Store(600 << 10)
+		s.since.Store(now)
+		s.frames.Store(1)
+		o.total.Add(600 << 10)
+		big = append(big, s)
+	}
+	o.shed()
+	if small.shed.Load() {
+		t.Fatal("closed the connection whose only reply is already in its socket")
+	}
+	if !big[0].shed.Load() && !big[1].shed.Load() && !big[2].shed.Load() {
+		t.Fatal("closed none of the connections holding the budget")
+	}
+	peer.nc.Close()
+}
