@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,11 +26,18 @@ func TestE2ECgroupLiveUpgrade(t *testing.T) {
 	s := openCgSession(t, d, "echo")
 	pid := pidAfter(t, s.turn(t, "/escape"), "escaped=")
 	dir := s.info(t).Cgroup
+	inotifyBefore := inotifyFDs(t, d.Cmd.Process.Pid)
 	var res api.UpgradeResult
 	if err := s.c.Call(ctxN(t, 60*time.Second), "daemon.upgrade", api.UpgradeParams{Binary: v2}, &res); err != nil {
 		t.Fatalf("upgrade: %v\n%s", err, d.Log.String())
 	}
 	waitLog(t, d, `"msg":"upgrade complete"`)
+	// The new image watches the cgroups with the old image's inotify
+	// instance (the exec would otherwise wait for the kernel to tear it
+	// down): the same descriptor, and no second instance.
+	if after := inotifyFDs(t, d.Cmd.Process.Pid); len(inotifyBefore) != 1 || !slices.Equal(after, inotifyBefore) {
+		t.Fatalf("inotify descriptors %v before the upgrade, %v after: want the one instance reused\n%s", inotifyBefore, after, d.Log.String())
+	}
 	if !running(pid) {
 		t.Fatalf("the escaped descendant %d of an adopted session was killed by the upgrade", pid)
 	}
@@ -99,4 +109,21 @@ func TestE2ECgroupUpgradeAdoptedOutlivesGrace(t *testing.T) {
 	if st := d.Status(t); st.Version != upgradeVersion {
 		t.Fatalf("after the close: version %s", st.Version)
 	}
+}
+
+// inotifyFDs lists pid's descriptors that are inotify instances.
+func inotifyFDs(t *testing.T, pid int) []string {
+	t.Helper()
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fds []string
+	for _, e := range ents {
+		if l, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && l == "anon_inode:inotify" {
+			fds = append(fds, e.Name())
+		}
+	}
+	return fds
 }

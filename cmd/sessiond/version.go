@@ -10,13 +10,17 @@ import (
 )
 
 // versionCmd prints the version, or with --handoff the live-upgrade
-// handoff formats this binary can adopt, one a line.
+// handoff formats this binary can adopt, then the handoff features it
+// honours, one a line.
 func versionCmd(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case len(args) == 0:
 		fmt.Fprintln(stdout, "sessiond", version.String())
 	case len(args) == 1 && args[0] == "--handoff":
 		for _, f := range daemon.HandoffFormats {
+			fmt.Fprintln(stdout, f)
+		}
+		for _, f := range daemon.HandoffFeatures {
 			fmt.Fprintln(stdout, f)
 		}
 	default:

@@ -14,7 +14,8 @@ func (d *daemon) openCgroups(stateID string) (*proc.Cgroups, api.Supervision) {
 	o := proc.CgroupOptions{Root: d.cfg.CgroupRoot, StateID: stateID,
 		Limits: proc.Limits{Memory: d.cfg.Limits.Memory, Pids: d.cfg.Limits.Pids}}
 	if d.handoff != nil {
-		o.Kept = d.handoff.CgroupBase
+		o.Kept, o.KeptInotify = d.handoff.CgroupBase, d.handoff.InotifyFD
+		d.handoff.InotifyFD = 0 // OpenCgroups owns it now
 	}
 	g, st := proc.OpenCgroups(o, d.log)
 	if g != nil {

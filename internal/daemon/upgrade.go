@@ -88,17 +88,21 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 		return api.UpgradeResult{}, u.refused(refuseCode(causeInProgress, rpc.ErrUpgrading))
 	}
 	defer u.d.phase.endUpgrade() // only a failed upgrade returns
-	toVersion, reads, err := checkBinary(ctx, bin)
+	checking := time.Now()
+	nb, err := checkBinary(ctx, bin)
 	if err != nil {
 		return api.UpgradeResult{}, u.refused(err)
 	}
-	log.Info("upgrade started", "binary", bin, "from_version", version.String(), "to_version", toVersion)
+	toVersion, reads := nb.version, nb.formats
+	log.Info("upgrade started", "binary", bin, "from_version", version.String(), "to_version", toVersion,
+		"check_ms", msSince(checking))
 	started := time.Now()
 	qctx, cancel := context.WithTimeout(ctx, u.quiesce)
 	defer cancel()
 	if err := u.srv.PauseCalls(qctx); err != nil {
 		return api.UpgradeResult{}, u.refused(refuse(fmt.Sprintf("calls in flight did not finish within %s", u.quiesce), err))
 	}
+	paused := time.Now()
 	q, err := u.h.Quiesce(qctx)
 	if err != nil {
 		u.srv.ResumeCalls()
@@ -141,7 +145,19 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 		_, _ = proc.Inheritable(ul, false)
 		return abandon("store descriptor", err)
 	}
-	ho := &handoff{Format: format, FromVersion: version.String(), ToVersion: toVersion, PID: os.Getpid(),
+	// cgroup mode's inotify instance, to a binary that reuses it: the
+	// exec would otherwise wait for the kernel to tear it down.
+	var inotify syscall.Conn
+	ifd := 0
+	if u.cgroups != nil && slices.Contains(nb.features, handoffInotify) {
+		inotify = u.cgroups.Inotify()
+		if ifd, err = proc.Inheritable(inotify, true); err != nil {
+			log.Warn("upgrade: the inotify instance is not handed over; the new image makes its own", "err", err.Error())
+			_, _ = proc.Inheritable(inotify, false)
+			inotify, ifd = nil, 0
+		}
+	}
+	ho := &handoff{Format: format, InotifyFD: ifd, FromVersion: version.String(), ToVersion: toVersion, PID: os.Getpid(),
 		StateID: u.stateID, WrittenAt: time.Now().UTC(), NotifySocket: u.d.notifySocket,
 		Listener: handoffListener{FD: lfd, Socket: u.d.socket, Activated: u.d.act.listener != nil},
 		Sessions: q.Sessions, Runtimes: q.Runtimes, CgroupBase: u.cgroups.Base(), StoreFD: sfd}
@@ -159,16 +175,21 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 	undoFDs := func() {
 		_, _ = proc.Inheritable(ul, false)
 		_, _ = proc.Inheritable(u.store, false)
+		if inotify != nil {
+			_, _ = proc.Inheritable(inotify, false)
+		}
 		if ho.Caller != nil {
 			unix.Close(ho.Caller.FD)
 			ho.Caller = nil
 		}
 	}
+	quiesced := time.Now()
 	path, err := writeHandoff(u.d.stateDir, ho)
 	if err != nil {
 		undoFDs()
 		return abandon("write the handoff", err)
 	}
+	written := time.Now()
 	if id := q.Exited(); id != "" {
 		// Its exit was reaped here: the new image could not adopt it.
 		os.Remove(path)
@@ -194,7 +215,8 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 		}
 	}
 	log.Info("upgrade: re-executing in place", "binary", bin, "pid", os.Getpid(), "sessions", len(q.Sessions),
-		"runtimes", len(q.Runtimes), "handoff", path, "quiesce_ms", time.Since(started).Milliseconds())
+		"runtimes", len(q.Runtimes), "handoff", path, "quiesce_ms", time.Since(started).Milliseconds(),
+		"pause_calls_ms", ms(paused.Sub(started)), "quiesce_host_ms", ms(quiesced.Sub(paused)), "handoff_write_ms", ms(written.Sub(quiesced)))
 	env := []string{}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, HandoffEnv+"=") && !strings.HasPrefix(kv, "NOTIFY_SOCKET=") {
@@ -217,6 +239,12 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 	return abandon("exec "+bin, err)
 }
 
+// ms is d in milliseconds, to the microsecond (the upgrade's phases are
+// a few milliseconds each); msSince is ms since t.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func msSince(t time.Time) float64 { return ms(time.Since(t)) }
+
 // refused logs the refusal; once a shutdown began, whatever failed (the
 // shutdown may have cut it short: it cancels the upgrade's context) the
 // cause is shutting_down.
@@ -234,17 +262,25 @@ func (u *upgrader) refused(err error) error {
 // --handoff` may print.
 const maxVersionOutput = 64 << 10
 
+// newBinary is what checkBinary learnt of the new binary: its version,
+// the handoff formats it reads and the handoff features it honours.
+type newBinary struct {
+	version           string
+	formats, features []string
+}
+
 // checkBinary runs `<bin> version --handoff` and, side by side with it,
 // `<bin> version` (killed on a refusal): the new
 // binary must be executable and read this binary's handoff format. It
-// returns the new binary's version and the handoff formats it reads.
-func checkBinary(ctx context.Context, bin string) (string, []string, error) {
+// returns the new binary's version, the handoff formats it reads and the
+// features it honours (lines starting handoffFeaturePrefix).
+func checkBinary(ctx context.Context, bin string) (newBinary, error) {
 	fi, err := os.Stat(bin)
 	if err != nil {
-		return "", nil, refuse("binary "+quoteBin(bin), err)
+		return newBinary{}, refuse("binary "+quoteBin(bin), err)
 	}
 	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
-		return "", nil, refuse(fmt.Sprintf("binary %s is not an executable file (mode %v)", quoteBin(bin), fi.Mode()), nil)
+		return newBinary{}, refuse(fmt.Sprintf("binary %s is not an executable file (mode %v)", quoteBin(bin), fi.Mode()), nil)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -269,29 +305,35 @@ func checkBinary(ctx context.Context, bin string) (string, []string, error) {
 	}()
 	out, err := proc.Output(ctx, maxVersionOutput, bin, "version", "--handoff")
 	if err != nil {
-		return "", nil, refuse(fmt.Sprintf("%s version --handoff failed (a binary without live upgrade?)", quoteBin(bin)), err)
+		return newBinary{}, refuse(fmt.Sprintf("%s version --handoff failed (a binary without live upgrade?)", quoteBin(bin)), err)
 	}
-	reads := []string{}
+	reads, features := []string{}, []string{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() && len(reads) < 16 {
-		reads = append(reads, api.Prefix(strings.TrimSpace(sc.Text())))
+	for n := 0; sc.Scan() && n < 16; n++ {
+		line := api.Prefix(strings.TrimSpace(sc.Text()))
+		if strings.HasPrefix(line, handoffFeaturePrefix) {
+			features = append(features, line)
+		} else {
+			reads = append(reads, line)
+		}
 	}
 	if err := sc.Err(); err != nil {
-		return "", nil, refuse(fmt.Sprintf("%s version --handoff", quoteBin(bin)), err)
+		return newBinary{}, refuse(fmt.Sprintf("%s version --handoff", quoteBin(bin)), err)
 	}
 	ok := false
 	for _, f := range reads {
 		ok = ok || f == handoffFormat
 	}
 	if !ok {
-		return "", nil, refuse(fmt.Sprintf("%s reads handoff formats %v, not %s", quoteBin(bin), reads, handoffFormat), nil)
+		return newBinary{}, refuse(fmt.Sprintf("%s reads handoff formats %v, not %s", quoteBin(bin), reads, handoffFormat), nil)
 	}
 	got := <-vres
 	v = &got
 	if v.err != nil {
-		return "", nil, refuse(fmt.Sprintf("%s version failed", quoteBin(bin)), v.err)
+		return newBinary{}, refuse(fmt.Sprintf("%s version failed", quoteBin(bin)), v.err)
 	}
-	return api.Prefix(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(v.out)), "sessiond "))), reads, nil
+	return newBinary{version: api.Prefix(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(v.out)), "sessiond "))),
+		formats: reads, features: features}, nil
 }
 
 // dupInheritable duplicates c's descriptor, inheritable (dup clears

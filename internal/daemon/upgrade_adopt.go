@@ -60,6 +60,11 @@ func takeHandoff(stateDir string, log *slog.Logger) (*handoff, error) {
 	if h.Caller != nil {
 		syscall.CloseOnExec(h.Caller.FD)
 	}
+	if h.InotifyFD > 2 {
+		syscall.CloseOnExec(h.InotifyFD) // openCgroups reuses or closes it
+	} else {
+		h.InotifyFD = 0
+	}
 	return h, nil
 }
 
@@ -125,7 +130,12 @@ func (d *daemon) adoptHandoff(h *host.Host, stateID string) error {
 	}
 	d.log.Info("adopting a live upgrade's sessions", "sessions", len(ho.Sessions), "from_version", ho.FromVersion,
 		"to_version", version.String())
-	return h.Adopt(context.Background(), ho.Runtimes, ho.Sessions)
+	start := time.Now()
+	if err := h.Adopt(context.Background(), ho.Runtimes, ho.Sessions); err != nil {
+		return err
+	}
+	d.log.Info("live upgrade's sessions adopted", "sessions", len(ho.Sessions), "runtimes", len(ho.Runtimes), "ms", msSince(start))
+	return nil
 }
 
 // adoptGCLimit is the heap at which the collector runs while a new image

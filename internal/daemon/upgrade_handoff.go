@@ -32,6 +32,22 @@ const handoffFormatRuntimes = "sessiond-handoff/2"
 
 var HandoffFormats = []string{handoffFormat, handoffFormatRuntimes}
 
+// handoffInotify is a feature of the new binary, printed by `version
+// --handoff` after the formats: it reuses the inotify instance the
+// handoff names (inotifyFd). Only to such a binary does the old image
+// hand it over; to another it is closed by the exec as any other
+// close-on-exec descriptor (an unknown field would leave it open in the
+// new image, and in every child it starts).
+const handoffInotify = handoffFeaturePrefix + "inotify"
+
+// handoffFeaturePrefix starts a feature's line in `version --handoff`
+// (the other lines are formats). A line is read to at most 32 bytes
+// (api.Prefix): a feature's name fits.
+const handoffFeaturePrefix = "sessiond-handoff+"
+
+// HandoffFeatures are the handoff features this binary honours.
+var HandoffFeatures = []string{handoffInotify}
+
 // HandoffEnv names the file the new image adopts.
 const HandoffEnv = "SESSIOND_HANDOFF"
 
@@ -66,8 +82,12 @@ type handoff struct {
 	// CgroupBase is where sessiond-<stateId> is in cgroup mode: the new
 	// image uses it as is (it may have moved itself into a leaf cgroup,
 	// which changes "its own cgroup") and finds the children's cgroups.
-	CgroupBase string                `json:"cgroupBase,omitempty"`
-	Sessions   []host.HandoffSession `json:"sessions"`
+	CgroupBase string `json:"cgroupBase,omitempty"`
+	// InotifyFD is cgroup mode's inotify instance (inheritable), reused
+	// by the new image: handed over only to a binary listing
+	// handoffInotify.
+	InotifyFD int                   `json:"inotifyFd,omitempty"`
+	Sessions  []host.HandoffSession `json:"sessions"`
 	// Runtimes are the live shared runtimes; their sessions are in
 	// Sessions, each naming its runtime.
 	Runtimes []host.HandoffRuntime `json:"runtimes,omitempty"`

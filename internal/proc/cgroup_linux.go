@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -38,6 +39,15 @@ type Cgroups struct {
 // Reason says why; nothing is left behind.
 func OpenCgroups(o CgroupOptions, log *slog.Logger) (*Cgroups, CgroupStatus) {
 	log = orDiscard(log)
+	kept := o.KeptInotify
+	defer func() {
+		if kept > 0 {
+			// Not reused (fallback mode now): its teardown waits for the
+			// kernel, so it is closed on a goroutine of its own.
+			syscall.CloseOnExec(kept)
+			go unix.Close(kept)
+		}
+	}()
 	fallback := func(err error) (*Cgroups, CgroupStatus) {
 		st := CgroupStatus{Mode: ModeFallback, Reason: err.Error(), Controllers: []string{}}
 		st.Notes = limitNotes(o.Limits, nil, "fallback mode: limits need a cgroup")
@@ -66,9 +76,18 @@ func OpenCgroups(o CgroupOptions, log *slog.Logger) (*Cgroups, CgroupStatus) {
 	g := &Cgroups{base: base, dir: dir, rel: filepath.Join(rel, name), log: log, live: map[string]bool{}}
 	_, err = os.Stat(filepath.Join(dir, "cgroup.kill"))
 	g.kill = err == nil
-	if g.w, err = newWatcher(); err != nil {
-		os.Remove(dir)
-		return fallback(fmt.Errorf("inotify: %w", err))
+	if kept > 0 {
+		g.w, err = adoptWatcher(kept)
+		if err != nil {
+			log.Warn("the previous image's inotify instance is not reused; a new one watches the cgroups", "err", err.Error())
+		}
+		kept = 0 // adopted, or not an inotify instance (not ours to close)
+	}
+	if g.w == nil {
+		if g.w, err = newWatcher(); err != nil {
+			os.Remove(dir)
+			return fallback(fmt.Errorf("inotify: %w", err))
+		}
 	}
 	enabled, notes := g.enableControllers(base, own, o.Limits)
 	if slices.Contains(enabled, "memory") {
@@ -88,6 +107,10 @@ func OpenCgroups(o CgroupOptions, log *slog.Logger) (*Cgroups, CgroupStatus) {
 		Controllers: enabled, Kill: g.kill, Memory: g.limits.Memory, Pids: g.limits.Pids, Notes: notes}
 	return g, g.status
 }
+
+// Inotify is the instance watching the cgroups' event files, for a live
+// upgrade to hand to the next image (CgroupOptions.KeptInotify).
+func (g *Cgroups) Inotify() syscall.Conn { return g.w.f }
 
 // Base is the directory sessiond-<stateId> is in (handed to the next
 // image by a live upgrade: CgroupOptions.Kept).

@@ -40,6 +40,9 @@ func (spec Spec) intoCgroup(*syscall.SysProcAttr) (*sessionCgroup, *os.File, err
 
 func (g *Cgroups) Base() string { return "" }
 
+// Inotify is nil outside Linux.
+func (g *Cgroups) Inotify() syscall.Conn { return nil }
+
 func (g *Cgroups) adoptCgroup(Tags, int, func(string)) (*sessionCgroup, error) { return nil, nil }
 
 func (s *sessionCgroup) arm()          {}

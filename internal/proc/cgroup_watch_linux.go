@@ -1,8 +1,11 @@
 package proc
 
 import (
+	"fmt"
 	"os"
+	"strconv"
 	"sync"
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -24,6 +27,25 @@ func newWatcher() (*watcher, error) {
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
 		return nil, err
+	}
+	w := &watcher{f: os.NewFile(uintptr(fd), "inotify"), fd: fd, cbs: map[int32]func(){}, done: make(chan struct{})}
+	go w.loop()
+	return w, nil
+}
+
+// adoptWatcher wraps the inotify instance a live upgrade's previous image
+// handed over (inherited without close-on-exec). Its watches are kept: an
+// add of a path it already watches answers that watch's descriptor, and
+// notifications queued while no image read them are read now (each
+// callback re-reads its file, so a stale one is harmless). A descriptor
+// that is not an inotify instance is refused and left alone.
+func adoptWatcher(fd int) (*watcher, error) {
+	if link, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); err != nil || link != "anon_inode:inotify" {
+		return nil, fmt.Errorf("descriptor %d is not an inotify instance (%q, %v)", fd, link, err)
+	}
+	syscall.CloseOnExec(fd)
+	if err := unix.SetNonblock(fd, true); err != nil {
+		return nil, fmt.Errorf("descriptor %d: %w", fd, err)
 	}
 	w := &watcher{f: os.NewFile(uintptr(fd), "inotify"), fd: fd, cbs: map[int32]func(){}, done: make(chan struct{})}
 	go w.loop()
