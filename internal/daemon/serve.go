@@ -150,7 +150,11 @@ func (d *daemon) run() error {
 	for _, w := range st.Warnings {
 		log.Warn("store opened with a warning", "path", st.Path, "detail", w)
 	}
-	removeHandoffTemps(d.stateDir, log) // under the flock: no other daemon is writing one
+	keep := ""
+	if d.handoff != nil {
+		keep = d.handoff.consumed
+	}
+	removeHandoffTemps(d.stateDir, keep, log) // under the flock: no other daemon is writing one
 	parts := &attentionParts{}
 	att := d.newAttention(parts)
 	defer att.Close() // after the journal's close: nothing is observed any more
@@ -265,6 +269,9 @@ func (d *daemon) run() error {
 		d.callerAnswered = d.answerCaller(srv, true)
 		log.Info("upgrade complete", "from_version", d.handoff.FromVersion, "version", version.String(), "pid", os.Getpid(),
 			"sessions", len(d.handoff.Sessions), "since_exec_ms", time.Since(d.handoff.WrittenAt).Milliseconds())
+		if d.handoff.consumed != "" {
+			go os.Remove(d.handoff.consumed) // its blocks freed off the calls' path (readHandoff)
+		}
 	}
 	var serveErr error
 	select {

@@ -265,6 +265,9 @@ func (d *daemon) waitCallerAnswered() {
 func (d *daemon) stopAfterUpgrade(srv *rpc.Server, listening bool) {
 	d.callerAnswered = d.answerCaller(srv, false)
 	d.waitCallerAnswered()
+	if d.handoff.consumed != "" {
+		os.Remove(d.handoff.consumed)
+	}
 	if !listening && d.handoff.Listener.FD >= 0 {
 		if l, err := d.inheritedListener(); err != nil {
 			d.log.Warn("upgrade: the inherited listener", "err", err.Error())

@@ -91,6 +91,10 @@ type handoff struct {
 	// Runtimes are the live shared runtimes; their sessions are in
 	// Sessions, each naming its runtime.
 	Runtimes []host.HandoffRuntime `json:"runtimes,omitempty"`
+
+	// consumed is where the new image moved the file it read (removed
+	// once it accepts), "" when it was removed at once.
+	consumed string
 }
 
 type handoffListener struct {
@@ -151,10 +155,9 @@ func writeNew(path string, b []byte) error {
 	if err != nil {
 		return fmt.Errorf("handoff: %w", err)
 	}
+	// Not fsynced: only the next image of this boot reads it, through
+	// the page cache, and a plain start removes a leftover one.
 	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -168,15 +171,25 @@ func writeNew(path string, b []byte) error {
 	return nil
 }
 
-// handoffTemp matches writeNew's temp files' names.
-var handoffTemp = regexp.MustCompile(`^` + regexp.QuoteMeta(HandoffFile) + `\.[0-9]+\.[0-9]+\.tmp$`)
+// consumedHandoff is where readHandoff moves the handoff it read: a name
+// of this image's own, which neither a next handoff (written to path)
+// nor the next image's consumed one takes.
+func consumedHandoff(path string) string {
+	return fmt.Sprintf("%s.%d.%d.consumed", path, os.Getpid(), time.Now().UnixNano())
+}
+
+// handoffTemp matches writeNew's temp files' names and consumed
+// handoffs (consumedHandoff) left by an image that died before it
+// accepted.
+var handoffTemp = regexp.MustCompile(`^` + regexp.QuoteMeta(HandoffFile) + `\.[0-9]+\.[0-9]+\.(tmp|consumed)$`)
 
 // removeHandoffTemps removes the temp files a handoff write left behind
 // (an image killed while writing it). It runs with the store's flock held,
 // so no other daemon writes one in stateDir meanwhile and this one writes
 // none before it serves. Only regular files of this user with exactly
-// writeNew's name pattern; never what a symlink points to.
-func removeHandoffTemps(stateDir string, log *slog.Logger) {
+// writeNew's name pattern; never what a symlink points to; never keep
+// (the handoff this image consumed: it is removed once it accepts).
+func removeHandoffTemps(stateDir, keep string, log *slog.Logger) {
 	ents, err := os.ReadDir(stateDir)
 	if err != nil {
 		return
@@ -186,6 +199,9 @@ func removeHandoffTemps(stateDir string, log *slog.Logger) {
 			continue
 		}
 		path := filepath.Join(stateDir, e.Name())
+		if path == keep {
+			continue
+		}
 		fi, err := os.Lstat(path)
 		if err != nil {
 			continue
@@ -194,7 +210,7 @@ func removeHandoffTemps(stateDir string, log *slog.Logger) {
 			continue
 		}
 		if err := os.Remove(path); err == nil {
-			log.Info("removed a live upgrade handoff's temp file (its image died while writing it)", "path", path)
+			log.Info("removed a live upgrade handoff's temp file (its image died while writing or adopting it)", "path", path)
 		}
 	}
 }
@@ -202,14 +218,23 @@ func removeHandoffTemps(stateDir string, log *slog.Logger) {
 // errHandoff means the handoff the new image was given is unusable.
 var errHandoff = errors.New("unusable handoff")
 
-// readHandoff reads and removes the handoff at path.
+// readHandoff reads the handoff at path and renames it out of the way
+// (consumed: a later start must not adopt it again) to consumedHandoff,
+// which the caller removes once it accepts (removing a file frees its
+// blocks, and on a filesystem mounted with discard that waits for the
+// device: 6 ms here, inside the upgrade's pause). It is removed at once
+// when it cannot be renamed.
 func readHandoff(path string) (*handoff, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errHandoff, err)
 	}
 	defer f.Close()
-	defer os.Remove(path) // consumed: a later start must not adopt it again
+	consumed := consumedHandoff(path)
+	if err := os.Rename(path, consumed); err != nil {
+		os.Remove(path)
+		consumed = ""
+	}
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errHandoff, err)
@@ -231,5 +256,6 @@ func readHandoff(path string) (*handoff, error) {
 	if h.PID != os.Getpid() {
 		return nil, fmt.Errorf("%w: written by pid %d, this is %d", errHandoff, h.PID, os.Getpid())
 	}
+	h.consumed = consumed
 	return &h, nil
 }
