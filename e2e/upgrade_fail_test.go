@@ -197,7 +197,7 @@ exec "$REAL" "$@"`)
 // TestE2ECtlUpgrade: `ctl upgrade --binary` prints the versions and the
 // unchanged pid; `ctl upgrade` to a refusing binary exits 1 naming
 // upgrade_refused and its cause; `version --handoff` lists the formats,
-// then the features.
+// then the features, then the version.
 func TestE2ECtlUpgrade(t *testing.T) {
 	v2 := daemontest.BinaryVersion(t, upgradeVersion)
 	d := daemontest.Start(t, daemontest.Options{})
@@ -216,7 +216,7 @@ func TestE2ECtlUpgrade(t *testing.T) {
 		t.Fatalf("after a refusal: %+v", st)
 	}
 	b, err := exec.Command(v2, "version", "--handoff").Output()
-	if err != nil || string(b) != "sessiond-handoff/1\nsessiond-handoff/2\nsessiond-handoff+inotify\n" {
+	if err != nil || string(b) != "sessiond-handoff/1\nsessiond-handoff/2\nsessiond-handoff+inotify\nversion "+upgradeVersion+"\n" {
 		t.Fatalf("version --handoff: %q %v", b, err)
 	}
 }

@@ -95,7 +95,7 @@ func TestE2EUpgradeHandoffPathOccupied(t *testing.T) {
 // upgrade_refused on its connection, which stays open, and the daemon
 // serves on as before.
 func TestE2EUpgradeExecFails(t *testing.T) {
-	next := script(t, `case "$1 $2" in "version ") rm -f "$0"; exec "$REAL" "$@";; esac; exec "$REAL" "$@"`)
+	next := script(t, `case "$1 $2" in "version --handoff") "$REAL" "$@"; rm -f "$0"; exit 0;; esac; exec "$REAL" "$@"`)
 	d := daemontest.Start(t, daemontest.Options{})
 	c := d.Client(t)
 	before := d.Status(t)
@@ -124,7 +124,7 @@ func TestE2EUpgradeExecFails(t *testing.T) {
 // and handed over like the first one's, not dropped) and the session
 // carries on.
 func TestE2EUpgradeAfterFailedExec(t *testing.T) {
-	next := script(t, `case "$1 $2" in "version ") rm -f "$0"; exec "$REAL" "$@";; esac; exec "$REAL" "$@"`)
+	next := script(t, `case "$1 $2" in "version --handoff") "$REAL" "$@"; rm -f "$0"; exit 0;; esac; exec "$REAL" "$@"`)
 	v2 := daemontest.BinaryVersion(t, upgradeVersion)
 	d := daemontest.Start(t, daemontest.Options{})
 	c := d.Client(t)

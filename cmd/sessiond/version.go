@@ -11,7 +11,8 @@ import (
 
 // versionCmd prints the version, or with --handoff the live-upgrade
 // handoff formats this binary can adopt, then the handoff features it
-// honours, one a line.
+// honours, one a line, and its version (so an upgrade's check runs it
+// once).
 func versionCmd(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case len(args) == 0:
@@ -23,6 +24,7 @@ func versionCmd(args []string, stdout, stderr io.Writer) int {
 		for _, f := range daemon.HandoffFeatures {
 			fmt.Fprintln(stdout, f)
 		}
+		fmt.Fprintln(stdout, daemon.HandoffVersionLine(version.String()))
 	default:
 		fmt.Fprintln(stderr, "usage: sessiond version [--handoff]")
 		return exitcode.Usage

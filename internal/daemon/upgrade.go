@@ -1,8 +1,6 @@
 package daemon
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -256,84 +254,6 @@ func (u *upgrader) refused(err error) error {
 	}
 	u.d.log.Warn("upgrade refused; the daemon carries on", "err", err.Error())
 	return err
-}
-
-// maxVersionOutput bounds what the new binary's `version` and `version
-// --handoff` may print.
-const maxVersionOutput = 64 << 10
-
-// newBinary is what checkBinary learnt of the new binary: its version,
-// the handoff formats it reads and the handoff features it honours.
-type newBinary struct {
-	version           string
-	formats, features []string
-}
-
-// checkBinary runs `<bin> version --handoff` and, side by side with it,
-// `<bin> version` (killed on a refusal): the new
-// binary must be executable and read this binary's handoff format. It
-// returns the new binary's version, the handoff formats it reads and the
-// features it honours (lines starting handoffFeaturePrefix).
-func checkBinary(ctx context.Context, bin string) (newBinary, error) {
-	fi, err := os.Stat(bin)
-	if err != nil {
-		return newBinary{}, refuse("binary "+quoteBin(bin), err)
-	}
-	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
-		return newBinary{}, refuse(fmt.Sprintf("binary %s is not an executable file (mode %v)", quoteBin(bin), fi.Mode()), nil)
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	// Both run side by side (the check is inside daemon.upgrade's time);
-	// `version` counts only once `version --handoff` passed.
-	type result struct {
-		out []byte
-		err error
-	}
-	vres := make(chan result, 1)
-	vctx, vcancel := context.WithCancel(ctx)
-	go func() {
-		out, err := proc.Output(vctx, maxVersionOutput, bin, "version")
-		vres <- result{out, err}
-	}()
-	var v *result
-	defer func() { // a refusal does not wait for `version`: it is killed
-		vcancel()
-		if v == nil {
-			<-vres
-		}
-	}()
-	out, err := proc.Output(ctx, maxVersionOutput, bin, "version", "--handoff")
-	if err != nil {
-		return newBinary{}, refuse(fmt.Sprintf("%s version --handoff failed (a binary without live upgrade?)", quoteBin(bin)), err)
-	}
-	reads, features := []string{}, []string{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for n := 0; sc.Scan() && n < 16; n++ {
-		line := api.Prefix(strings.TrimSpace(sc.Text()))
-		if strings.HasPrefix(line, handoffFeaturePrefix) {
-			features = append(features, line)
-		} else {
-			reads = append(reads, line)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return newBinary{}, refuse(fmt.Sprintf("%s version --handoff", quoteBin(bin)), err)
-	}
-	ok := false
-	for _, f := range reads {
-		ok = ok || f == handoffFormat
-	}
-	if !ok {
-		return newBinary{}, refuse(fmt.Sprintf("%s reads handoff formats %v, not %s", quoteBin(bin), reads, handoffFormat), nil)
-	}
-	got := <-vres
-	v = &got
-	if v.err != nil {
-		return newBinary{}, refuse(fmt.Sprintf("%s version failed", quoteBin(bin)), v.err)
-	}
-	return newBinary{version: api.Prefix(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(v.out)), "sessiond "))),
-		formats: reads, features: features}, nil
 }
 
 // dupInheritable duplicates c's descriptor, inheritable (dup clears
