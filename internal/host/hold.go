@@ -24,6 +24,11 @@ func (h *Host) Hold(ctx context.Context, conn string, p api.HoldParams) (api.Hol
 		return api.HoldResult{}, err
 	}
 	defer e.mu.Unlock()
+	return h.holdLocked(e, conn, p), nil
+}
+
+// holdLocked takes or renews p's hold on e, live and locked, for conn.
+func (h *Host) holdLocked(e *entry, conn string, p api.HoldParams) api.HoldResult {
 	var ttl time.Duration
 	if p.TTLMs != nil {
 		ttl = time.Duration(*p.TTLMs) * time.Millisecond
@@ -59,7 +64,7 @@ func (h *Host) Hold(ctx context.Context, conn string, p api.HoldParams) (api.Hol
 		// The connection closed before its hold completed: drop it at once.
 		h.dropHoldMapLocked(e, p.HolderID, token, "disconnect")
 	}
-	return res, nil
+	return res
 }
 
 // lockLiveEntry returns the session's entry, locked, with a ready child:
@@ -108,10 +113,15 @@ func (h *Host) Release(ctx context.Context, conn string, p api.ReleaseParams) (a
 		return api.ReleaseResult{Released: false, Holders: []string{}}, nil
 	}
 	defer e.mu.Unlock()
+	return h.releaseLocked(e, p), nil
+}
+
+// releaseLocked drops p's hold of e, locked.
+func (h *Host) releaseLocked(e *entry, p api.ReleaseParams) api.ReleaseResult {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	released := h.dropHoldMapLocked(e, p.HolderID, p.HoldToken, "release")
-	return api.ReleaseResult{Released: released, Holders: holderIDs(e), ReleaseAt: e.releaseAt}, nil
+	return api.ReleaseResult{Released: released, Holders: holderIDs(e), ReleaseAt: e.releaseAt}
 }
 
 // dropHold is dropHoldMapLocked taking the map lock (timer callbacks).

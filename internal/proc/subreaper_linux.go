@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -108,20 +107,24 @@ func reapOrphans(log *slog.Logger) {
 // ourChildren lists our children from /proc/self/task/*/children, or by a
 // ppid scan of /proc where that file is missing.
 func ourChildren(r *statReader) []int {
-	tasks, _ := filepath.Glob("/proc/self/task/*/children")
+	// Each thread's children file (CONFIG_PROC_CHILDREN), read by name:
+	// a glob of them would lstat each first, on every SIGCHLD.
+	tasks, _ := os.ReadDir("/proc/self/task")
 	var pids []int
-	if len(tasks) > 0 {
-		for _, t := range tasks {
-			b, err := os.ReadFile(t)
-			if err != nil {
-				continue
-			}
-			for _, f := range bytes.Fields(b) {
-				if pid, err := strconv.Atoi(string(f)); err == nil {
-					pids = append(pids, pid)
-				}
+	read := false
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
+		if err != nil {
+			continue
+		}
+		read = true
+		for _, f := range bytes.Fields(b) {
+			if pid, err := strconv.Atoi(string(f)); err == nil {
+				pids = append(pids, pid)
 			}
 		}
+	}
+	if read {
 		return pids
 	}
 	all, err := listPIDs()

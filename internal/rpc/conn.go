@@ -101,8 +101,9 @@ func (c *conn) handle(req *request, nullID bool) {
 	params := req.Params
 	var key string
 	var queued callFunc
+	var now nowFunc
 	if m.slow {
-		key, queued = c.prepare(m, params) // its params decoded now, once (queued.go)
+		key, queued, now = c.prepare(m, params) // its params decoded now, once (queued.go)
 	}
 	run := func() {
 		defer c.handlers.Done()
@@ -131,6 +132,10 @@ func (c *conn) handle(req *request, nullID bool) {
 	}
 	if !m.slow {
 		run()
+		return
+	}
+	if now != nil && c.answerNow(ctx, m, id, now) {
+		c.handlers.Done()
 		return
 	}
 	if err := c.enqueue(key, len(params), run); err != nil {

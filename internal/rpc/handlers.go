@@ -98,6 +98,32 @@ func hRelease(ctx context.Context, c *conn, p *api.ReleaseParams) (any, error) {
 	return c.srv.o.Backend.Release(ctx, c.id, *p)
 }
 
+// nowHold and nowRelease answer a hold or a release without waiting
+// when the backend can (api.InlineBackend; inline.go).
+func nowHold(c *conn, p *api.HoldParams) (any, bool, error) {
+	ib, ok := c.srv.o.Backend.(api.InlineBackend)
+	if !ok {
+		return nil, false, nil
+	}
+	res, ok, err := ib.HoldNow(c.id, *p)
+	if !ok || err != nil {
+		return nil, ok, err
+	}
+	return res, true, nil
+}
+
+func nowRelease(c *conn, p *api.ReleaseParams) (any, bool, error) {
+	ib, ok := c.srv.o.Backend.(api.InlineBackend)
+	if !ok {
+		return nil, false, nil
+	}
+	res, ok, err := ib.ReleaseNow(c.id, *p)
+	if !ok || err != nil {
+		return nil, ok, err
+	}
+	return res, true, nil
+}
+
 func hClose(ctx context.Context, c *conn, p *api.SessionParams) (any, error) {
 	r, err := c.srv.o.Backend.Close(ctx, p.SessionID)
 	if err == nil && r.Steps == nil {

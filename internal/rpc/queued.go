@@ -18,9 +18,13 @@ import (
 // callFunc runs one prepared call.
 type callFunc func(ctx context.Context, c *conn) (any, error)
 
-// queuedFunc prepares a slow method's call from its params: the queue key
-// and the call.
-type queuedFunc func(params json.RawMessage) (key string, run callFunc)
+// queuedFunc prepares a slow method's call from its params: the queue key,
+// the call, and (nil for most) the call without waiting (nowFunc).
+type queuedFunc func(params json.RawMessage) (key string, run callFunc, now nowFunc)
+
+// nowFunc answers a slow method's call at once if it need not wait; ok
+// false: it would, and the call is queued (inline.go).
+type nowFunc func(c *conn) (res any, ok bool, err error)
 
 // queued is the queuedFunc of h, a handler of decoded params P. Params
 // that do not decode are answered invalid_params when the call runs, in
@@ -29,20 +33,38 @@ func queued[P any, PP interface {
 	*P
 	validator
 }](h func(ctx context.Context, c *conn, p PP) (any, error)) queuedFunc {
-	return func(params json.RawMessage) (string, callFunc) {
+	return queuedNow[P, PP](h, nil)
+}
+
+// queuedNow is queued with now, the call answered without waiting when
+// it can be (nil: always queued).
+func queuedNow[P any, PP interface {
+	*P
+	validator
+}](h func(ctx context.Context, c *conn, p PP) (any, error), now func(c *conn, p PP) (any, bool, error)) queuedFunc {
+	return func(params json.RawMessage) (string, callFunc, nowFunc) {
 		p := PP(new(P))
 		if err := decode(params, p); err != nil {
-			return queueKey(params), func(context.Context, *conn) (any, error) { return nil, err }
+			return queueKey(params), func(context.Context, *conn) (any, error) { return nil, err }, nil
 		}
 		key := sessionOf(p)
 		if len(key) > maxKeyBytes {
 			key = "" // its handler refuses it
 		}
-		return key, func(ctx context.Context, c *conn) (any, error) {
+		run := func(ctx context.Context, c *conn) (any, error) {
 			if err := p.Validate(); err != nil {
 				return nil, err
 			}
 			return h(ctx, c, p)
+		}
+		if now == nil {
+			return key, run, nil
+		}
+		return key, run, func(c *conn) (any, bool, error) {
+			if err := p.Validate(); err != nil {
+				return nil, true, err
+			}
+			return now(c, p)
 		}
 	}
 }
@@ -71,11 +93,11 @@ func sessionOf(p any) string {
 
 // prepare decodes a slow method's params (m.queued); a panic while
 // decoding is answered -32603 when the call runs, as one in its handler.
-func (c *conn) prepare(m method, params json.RawMessage) (key string, run callFunc) {
+func (c *conn) prepare(m method, params json.RawMessage) (key string, run callFunc, now nowFunc) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.log.Error("handler panicked", "method", m.name, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			key, run = "", func(context.Context, *conn) (any, error) {
+			key, now, run = "", nil, func(context.Context, *conn) (any, error) {
 				return nil, api.Errorf(api.KindInternal, nil, "internal error in %s", m.name)
 			}
 		}

@@ -26,15 +26,15 @@ func TestQueuedMethodsDecodeOnce(t *testing.T) {
 		if m.name == "agentSession.create" {
 			want = ""
 		}
-		if key, _ := m.queued(json.RawMessage(`{"sessionId":"s_aaaaaaaa"}`)); key != want {
+		if key, _, _ := m.queued(json.RawMessage(`{"sessionId":"s_aaaaaaaa"}`)); key != want {
 			t.Errorf("%s: key %q, want %q", m.name, key, want)
 		}
-		if key, _ := m.queued(json.RawMessage(`{"sessionId":"` + string(make([]byte, maxKeyBytes+1)) + `"}`)); key != "" {
+		if key, _, _ := m.queued(json.RawMessage(`{"sessionId":"` + string(make([]byte, maxKeyBytes+1)) + `"}`)); key != "" {
 			t.Errorf("%s: an overlong sessionId keys %q", m.name, key)
 		}
 	}
 	hold := newTable(methodList)["agentSession.hold"]
-	key, run := hold.queued(json.RawMessage(`{"sessionId":"s_bbbbbbbb","ttlMs":"soon"}`))
+	key, run, _ := hold.queued(json.RawMessage(`{"sessionId":"s_bbbbbbbb","ttlMs":"soon"}`))
 	if key != "s_bbbbbbbb" {
 		t.Errorf("undecodable params keyed %q, want queueKey's s_bbbbbbbb", key)
 	}
