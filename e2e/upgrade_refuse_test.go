@@ -219,3 +219,35 @@ func TestE2EHandoffEnvAtPlainStart(t *testing.T) {
 		t.Fatalf("the leftover %s was not removed:\n%s", stale, d.Log.String())
 	}
 }
+
+// TestE2EUpgradeIntruderLeavesTheHandoff: a plain serve on the same state
+// dir started in the exec's window (here by a wrapper running in the
+// daemon's pid, with the handoff written and not yet read) neither
+// removes the handoff nor takes over: it waits for the store's flock,
+// which the image being exec'd to holds, gives up naming the other
+// daemon, and the upgrade completes with its session live.
+func TestE2EUpgradeIntruderLeavesTheHandoff(t *testing.T) {
+	dir := t.TempDir()
+	intruderLog := filepath.Join(dir, "intruder.log")
+	next := script(t, `case "$1" in version) exec "$REAL" "$@";; esac
+env -u SESSIOND_HANDOFF -u NOTIFY_SOCKET "$REAL" "$@" --socket `+filepath.Join(dir, "intruder.sock")+` --log-format json >`+intruderLog+` 2>&1
+echo "exit $?" >>`+intruderLog+`
+exec "$REAL" "$@"`)
+	d := daemontest.Start(t, daemontest.Options{})
+	c := d.Client(t)
+	id, pid := liveSession(t, c)
+	var res api.UpgradeResult
+	if err := c.Call(ctxN(t, 60*time.Second), "daemon.upgrade", api.UpgradeParams{Binary: next}, &res); err != nil {
+		b, _ := os.ReadFile(intruderLog)
+		t.Fatalf("upgrade with a plain serve started in the exec's window: %v\nintruder:\n%s\ndaemon:\n%s", err, b, d.Log.String())
+	}
+	b, err := os.ReadFile(intruderLog)
+	if err != nil || !strings.Contains(string(b), "another sessiond is running") || strings.Contains(string(b), "exit 0") ||
+		strings.Contains(string(b), "leftover live upgrade handoff") {
+		t.Fatalf("the intruding serve: %v\n%s", err, b)
+	}
+	var s api.SessionInfo
+	if err := d.Client(t).Call(ctx10(t), "agentSession.get", api.SessionParams{SessionID: id}, &s); err != nil || s.PID != pid || s.State != "live" {
+		t.Fatalf("session after the upgrade: %+v %v; want pid %d live", s, err, pid)
+	}
+}

@@ -153,6 +153,8 @@ func (d *daemon) run() error {
 	keep := ""
 	if d.handoff != nil {
 		keep = d.handoff.consumed
+	} else {
+		removeStaleHandoff(d.stateDir, log) // under the flock: not a handoff in flight
 	}
 	removeHandoffTemps(d.stateDir, keep, log) // under the flock: no other daemon is writing one
 	parts := &attentionParts{}

@@ -39,9 +39,9 @@ import (
 func takeHandoff(stateDir string, log *slog.Logger) (*handoff, error) {
 	path, ok := os.LookupEnv(HandoffEnv)
 	os.Unsetenv(HandoffEnv)
-	if !ok {
-		removeStaleHandoff(stateDir, log)
-	}
+	// A plain start removes a leftover handoff only once it holds the
+	// store's flock (serve: removeStaleHandoff): before that, the file
+	// may be a live upgrade's, written a moment ago for the new image.
 	if !ok || path == "" {
 		return nil, nil
 	}
@@ -70,7 +70,9 @@ func takeHandoff(stateDir string, log *slog.Logger) (*handoff, error) {
 
 // removeStaleHandoff removes a handoff left in stateDir by a new image
 // that died before reading it (a plain start adopts nothing): only a
-// regular file of this user, never what a symlink points to.
+// regular file of this user, never what a symlink points to. Called with
+// the store's flock held: an image being exec'd to holds it (the
+// inherited store descriptor), so this never removes a handoff in flight.
 func removeStaleHandoff(stateDir string, log *slog.Logger) {
 	path := filepath.Join(stateDir, HandoffFile)
 	fi, err := os.Lstat(path)
