@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -249,5 +250,70 @@ exec "$REAL" "$@"`)
 	var s api.SessionInfo
 	if err := d.Client(t).Call(ctx10(t), "agentSession.get", api.SessionParams{SessionID: id}, &s); err != nil || s.PID != pid || s.State != "live" {
 		t.Fatalf("session after the upgrade: %+v %v; want pid %d live", s, err, pid)
+	}
+}
+
+// damageRecord overwrites the first byte of every stored copy of id's
+// session record in the store file (a damaged disk, under the running
+// daemon: bbolt reads the file through a shared mapping) and reports how
+// many it found.
+func damageRecord(t *testing.T, db, id string) int {
+	t.Helper()
+	b, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(db, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	pat := []byte(id + `{"id"`)
+	n := 0
+	for off := 0; ; {
+		i := bytes.Index(b[off:], pat)
+		if i < 0 {
+			break
+		}
+		if _, err := f.WriteAt([]byte{0}, int64(off+i+len(id))); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		off += i + len(pat)
+	}
+	return n
+}
+
+// TestE2EUpgradeRefusedForADamagedSession: a live session whose stored
+// record was damaged under the running daemon cannot be adopted by a new
+// image (it would exit, and every session with it): the upgrade is
+// refused naming the session, the daemon carries on (same pid) and its
+// other sessions still answer turns. (Found by a hostile probe: the new
+// image exited and left a provider that ignores SIGTERM running.)
+func TestE2EUpgradeRefusedForADamagedSession(t *testing.T) {
+	v2 := daemontest.BinaryVersion(t, upgradeVersion)
+	d := daemontest.Start(t, daemontest.Options{})
+	c := d.Client(t)
+	bad, _ := liveSession(t, c)
+	good, pid := liveSession(t, c)
+	if n := damageRecord(t, filepath.Join(d.StateDir, "sessiond.db"), bad); n == 0 {
+		t.Fatalf("no stored record of %s found to damage", bad)
+	}
+	before := d.Status(t)
+	err := c.Call(ctxN(t, 60*time.Second), "daemon.upgrade", api.UpgradeParams{Binary: v2}, nil)
+	if cause := refusedCause(t, "upgrade with a damaged session", err); !strings.Contains(cause, bad) || !strings.Contains(cause, "damaged") {
+		t.Fatalf("refused with cause %q; want it to name %s as damaged", cause, bad)
+	}
+	if after := d.Status(t); after.PID != before.PID || after.StartedAt != before.StartedAt {
+		t.Fatalf("daemon changed: %+v -> %+v", before, after)
+	}
+	var s api.SessionInfo
+	if err := c.Call(ctx10(t), "agentSession.get", api.SessionParams{SessionID: good}, &s); err != nil || s.PID != pid || s.State != "live" {
+		t.Fatalf("the healthy session after the refusal: %+v %v", s, err)
+	}
+	send(t, c, good, "still here")
+	evs := waitJournal(t, func() *rpc.Client { return c }, good, "turn.completed", turnDone)
+	if got := deltaText(t, evs); got != "echo: still here" {
+		t.Fatalf("after the refusal the turn answered %q", got)
 	}
 }

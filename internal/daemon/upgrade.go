@@ -106,6 +106,11 @@ func (u *upgrader) upgrade(ctx context.Context, p api.UpgradeParams) (api.Upgrad
 		u.srv.ResumeCalls()
 		return api.UpgradeResult{}, u.refused(refuse("a session cannot be handed over", err))
 	}
+	if err := u.h.CheckHandover(q.Sessions); err != nil {
+		q.Abandon()
+		u.srv.ResumeCalls()
+		return api.UpgradeResult{}, u.refused(refuse("a session's stored state is damaged", err))
+	}
 	format := handoffFormat
 	if len(q.Runtimes) > 0 {
 		format = handoffFormatRuntimes

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessiond/sessiond/internal/lease"
 	"github.com/sessiond/sessiond/internal/proc"
 	"github.com/sessiond/sessiond/internal/provider"
 )
@@ -302,4 +303,26 @@ func (q *Quiesced) Abandon() {
 		q.locked[i].mu.Unlock()
 	}
 	q.children, q.owners, q.paused, q.pausedRT, q.disarmed, q.locked = nil, nil, nil, nil, nil, nil
+}
+
+// CheckHandover reads, in the old image, what the new one will need of
+// each handed-over session from the store: its record and its lease,
+// live at the handed-over fence. A session whose record or lease is
+// damaged could not be adopted: the new image would exit and every
+// session with it, so the upgrade is refused naming it (close or delete
+// it first), and the daemon carries on.
+func (h *Host) CheckHandover(sessions []HandoffSession) error {
+	for _, s := range sessions {
+		if _, err := h.record(s.ID); err != nil {
+			return fmt.Errorf("session %s cannot be handed over (close it first: sessiond ctl close %s): %w", s.ID, s.ID, err)
+		}
+		lr, err := h.leases.Get(s.ID)
+		if err == nil && (lr.Status != lease.Live || lr.Fence != s.Fence) {
+			err = fmt.Errorf("lease (%s, fence %d) is not live at fence %d", lr.Status, lr.Fence, s.Fence)
+		}
+		if err != nil {
+			return fmt.Errorf("session %s cannot be handed over (close it first: sessiond ctl close %s): lease: %w", s.ID, s.ID, err)
+		}
+	}
+	return nil
 }
