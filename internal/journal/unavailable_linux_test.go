@@ -177,4 +177,9 @@ func TestStoreFullHeldBoundIsALoss(t *testing.T) {
 	if st := j.State(id); st.OpenTurn != "" || st.Lost != 1 {
 		t.Fatalf("state %+v", st)
 	}
+	// The writer counts the dropped event once, when it fails the held
+	// batch (Stats.Lost), as the journal's loss row says.
+	if st := j.Stats(); st.Lost != 1 {
+		t.Fatalf("Stats.Lost %d after one dropped event, want 1", st.Lost)
+	}
 }
