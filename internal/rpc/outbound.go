@@ -69,6 +69,7 @@ func (o *outbound) hold(s *stream, n int) {
 	s.frames.Add(1)
 	if s.pending.Add(int64(n)) == int64(n) {
 		s.since.Store(time.Now().UnixNano()) // it starts waiting for its reader now
+		s.sentAt.Store(s.sent.Load())
 	}
 	if o.total.Add(int64(n)) > o.max {
 		o.shed()
@@ -79,6 +80,7 @@ func (o *outbound) hold(s *stream, n int) {
 func (o *outbound) written(s *stream, n int) {
 	if n > 0 {
 		s.since.Store(time.Now().UnixNano()) // progress
+		s.sent.Add(int64(n))
 	}
 	s.pending.Add(-int64(n))
 	o.total.Add(-int64(n))
@@ -106,6 +108,7 @@ func (o *outbound) shed() {
 		if !c.stalled {
 			c.unread = peerUnread(s.conn) // only needed to rank the not yet stalled
 			c.leftUnread = c.unread > 0 && p > writeChunk
+			c.reading = s.sent.Load()-s.sentAt.Load()-c.unread > 0
 		}
 		if victim == nil || c.slower(best) {
 			victim, best = s, c
@@ -148,9 +151,14 @@ func (o *outbound) spare(victim *stream, c candidate, live int64) bool {
 // reply in flight to a peer about to read it shows in both counts; only
 // past one chunk are some of the pending bytes surely still the
 // daemon's, waiting on a peer that does not read.
+//
+// reading (not stalled): its peer has read some of what was written
+// since the stream began to hold unwritten bytes (a slow reader, not one
+// that stopped). A peer that never reads has read none of it: all that
+// was written since sits in its socket.
 type candidate struct {
-	pending, since, unread int64
-	stalled, leftUnread    bool
+	pending, since, unread       int64
+	stalled, leftUnread, reading bool
 }
 
 // slower reports whether c is a better victim than v: stalled beats not
@@ -159,7 +167,11 @@ type candidate struct {
 // unread (leftUnread) beats one that has read all it was sent: a burst
 // of connections that never read is not a second old yet, and a
 // reader's larger reply just counted must not make it the victim; then
-// the more unwritten bytes, then the longer held.
+// one whose peer has read nothing of it since it began to hold bytes
+// beats one that reads, however slowly (a slow reader's last progress is
+// older than a burst's first frame, and their unwritten bytes are equal
+// once both sockets are full); then the more unwritten bytes, then the
+// longer held.
 func (c candidate) slower(v candidate) bool {
 	switch {
 	case c.stalled != v.stalled:
@@ -168,6 +180,8 @@ func (c candidate) slower(v candidate) bool {
 		return c.since < v.since
 	case !c.stalled && c.leftUnread != v.leftUnread:
 		return c.leftUnread
+	case !c.stalled && c.reading != v.reading:
+		return !c.reading
 	case c.pending != v.pending:
 		return c.pending > v.pending
 	default:

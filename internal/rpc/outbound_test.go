@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"io"
 	"log/slog"
 	"net"
 	"testing"
@@ -291,4 +292,52 @@ func TestOutboundVictimFrameInTheKernel(t *testing.T) {
 		t.Fatal("closed none of the connections holding the budget")
 	}
 	peer.nc.Close()
+}
+
+// TestOutboundVictimSparesASlowReader: two connections not yet stalled
+// hold the same unwritten bytes with their sockets holding bytes their
+// peers have not read (both "left unread"): one peer reads slowly (it has
+// read some of what was written since its stream began to hold bytes;
+// its last progress is older), the other never reads (a burst's fresh
+// connection). The one that never reads is closed. (A hostile probe saw
+// both slow readers closed first, 0.33 s into a burst of 300.)
+func TestOutboundVictimSparesASlowReader(t *testing.T) {
+	now := time.Now()
+	o := newOutbound(1<<20, slog.New(slog.DiscardHandler))
+	// Two writes: the kernel counts a Unix socket's unread bytes by the
+	// buffers its writes made (their size with overhead), each freed once
+	// read whole; the slow reader has read the first.
+	first, rest := make([]byte, 64<<10), make([]byte, 64<<10)
+	const written = 128 << 10
+	mk := func(name string, read bool, age time.Duration) *stream {
+		nc, peer := socketPair(t, FramingLines)
+		s := newStream(nc, nil, FramingLines, 0, 0)
+		t.Cleanup(func() { s.Close() })
+		for _, b := range [][]byte{first, rest} {
+			if _, err := nc.Write(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if read {
+			if _, err := io.ReadFull(peer.nc, make([]byte, len(first))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		o.register(s, name)
+		s.pending.Store(700 << 10)
+		s.frames.Store(1)
+		s.since.Store(now.Add(-age).UnixNano())
+		s.sent.Store(written) // since it began to hold bytes (sentAt 0)
+		o.total.Add(700 << 10)
+		return s
+	}
+	slow := mk("slow reader", true, 300*time.Millisecond)
+	never := mk("never reads", false, 0)
+	if u, n := peerUnread(slow.conn), peerUnread(never.conn); u >= written || n < written {
+		t.Fatalf("unread bytes: slow reader %d, never reads %d, of %d written: the case is not set up", u, n, written)
+	}
+	o.shed()
+	if slow.shed.Load() || !never.shed.Load() {
+		t.Fatalf("closed: slow reader %v, the one that never reads %v; want only the latter", slow.shed.Load(), never.shed.Load())
+	}
 }

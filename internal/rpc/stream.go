@@ -36,6 +36,11 @@ type stream struct {
 	writing atomic.Int64 // the size of the frame being written (0: none)
 	since   atomic.Int64
 	shed    atomic.Bool
+	// sent is every byte written to the socket; sentAt its value when
+	// the stream last began to hold unwritten bytes (outbound.hold): what
+	// the peer has read since then is sent - sentAt - its socket's unread
+	// bytes (outbound.shed tells a slow reader from one that never reads).
+	sent, sentAt atomic.Int64
 
 	dl *deadlineReader // the server's read deadlines (admit.go); nil for the client
 
