@@ -317,3 +317,48 @@ func TestE2EUpgradeRefusedForADamagedSession(t *testing.T) {
 		t.Fatalf("after the refusal the turn answered %q", got)
 	}
 }
+
+// TestE2EUpgradeLeakedDescriptorStaysHome: a descriptor the new image
+// inherits without close-on-exec and the handoff does not name (here
+// opened by a wrapper before it execs the real binary: an image that
+// leaked it, or handed over a field this binary does not read) reaches no
+// child the new image starts.
+func TestE2EUpgradeLeakedDescriptorStaysHome(t *testing.T) {
+	// bash: the descriptor is one no handoff field can be (a number past
+	// what the old image had open); sh's redirections stop at 9.
+	next := filepath.Join(t.TempDir(), "sessiond-next")
+	body := "#!/bin/bash\nREAL=" + daemontest.Binary(t) + "\n" + `case "$1" in version) exec "$REAL" "$@";; esac
+exec 250<"$0"
+exec "$REAL" "$@"
+`
+	if err := os.WriteFile(next, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := daemontest.Start(t, daemontest.Options{})
+	c := d.Client(t)
+	if err := c.Call(ctxN(t, 60*time.Second), "daemon.upgrade", api.UpgradeParams{Binary: next}, nil); err != nil {
+		t.Fatalf("upgrade: %v\n%s", err, d.Log.String())
+	}
+	leaked := func(pid int) []string {
+		dir := fmt.Sprintf("/proc/%d/fd", pid)
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fds []string
+		for _, e := range ents {
+			if l, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && l == next {
+				fds = append(fds, e.Name())
+			}
+		}
+		return fds
+	}
+	if fds := leaked(d.Cmd.Process.Pid); len(fds) != 1 {
+		t.Fatalf("the daemon holds %v open on the wrapper: the case is not set up", fds)
+	}
+	c = d.Client(t)
+	_, pid := liveSession(t, c)
+	if fds := leaked(pid); len(fds) != 0 {
+		t.Fatalf("a child started after the upgrade inherited descriptors %v the handoff does not name", fds)
+	}
+}

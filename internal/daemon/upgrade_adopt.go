@@ -53,6 +53,7 @@ func takeHandoff(stateDir string, log *slog.Logger) (*handoff, error) {
 	if err != nil {
 		return nil, err
 	}
+	closeOnExecInherited()
 	syscall.CloseOnExec(h.Listener.FD) // inherited once, by us only
 	if h.StoreFD > 2 {
 		syscall.CloseOnExec(h.StoreFD)
