@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -35,10 +34,10 @@ func (s *Store) CheckRecord(id string) error {
 		if ok && bytes.Equal(last, raw) {
 			return nil
 		}
-		var r Record // decoded outside the lock: other sessions' checks go on
-		if err := json.Unmarshal(raw, &r); err != nil {
+		// decoded outside the lock: other sessions' checks go on
+		if _, err := decodeRecord(id, raw); err != nil {
 			s.forgetChecked(id)
-			return fmt.Errorf("session %s: %w: %w", id, ErrDamaged, err)
+			return fmt.Errorf("session %s: %w", id, err)
 		}
 		s.checked.mu.Lock()
 		defer s.checked.mu.Unlock()

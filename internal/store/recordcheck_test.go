@@ -53,6 +53,14 @@ func TestCheckRecordAnswersAsGetRecord(t *testing.T) {
 	agree("whole once more", nil)
 	put(`{"id":"s_aaaaaaaa","provider":"echo","cwd":"/"`) // truncated
 	agree("truncated", ErrDamaged)
+	put(whole)
+	agree("whole after truncated", nil)
+	put(`{"id":"s_aaaXaaaa","provider":"echo","cwd":"/"}`) // a byte of its id flipped: another session's name
+	agree("id of another", ErrDamaged)
+	var bad []string
+	if recs, err := s.ListRecords(func(id string, err error) { bad = append(bad, id) }); err != nil || len(recs) != 0 || len(bad) != 1 {
+		t.Fatalf("ListRecords with the id flipped: %d records, bad %v, %v; want it reported damaged", len(recs), bad, err)
+	}
 	if err := s.DeleteRecord(id); err != nil {
 		t.Fatal(err)
 	}

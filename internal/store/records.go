@@ -95,12 +95,27 @@ func (s *Store) GetRecord(id string) (Record, error) {
 		if raw == nil {
 			return fmt.Errorf("session %s: %w", id, ErrNotFound)
 		}
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return fmt.Errorf("session %s: %w: %w", id, ErrDamaged, err)
+		var err error
+		if r, err = decodeRecord(id, raw); err != nil {
+			return fmt.Errorf("session %s: %w", id, err)
 		}
 		return nil
 	})
 	return r, err
+}
+
+// decodeRecord decodes the record stored under id: one that does not
+// decode, or whose id field names another session (a byte flipped in
+// it), is ErrDamaged.
+func decodeRecord(id string, raw []byte) (Record, error) {
+	var r Record
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return Record{}, fmt.Errorf("%w: %w", ErrDamaged, err)
+	}
+	if r.ID != id {
+		return Record{}, fmt.Errorf("%w: its id field says %q", ErrDamaged, r.ID[:min(len(r.ID), 128)])
+	}
+	return r, nil
 }
 
 // ListRecords reads every record in id order. A record that does not decode
@@ -109,10 +124,10 @@ func (s *Store) ListRecords(bad func(id string, err error)) ([]Record, error) {
 	var out []Record
 	err := View(s.DB, func(tx *bolt.Tx) error {
 		return tx.Bucket(BucketSessions).ForEach(func(k, v []byte) error {
-			var r Record
-			if err := json.Unmarshal(v, &r); err != nil {
+			r, err := decodeRecord(string(k), v)
+			if err != nil {
 				if bad != nil {
-					bad(string(k), fmt.Errorf("%w: %w", ErrDamaged, err))
+					bad(string(k), err)
 				}
 				return nil
 			}
