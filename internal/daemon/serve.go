@@ -71,13 +71,14 @@ func Serve(args []string, stderr io.Writer) int {
 		log.Error("no state directory", "err", err.Error())
 		return exitcode.Error
 	}
+	_, handoffNamed := os.LookupEnv(HandoffEnv) // takeHandoff removes it
 	ho, err := takeHandoff(stateDir, log)
 	if err != nil {
 		log.Error("cannot adopt the live upgrade's handoff; exiting (the next start reaps as after a crash)", "err", err.Error())
 		return exitcode.Error
 	}
 	d := &daemon{cfg: cfg, stateDir: stateDir, socket: rpc.SocketPath(*socket, os.Getenv), log: log, config: cfgPath, act: act,
-		notifySocket: notifySocket, handoff: ho, sigs: sigs}
+		notifySocket: notifySocket, handoff: ho, handoffNamed: handoffNamed, sigs: sigs}
 	if ho != nil {
 		d.socket = ho.Listener.Socket
 	}
@@ -102,6 +103,10 @@ type daemon struct {
 	notifySocket string
 	// handoff is the live upgrade this image takes over (nil: a plain start).
 	handoff *handoff
+	// handoffNamed: the environment named a handoff (this image's or,
+	// ignored, another's); only a start that named none removes a
+	// leftover one.
+	handoffNamed bool
 	// phase keeps a live upgrade and a shutdown apart (upgrade_gate.go).
 	phase upgradeGate
 	// sigs are the shutdown signals caught since serve began (catchSignals).
@@ -153,8 +158,10 @@ func (d *daemon) run() error {
 	keep := ""
 	if d.handoff != nil {
 		keep = d.handoff.consumed
-	} else {
-		removeStaleHandoff(d.stateDir, log) // under the flock: not a handoff in flight
+	} else if !d.handoffNamed {
+		// A plain start (no handoff named: one that names another's is
+		// left alone), under the flock: not a handoff in flight.
+		removeStaleHandoff(d.stateDir, log)
 	}
 	removeHandoffTemps(d.stateDir, keep, log) // under the flock: no other daemon is writing one
 	parts := &attentionParts{}
