@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -112,18 +110,4 @@ func TestE2ECgroupUpgradeAdoptedOutlivesGrace(t *testing.T) {
 }
 
 // inotifyFDs lists pid's descriptors that are inotify instances.
-func inotifyFDs(t *testing.T, pid int) []string {
-	t.Helper()
-	dir := fmt.Sprintf("/proc/%d/fd", pid)
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fds []string
-	for _, e := range ents {
-		if l, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && l == "anon_inode:inotify" {
-			fds = append(fds, e.Name())
-		}
-	}
-	return fds
-}
+func inotifyFDs(t *testing.T, pid int) []string { return fdsTo(t, pid, "anon_inode:inotify") }

@@ -339,20 +339,7 @@ exec "$REAL" "$@"
 	if err := c.Call(ctxN(t, 60*time.Second), "daemon.upgrade", api.UpgradeParams{Binary: next}, nil); err != nil {
 		t.Fatalf("upgrade: %v\n%s", err, d.Log.String())
 	}
-	leaked := func(pid int) []string {
-		dir := fmt.Sprintf("/proc/%d/fd", pid)
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var fds []string
-		for _, e := range ents {
-			if l, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && l == next {
-				fds = append(fds, e.Name())
-			}
-		}
-		return fds
-	}
+	leaked := func(pid int) []string { return fdsTo(t, pid, next) }
 	if fds := leaked(d.Cmd.Process.Pid); len(fds) != 1 {
 		t.Fatalf("the daemon holds %v open on the wrapper: the case is not set up", fds)
 	}
@@ -361,4 +348,22 @@ exec "$REAL" "$@"
 	if fds := leaked(pid); len(fds) != 0 {
 		t.Fatalf("a child started after the upgrade inherited descriptors %v the handoff does not name", fds)
 	}
+}
+
+// fdsTo lists pid's descriptors whose link reads target (a path, or an
+// anonymous inode's name).
+func fdsTo(t *testing.T, pid int, target string) []string {
+	t.Helper()
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fds []string
+	for _, e := range ents {
+		if l, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && l == target {
+			fds = append(fds, e.Name())
+		}
+	}
+	return fds
 }

@@ -36,36 +36,48 @@ func (h *Host) ReleaseNow(conn string, p api.ReleaseParams) (api.ReleaseResult, 
 	if err := h.exists(p.SessionID); err != nil {
 		return api.ReleaseResult{}, true, err
 	}
-	h.mu.Lock()
-	e := h.sessions[p.SessionID]
-	h.mu.Unlock()
-	if e == nil {
+	e, absent := h.tryLockEntry(p.SessionID)
+	if absent {
 		return api.ReleaseResult{Released: false, Holders: []string{}}, true, nil
 	}
-	if !e.mu.TryLock() {
-		return api.ReleaseResult{}, false, nil
+	if e == nil {
+		return api.ReleaseResult{}, false, nil // another call holds its lock, or it was forgotten meanwhile
 	}
 	defer e.mu.Unlock()
+	return h.releaseLocked(e, p), true, nil
+}
+
+// tryLockEntry returns id's entry locked if its lock was free and it was
+// not forgotten meanwhile (Release would look it up again), else nil;
+// absent: the session has no entry.
+func (h *Host) tryLockEntry(id string) (e *entry, absent bool) {
+	h.mu.Lock()
+	e = h.sessions[id]
+	h.mu.Unlock()
+	if e == nil {
+		return nil, true
+	}
+	if !e.mu.TryLock() {
+		return nil, false
+	}
 	h.mu.Lock()
 	gone := e.gone
 	h.mu.Unlock()
 	if gone {
-		return api.ReleaseResult{}, false, nil // forgotten meanwhile: Release looks it up again
+		e.mu.Unlock()
+		return nil, false
 	}
-	return h.releaseLocked(e, p), true, nil
+	return e, false
 }
 
-// tryLockLive returns id's entry locked if it is live and its lock was
-// free, else nil.
+// tryLockLive is tryLockEntry of a live session only, else nil.
 func (h *Host) tryLockLive(id string) *entry {
-	h.mu.Lock()
-	e := h.sessions[id]
-	h.mu.Unlock()
-	if e == nil || !e.mu.TryLock() {
+	e, _ := h.tryLockEntry(id)
+	if e == nil {
 		return nil
 	}
 	h.mu.Lock()
-	live := !e.gone && e.state == StateLive
+	live := e.state == StateLive
 	h.mu.Unlock()
 	if !live {
 		e.mu.Unlock()

@@ -100,28 +100,25 @@ func hRelease(ctx context.Context, c *conn, p *api.ReleaseParams) (any, error) {
 
 // nowHold and nowRelease answer a hold or a release without waiting
 // when the backend can (api.InlineBackend; inline.go).
-func nowHold(c *conn, p *api.HoldParams) (any, bool, error) {
-	ib, ok := c.srv.o.Backend.(api.InlineBackend)
-	if !ok {
-		return nil, false, nil
-	}
-	res, ok, err := ib.HoldNow(c.id, *p)
-	if !ok || err != nil {
-		return nil, ok, err
-	}
-	return res, true, nil
-}
+var (
+	nowHold    = inlineNow(api.InlineBackend.HoldNow)
+	nowRelease = inlineNow(api.InlineBackend.ReleaseNow)
+)
 
-func nowRelease(c *conn, p *api.ReleaseParams) (any, bool, error) {
-	ib, ok := c.srv.o.Backend.(api.InlineBackend)
-	if !ok {
-		return nil, false, nil
+// inlineNow is the queued method's now of an api.InlineBackend method:
+// ok false (queue it) when the backend is not one.
+func inlineNow[P, R any](f func(api.InlineBackend, string, P) (R, bool, error)) func(c *conn, p *P) (any, bool, error) {
+	return func(c *conn, p *P) (any, bool, error) {
+		ib, ok := c.srv.o.Backend.(api.InlineBackend)
+		if !ok {
+			return nil, false, nil
+		}
+		res, ok, err := f(ib, c.id, *p)
+		if !ok || err != nil {
+			return nil, ok, err
+		}
+		return res, true, nil
 	}
-	res, ok, err := ib.ReleaseNow(c.id, *p)
-	if !ok || err != nil {
-		return nil, ok, err
-	}
-	return res, true, nil
 }
 
 func hClose(ctx context.Context, c *conn, p *api.SessionParams) (any, error) {

@@ -30,7 +30,7 @@ func (c *conn) answerNow(ctx context.Context, m method, id *requestID, now nowFu
 	if !ok {
 		return false
 	}
-	c.srv.stats.answeredNow.Add(1)
+	c.srv.stats.answeredInline.Add(1)
 	c.reply(ctx, m.name, id, res, err)
 	return true
 }

@@ -74,7 +74,7 @@ func TestHoldReleaseAnsweredInline(t *testing.T) {
 	if got := f.opsOf("s_aaaaaaaa"); !slices.Equal(got, want) {
 		t.Fatalf("ran %v, want %v (nothing queued)", got, want)
 	}
-	if n := ts.srv.stats.answeredNow.Load(); n != 6 {
+	if n := ts.srv.stats.answeredInline.Load(); n != 6 {
 		t.Fatalf("answeredInline %d, want 6", n)
 	}
 	f.now.Store(false)
@@ -89,7 +89,7 @@ func TestHoldReleaseAnsweredInline(t *testing.T) {
 	if got, want := f.opsOf("s_bbbbbbbb"), []string{"hold b", "release b"}; !slices.Equal(got, want) {
 		t.Fatalf("ran %v, want %v (queued)", got, want)
 	}
-	if n := ts.srv.stats.answeredNow.Load(); n != 6 {
+	if n := ts.srv.stats.answeredInline.Load(); n != 6 {
 		t.Fatalf("answeredInline %d after would-wait calls, want still 6", n)
 	}
 }

@@ -19,7 +19,7 @@ type stats struct {
 	batchesRefused atomic.Uint64
 	writeTimeouts  atomic.Uint64
 	laggedSubs     atomic.Uint64
-	answeredNow    atomic.Uint64 // slow methods' calls answered without queueing (inline.go)
+	answeredInline atomic.Uint64 // slow methods' calls answered without queueing (inline.go)
 
 	out *outbound // the server's outbound budget, for its figures
 }
@@ -66,7 +66,7 @@ func (s *stats) snapshot(open int) map[string]any {
 		"batchesRefused":    s.batchesRefused.Load(),
 		"writeTimeouts":     s.writeTimeouts.Load(),
 		"laggedSubscribers": s.laggedSubs.Load(),
-		"answeredInline":    s.answeredNow.Load(),
+		"answeredInline":    s.answeredInline.Load(),
 		"outboundBytes":     out.total.Load(),
 		"outboundCloses":    out.closes.Load(),
 		"heapBytes":         heapBytes(),
