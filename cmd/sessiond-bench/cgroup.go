@@ -140,6 +140,7 @@ func heldWakeups(ctx context.Context, b *bench, c0 *rpc.Client, d0 *daemon, c1 *
 		}
 	}
 	time.Sleep(time.Second) // let the starts settle before the window
+	settleRuntime([]int{d0.pid(), d1.pid()}, b.sz.settleFor)
 	var a [2]usage
 	for i, d := range ds {
 		u, err := readUsage(d.pid())

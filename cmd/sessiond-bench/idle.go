@@ -63,6 +63,7 @@ func benchIdle(ctx context.Context, b *bench) ([]figure, error) {
 	default:
 	}
 	time.Sleep(time.Second) // let start-up work (GC, first probe sweeps) settle before the window
+	settled := settleRuntime([]int{d.pid()}, b.sz.settleFor)
 	a, err := readUsage(d.pid())
 	if err != nil {
 		return nil, err
@@ -93,5 +94,6 @@ func benchIdle(ctx context.Context, b *bench) ([]figure, error) {
 		atMost(fmt.Sprintf("idle.rss_%dheld", n), float64(z.rssKiB)/1024, "MiB", 60),
 		info("idle.rss_0held", float64(u0.rssKiB)/1024, "MiB"),
 		info("idle.rss_per_held_session", float64(int64(z.rssKiB)-int64(u0.rssKiB))/float64(n), "KiB"),
+		info("idle.settled_before_window", settled.Seconds(), "s"),
 	}, nil
 }

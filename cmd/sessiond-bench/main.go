@@ -147,6 +147,7 @@ type sizes struct {
 	floodN                                        int           // deltas in the /flood
 	idleSessions                                  int           // held idle sessions
 	idleFor                                       time.Duration // idle measuring window
+	settleFor                                     time.Duration // at most this long for the runtime's back-off before an idle window (settle.go)
 	probeN                                        int           // identities per sweep
 	psN                                           int           // ps spawns (one identity each)
 	replayEvents                                  int           // events in the replayed journal
@@ -165,7 +166,7 @@ type sizes struct {
 
 func fullSizes() sizes {
 	return sizes{rpcCalls: 20000, thrClients: 32, thrRound: time.Second, thrRounds: 3, floodN: 100000,
-		idleSessions: 200, idleFor: 30 * time.Second, probeN: 1000, psN: 100, replayEvents: 100000,
+		idleSessions: 200, idleFor: 30 * time.Second, settleFor: 65 * time.Second, probeN: 1000, psN: 100, replayEvents: 100000,
 		startSessions: 10000, startEvents: 100, startRuns: 3, evictCoop: 10, evictStubborn: 3, codexTurns: 5,
 		cgroupSamples: 20, upgradeSessions: 100, upgradeFloods: 4, upgradeFloodN: 200000,
 		rtIdleSessions: 6, rtTurns: 20, rtModelDelay: time.Second}
