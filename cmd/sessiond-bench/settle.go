@@ -29,6 +29,7 @@ func settleRuntime(pids []int, limit time.Duration) time.Duration {
 		return 0
 	}
 	type watch struct {
+		pid   int
 		tid   int
 		start uint64
 		woke  time.Time
@@ -40,14 +41,14 @@ func settleRuntime(pids []int, limit time.Duration) time.Duration {
 			fmt.Fprintf(os.Stderr, "bench: settle: %v\n", err)
 			continue
 		}
-		ws = append(ws, watch{tid: tid, start: threadSwitches(pid, tid)})
+		ws = append(ws, watch{pid: pid, tid: tid, start: threadSwitches(pid, tid)})
 	}
 	const burst = 300 * time.Millisecond // the burst lasts ~25 ms
 	for time.Since(t0) < limit {
 		done := true
 		for i := range ws {
 			w := &ws[i]
-			if w.woke.IsZero() && threadSwitches(pids[i], w.tid) != w.start {
+			if w.woke.IsZero() && threadSwitches(w.pid, w.tid) != w.start {
 				w.woke = time.Now()
 			}
 			if w.woke.IsZero() || time.Since(w.woke) < burst {
